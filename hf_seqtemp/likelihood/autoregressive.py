@@ -1,0 +1,122 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Exact sequence log-likelihoods of autoregressive (causal) language models."""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from .base import SequenceScorer
+
+
+def position_ids_from_attention_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Position ids that start at 0 on each row's first real token, so left padding does not shift positions."""
+    return (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
+
+
+def gather_token_logps(
+    logits: torch.Tensor, targets: torch.Tensor, token_temperature: float = 1.0, chunk_size: int = 256
+) -> torch.Tensor:
+    """`log softmax(logits / T)[target]` in float32, converting at most `chunk_size` positions at a time.
+
+    Args:
+        logits (`torch.Tensor` of shape `(batch, length, vocab)`): logits in any floating dtype.
+        targets (`torch.LongTensor` of shape `(batch, length)`): token id whose log-probability is taken.
+        token_temperature (`float`, *optional*, defaults to `1.0`): divides the logits first.
+        chunk_size (`int`, *optional*, defaults to `256`): positions converted to float32 at once, which bounds
+            the float32 copy of the logits to `batch × chunk_size × vocab`.
+
+    Returns:
+        `torch.FloatTensor` of shape `(batch, length)`.
+
+    Example:
+    ```python
+    >>> logits = torch.zeros(1, 2, 4)
+    >>> gather_token_logps(logits, torch.tensor([[0, 3]])).exp().tolist()
+    [[0.25, 0.25]]
+    ```
+    """
+    pieces = []
+    for start in range(0, logits.shape[1], chunk_size):
+        block = logits[:, start : start + chunk_size].float()
+        if token_temperature != 1.0:
+            block = block / token_temperature
+        logp = block.log_softmax(dim=-1)
+        pieces.append(logp.gather(-1, targets[:, start : start + chunk_size, None]).squeeze(-1))
+    return torch.cat(pieces, dim=1)
+
+
+def _accepts_position_ids(model: torch.nn.Module) -> bool:
+    try:
+        return "position_ids" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class AutoregressiveScorer(SequenceScorer):
+    """[`SequenceScorer`] that computes exact sequence log-likelihoods of a causal LM from one forward pass.
+
+    The score of a row is `sum_i log p(x_i | x_<i)` over its completion positions, each conditional a float32
+    log-softmax of the model's logits (divided by `token_temperature` for the myopic baseline of Section 3.4).
+    Position ids are derived from the attention mask, so a left-padded row scores exactly like the same row
+    without padding.
+
+    Args:
+        token_temperature (`float`, *optional*, defaults to `1.0`):
+            Token temperature applied to every step's logits. `1.0` scores the model itself.
+        chunk_size (`int`, *optional*, defaults to `256`):
+            Positions converted to float32 at once in the log-softmax, bounding memory on long sequences.
+
+    Example:
+    ```python
+    >>> import torch
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> from hf_seqtemp import AutoregressiveScorer
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <...>
+    >>> config = LlamaConfig(vocab_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+    ...                      num_attention_heads=2, num_key_value_heads=2)
+    >>> model = LlamaForCausalLM(config).eval()
+    >>> scorer = AutoregressiveScorer()
+    >>> scorer(model, torch.tensor([[1, 2, 3], [4, 5, 6]])).shape
+    torch.Size([2])
+    ```
+    """
+
+    def __init__(self, token_temperature: float = 1.0, chunk_size: int = 256):
+        super().__init__(token_temperature)
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+            raise ValueError(f"`chunk_size` must be a positive integer, got {chunk_size!r}.")
+        self.chunk_size = chunk_size
+
+    def token_logps(
+        self,
+        model: torch.nn.Module,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        completion_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-position conditionals `log p(x_i | x_<i)`, aligned with `input_ids`.
+
+        Returns:
+            A tuple `(token_logps, completion_mask)`, both of shape `(batch, length)`: float32 log-probabilities
+            (0 wherever the position is not scored) and the boolean mask of scored positions.
+        """
+        input_ids, attention_mask, completion_mask = self._check_inputs(input_ids, attention_mask, completion_mask)
+        if completion_mask[:, 0].any():
+            raise ValueError(
+                "`completion_mask` marks position 0 for scoring, but a causal LM has no conditional for the first "
+                "token: start the completion at position 1 or later (prepend a BOS token)."
+            )
+        kwargs = {"attention_mask": attention_mask}
+        if _accepts_position_ids(model):
+            kwargs["position_ids"] = position_ids_from_attention_mask(attention_mask)
+        logits = model(input_ids=input_ids, **kwargs).logits[:, :-1]
+        logps = gather_token_logps(logits, input_ids[:, 1:], self.token_temperature, self.chunk_size)
+        logps = torch.cat([logps.new_zeros(logps.shape[0], 1), logps], dim=1)
+        return logps.masked_fill(~completion_mask, 0.0), completion_mask
+
+    def score(self, model, input_ids, attention_mask, completion_mask):
+        token_logps, _ = self.token_logps(model, input_ids, attention_mask, completion_mask)
+        return token_logps.sum(dim=1)
