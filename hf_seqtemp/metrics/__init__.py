@@ -1,0 +1,44 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Temperature metrics: pure functions in `core`, and `evaluate` modules in one folder each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .core import effective_temperature, kendall_tau, sequence_nll, temperature_log_ratio
+
+
+_MODULE_DIR = Path(__file__).resolve().parent
+
+
+def available_modules() -> list[str]:
+    """Names of the `evaluate` modules that ship with hf_seqtemp."""
+    return sorted(p.name for p in _MODULE_DIR.iterdir() if (p / f"{p.name}.py").is_file())
+
+
+def module_path(name: str) -> str:
+    """Path of a bundled `evaluate` module, for `evaluate.load` offline.
+
+    Example:
+    ```python
+    >>> import evaluate
+    >>> from hf_seqtemp.metrics import module_path
+    >>> metric = evaluate.load(module_path("effective_temperature"))
+    >>> metric.compute(base_logp=[-1.0, -2.0, -4.0], tempered_logp=[-2.0, -4.0, -8.0])
+    {'effective_temperature': 0.5}
+    ```
+    """
+    folder = _MODULE_DIR / name
+    if not (folder / f"{name}.py").is_file():
+        raise ValueError(f"`name` must be one of {available_modules()}, got {name!r}.")
+    return str(folder)
+
+
+__all__ = [
+    "available_modules",
+    "effective_temperature",
+    "kendall_tau",
+    "module_path",
+    "sequence_nll",
+    "temperature_log_ratio",
+]

@@ -1,0 +1,51 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""`evaluate` module: effective temperature T_eff (Eq. 17) of a model against its base."""
+
+import datasets
+import evaluate
+
+from hf_seqtemp.metrics.core import effective_temperature
+
+
+_DESCRIPTION = """
+Effective temperature T_eff: the least-squares slope of log p(x)/p(x') (base model) on log q(x)/q(x') (measured
+model) over all pairs of sequences (Eq. 17 of Scheufele, Blohm and Garg). A model tempered exactly at sequence
+temperature T (q ∝ p^{1/T}) has T_eff = T; the base model has 1. No partition function is needed.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    base_logp (`list` of `float`): sequence log-likelihoods log p(x) under the base model.
+    tempered_logp (`list` of `float`): log q(x) of the same sequences under the measured model.
+Returns:
+    effective_temperature (`float`): > 0 for a model that preserves the ranking; the target is the temperature
+        the model was tempered to (closer is better).
+Examples:
+    >>> metric = evaluate.load(module_path("effective_temperature"))
+    >>> metric.compute(base_logp=[-1.0, -2.0, -4.0], tempered_logp=[-2.0, -4.0, -8.0])
+    {'effective_temperature': 0.5}
+"""
+
+_CITATION = """
+@article{scheufele2026temperature,
+  title={Temperature Scaling in Discrete Sequence (Language) Models},
+  author={Scheufele, Hannah and Blohm, Peter and Garg, Vikas},
+  year={2026}
+}
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class EffectiveTemperature(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(
+                {"base_logp": datasets.Value("float64"), "tempered_logp": datasets.Value("float64")}
+            ),
+        )
+
+    def _compute(self, base_logp, tempered_logp):
+        return {"effective_temperature": float(effective_temperature(base_logp, tempered_logp))}
