@@ -1,0 +1,128 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Sequence-temperature losses of Section 5.2: pure functions of per-sequence and per-token log-probabilities."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def temperature_log_ratio(ref_logps: torch.Tensor, policy_logps: torch.Tensor, temperature: float) -> torch.Tensor:
+    """`h(x) = log p(x) − T · log q(x)` (Eq. 16), differentiable in `policy_logps`.
+
+    Args:
+        ref_logps (`torch.Tensor` of shape `(batch,)`): sequence log-likelihoods under the reference p.
+        policy_logps (`torch.Tensor` of shape `(batch,)`): sequence log-likelihoods under the trained q_T.
+        temperature (`float`): target temperature T.
+
+    Returns:
+        `torch.Tensor` of shape `(batch,)`.
+    """
+    return ref_logps.to(policy_logps.dtype) - temperature * policy_logps
+
+
+def ratio_loss(h: torch.Tensor) -> torch.Tensor:
+    """Likelihood-ratio variance loss L_ratio / L_p (Eq. 19-20): mean over all distinct pairs of `(h_i − h_j)²`.
+
+    Uses `Σ_{i≠j} (h_i − h_j)² = 2n Σ_i (h_i − h̄)²`, so it is O(n); with fewer than two sequences there is no
+    pair and the loss is 0 (still attached to the graph). Sampling the pairs from the data rather than from p_T
+    gives L_p = Var_p[h], the paper's practical form.
+
+    Args:
+        h (`torch.Tensor` of shape `(n,)`): temperature log-ratios of Eq. 16.
+
+    Returns:
+        `torch.Tensor`: scalar.
+
+    Example:
+    ```python
+    >>> ratio_loss(torch.tensor([0.0, 1.0, 2.0])).item()  # pairs (0,1),(0,2),(1,2): (1 + 4 + 1) / 3
+    2.0
+    ```
+    """
+    n = h.shape[0]
+    if n < 2:
+        return h.sum() * 0.0
+    centred = h - h.mean()
+    return 2.0 * (centred * centred).sum() / (n - 1)
+
+
+def suffix_logps(token_logps: torch.Tensor) -> torch.Tensor:
+    """`log p(x_{≥i} | x_{<i})` at every position: reverse cumulative sums of per-token log-probs.
+
+    Args:
+        token_logps (`torch.Tensor` of shape `(batch, length)`): per-token log-probs, 0 at unscored positions.
+
+    Returns:
+        `torch.Tensor` of shape `(batch, length)`.
+
+    Example:
+    ```python
+    >>> suffix_logps(torch.tensor([[-1.0, -2.0, -3.0]])).tolist()
+    [[-6.0, -5.0, -3.0]]
+    ```
+    """
+    return token_logps.flip(1).cumsum(1).flip(1)
+
+
+def lhts_weights(
+    ref_token_logps: torch.Tensor, completion_mask: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Self-normalised importance weights of LHTS / autoregressive L_SSTS (Eq. 8 and 18), in log space.
+
+    At step i the weight of sequence b is `exp((1−T)/T · log p(x_{≥i} | x_{<i}) − μ_i)` with the baseline
+    `μ_i` = batch mean of the log-weights at that step (Eq. 18), then normalised over the sequences that are
+    scored at step i so that their mean weight is 1. The baseline cancels in the normalisation; subtracting it
+    first keeps the exponent in range.
+
+    Args:
+        ref_token_logps (`torch.Tensor` of shape `(batch, length)`): reference log-probs per token (0 elsewhere).
+        completion_mask (`torch.Tensor` of shape `(batch, length)`): positions that are scored.
+        temperature (`float`): target temperature T.
+
+    Returns:
+        A tuple `(weights, ess)`: `weights` of shape `(batch, length)` (0 at unscored positions, detached) and
+        `ess` of shape `(length,)`: the effective sample size `(Σw)² / Σw²` of each step's weights.
+    """
+    mask = completion_mask.bool()
+    log_w = (1.0 - temperature) / temperature * suffix_logps(ref_token_logps.float() * mask)
+    log_w = log_w.masked_fill(~mask, -math.inf)
+    count = mask.sum(0).clamp(min=1)
+    mu = (log_w.masked_fill(~mask, 0.0).sum(0) / count)[None, :]
+    log_w = log_w - mu
+    log_norm = torch.logsumexp(log_w, dim=0, keepdim=True) - count.log()[None, :]
+    weights = (log_w - log_norm).exp().masked_fill(~mask, 0.0)
+    ess = weights.sum(0) ** 2 / (weights * weights).sum(0).clamp(min=1e-30)
+    return weights.detach(), ess.detach()
+
+
+def lhts_loss(policy_token_logps: torch.Tensor, weights: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
+    """Importance-weighted token NLL of LHTS / autoregressive L_SSTS (Eq. 8, Eq. 18 with the AR schedule).
+
+    `L = −Σ_{b,i} w_{b,i} log q(x_i | x_{<i}) / Σ_{b,i} mask_{b,i}`: with T = 1 every weight is 1 and this is
+    the standard token-mean NLL.
+
+    Args:
+        policy_token_logps (`torch.Tensor` of shape `(batch, length)`): log q(x_i | x_<i), with grad.
+        weights (`torch.Tensor` of shape `(batch, length)`): from [`lhts_weights`].
+        completion_mask (`torch.Tensor` of shape `(batch, length)`): positions that are scored.
+
+    Returns:
+        `torch.Tensor`: scalar.
+
+    Example:
+    ```python
+    >>> lp = torch.log(torch.tensor([[0.5, 0.25]]))
+    >>> round(lhts_loss(lp, torch.ones(1, 2), torch.ones(1, 2)).item(), 4)  # (log 2 + log 4) / 2
+    1.0397
+    ```
+    """
+    mask = completion_mask.bool()
+    return -(weights * policy_token_logps).masked_fill(~mask, 0.0).sum() / mask.sum().clamp(min=1)
+
+
+def token_nll(policy_token_logps: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
+    """Standard token-mean negative log-likelihood over completion positions (the λ term against drift)."""
+    mask = completion_mask.bool()
+    return -policy_token_logps.masked_fill(~mask, 0.0).sum() / mask.sum().clamp(min=1)

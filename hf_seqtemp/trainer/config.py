@@ -1,0 +1,117 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""`SeqTempConfig`: the training arguments of [`SeqTempTrainer`]."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from transformers import TrainingArguments
+
+from ..config import validate_temperature
+from ..losses import LOSSES
+
+
+@dataclass
+class SeqTempConfig(TrainingArguments):
+    r"""
+    Configuration class for [`SeqTempTrainer`]: sequence-level temperature fine-tuning.
+
+    Only the parameters specific to sequence temperature are listed here; for the others see
+    [`~transformers.TrainingArguments`]. Paper: *Temperature Scaling in Discrete Sequence (Language) Models*
+    (Scheufele, Blohm, Garg), Section 5.2.
+
+    Parameters:
+        > Parameters that control the training
+
+        target_temperature (`float`, *optional*, defaults to `0.5`):
+            Sequence temperature T to reach: the trained model q_T should satisfy q_T ∝ p^{1/T} over whole
+            sequences. T < 1 sharpens (more likely sequences get more mass), T > 1 flattens. Must be > 0.
+        loss_type (`str`, *optional*, defaults to `"ratio"`):
+            Objective, a key of `hf_seqtemp.losses.LOSSES`: `"ratio"` is the likelihood-ratio variance loss
+            L_ratio / L_p (Eq. 19-20) over all pairs of sequences in the (cross-rank) batch; `"ssts"` is the
+            importance-sampling loss L_SSTS / LHTS (Eq. 8, 18), a token NLL weighted by self-normalised weights.
+        nll_weight (`float`, *optional*, defaults to `0.1`):
+            λ: weight of the model's own token NLL added to the objective. It prevents *likelihood drift* (the ratio
+            loss alone is also minimised by shifting every log q by a constant per length), at the price of pulling
+            the temperature back toward 1. The paper combines L_p with the NLL (Section 5.2.2). Must be ≥ 0.
+
+        > Parameters that control the data preprocessing
+
+        max_length (`int`, *optional*, defaults to `512`):
+            Maximum tokens per example (prompt + completion). Longer examples are dropped with a warning that
+            counts them, never truncated: a truncated sequence is a different event with a different likelihood.
+        dataset_text_field (`str`, *optional*, defaults to `"text"`):
+            Column holding plain text. Datasets may instead hold `prompt`/`completion` columns (only completion
+            tokens are scored and trained) or pre-tokenised `input_ids` (with an optional `completion_mask`).
+        precompute_ref_logps (`bool`, *optional*, defaults to `True`):
+            Compute the reference log-probabilities log p(x) once before training (in batches of
+            `per_device_eval_batch_size`, with a progress bar) and store them as dataset columns keyed by example.
+            With `False` they are recomputed at every step (the adapter disabled, or a frozen copy without PEFT).
+
+    > [!NOTE]
+    > Defaults that differ from [`~transformers.TrainingArguments`]: `logging_steps=10`,
+    > `remove_unused_columns=False` (the reference columns must reach the loss), `report_to="none"`,
+    > `learning_rate=1e-4` (LoRA).
+    """
+
+    # Parameters that control the training
+    target_temperature: float = field(
+        default=0.5,
+        metadata={"help": "Sequence temperature T to reach (q_T ∝ p^{1/T}); > 0, T < 1 sharpens, T > 1 flattens."},
+    )
+    loss_type: str = field(
+        default="ratio",
+        metadata={
+            "help": "Objective: 'ratio' (L_ratio/L_p, Eq. 19-20, pairs over the batch) or 'ssts' (LHTS/L_SSTS, "
+            "Eq. 8/18, importance-weighted NLL).",
+            "choices": sorted(LOSSES),
+        },
+    )
+    nll_weight: float = field(
+        default=0.1,
+        metadata={"help": "λ: weight of the model's own token NLL, preventing likelihood drift; ≥ 0."},
+    )
+    # Parameters that control the data preprocessing
+    max_length: int = field(
+        default=512,
+        metadata={"help": "Maximum tokens per example; longer examples are dropped with a warning, never truncated."},
+    )
+    dataset_text_field: str = field(
+        default="text", metadata={"help": "Name of the plain-text column (used when there is no prompt/completion)."}
+    )
+    precompute_ref_logps: bool = field(
+        default=True,
+        metadata={"help": "Compute reference log p(x) once before training and store it keyed by example."},
+    )
+    # Defaults that differ from TrainingArguments
+    logging_steps: float = field(default=10, metadata={"help": "Log every X update steps."})
+    remove_unused_columns: bool = field(
+        default=False, metadata={"help": "Keep the reference columns; must stay False for SeqTempTrainer."}
+    )
+    report_to: str | list[str] | None = field(
+        default="none", metadata={"help": "Integrations to report to, e.g. 'tensorboard'."}
+    )
+    learning_rate: float = field(default=1e-4, metadata={"help": "Initial learning rate (AdamW)."})
+
+    def __post_init__(self):
+        # normalise
+        if isinstance(self.loss_type, str):
+            self.loss_type = self.loss_type.strip().lower()
+        # validate
+        self.target_temperature = validate_temperature(self.target_temperature, "target_temperature")
+        if self.loss_type not in LOSSES:
+            raise ValueError(f"`loss_type` must be one of {sorted(LOSSES)}, got {self.loss_type!r}.")
+        if isinstance(self.nll_weight, bool) or not isinstance(self.nll_weight, (int, float)) or not (
+            self.nll_weight >= 0
+        ):
+            raise ValueError(f"`nll_weight` must be a float ≥ 0, got {self.nll_weight!r}.")
+        if isinstance(self.max_length, bool) or not isinstance(self.max_length, int) or self.max_length < 2:
+            raise ValueError(
+                f"`max_length` must be an integer ≥ 2 (a first token and one scored token), got {self.max_length!r}."
+            )
+        if self.remove_unused_columns:
+            raise ValueError(
+                "`remove_unused_columns=True` would drop the reference log-prob columns that the loss needs; "
+                "leave it False."
+            )
+        super().__post_init__()

@@ -1,0 +1,289 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""`SeqTempTrainer`: fine-tunes a model (LoRA or full) to a target *sequence* temperature."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+from collections import defaultdict
+
+import torch
+from datasets import Dataset
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+from transformers import AutoModelForCausalLM, Trainer
+
+from ..config import SequenceTemperatureConfig
+from ..likelihood import AutoregressiveScorer
+from ..losses import LOSSES, LossInputs
+from ..metrics.core import effective_temperature, kendall_tau
+from .config import SeqTempConfig
+from .data import SeqTempCollator, prepare_dataset
+
+
+def _is_peft_model(model) -> bool:
+    try:
+        from peft import PeftModel
+    except ImportError:
+        return False
+    return isinstance(model, PeftModel)
+
+
+class SeqTempTrainer(Trainer):
+    """
+    Trainer for sequence-level temperature scaling (Scheufele, Blohm, Garg, *Temperature Scaling in Discrete Sequence
+    (Language) Models*, Section 5.2): fits q_T ∝ p^{1/T} over whole sequences, where p is the model before training.
+
+    With a `peft_config` the reference p is the same model with the adapter disabled (no second copy of the
+    weights); without one, full fine-tuning uses a frozen copy only when reference values are not precomputed.
+    Reference log-probabilities are computed once before training and stored per example.
+
+    Args:
+        model (`str` or `PreTrainedModel`): the model to temper, or a Hub id / path loaded with
+            `AutoModelForCausalLM.from_pretrained`.
+        args ([`SeqTempConfig`], *optional*): training configuration; defaults to `SeqTempConfig("<name>-SeqTemp")`.
+        data_collator (*optional*): defaults to [`~hf_seqtemp.trainer.data.SeqTempCollator`].
+        train_dataset ([`~datasets.Dataset`]): text, prompt/completion, or pre-tokenised `input_ids`.
+        eval_dataset ([`~datasets.Dataset`], *optional*): held-out sequences; `evaluate()` logs T_eff, τ, h_std.
+        processing_class (*optional*): the tokenizer (needed for text datasets).
+        compute_metrics, callbacks, optimizers: as in [`~transformers.Trainer`].
+        peft_config (`peft.PeftConfig`, *optional*): wraps the model with this adapter (e.g. `LoraConfig`).
+        scorer ([`SequenceScorer`], *optional*): sequence-likelihood estimator; defaults to
+            [`AutoregressiveScorer`] (exact).
+
+    Example:
+    ```python
+    >>> from peft import LoraConfig
+    >>> from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
+    >>> model, tokenizer = load_default_model()  # doctest: +SKIP
+    >>> data = sample_dataset(model, tokenizer, ["Tell me a fact."], num_samples=64)  # doctest: +SKIP
+    >>> trainer = SeqTempTrainer(model, SeqTempConfig("out", target_temperature=0.5), train_dataset=data,
+    ...                          processing_class=tokenizer, peft_config=LoraConfig(r=8))  # doctest: +SKIP
+    >>> trainer.train()  # doctest: +SKIP
+    ```
+    """
+
+    _tag_names = ["hf_seqtemp", "seqtemp"]
+    _name = "SeqTemp"
+    _paper = {
+        "title": "Temperature Scaling in Discrete Sequence (Language) Models",
+        "authors": "Hannah Scheufele, Peter Blohm, Vikas Garg",
+    }
+
+    def __init__(
+        self,
+        model,
+        args: SeqTempConfig | None = None,
+        data_collator=None,
+        train_dataset: Dataset | None = None,
+        eval_dataset: Dataset | None = None,
+        processing_class=None,
+        compute_metrics=None,
+        callbacks=None,
+        optimizers=(None, None),
+        peft_config=None,
+        scorer=None,
+    ):
+        if args is None:
+            name = model if isinstance(model, str) else model.config._name_or_path
+            args = SeqTempConfig(f"{str(name).split('/')[-1]}-SeqTemp")
+        if not isinstance(args, SeqTempConfig):
+            raise TypeError(f"`args` must be a SeqTempConfig, got {type(args).__name__}.")
+        model = self._prepare_model(model, peft_config)
+        self.scorer = scorer if scorer is not None else AutoregressiveScorer()
+        train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset")
+        if eval_dataset is not None:
+            eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset")
+        if data_collator is None:
+            pad = getattr(processing_class, "pad_token_id", None)
+            pad = pad if pad is not None else getattr(processing_class, "eos_token_id", None)
+            data_collator = SeqTempCollator(pad_token_id=pad if isinstance(pad, int) else 0)
+        self._ref_model = None
+        if not _is_peft_model(model) and not args.precompute_ref_logps:
+            self._ref_model = copy.deepcopy(model).eval().requires_grad_(False)
+        super().__init__(
+            model=model, args=args, data_collator=data_collator, train_dataset=train_dataset,
+            eval_dataset=eval_dataset, processing_class=processing_class, compute_metrics=compute_metrics,
+            callbacks=callbacks, optimizers=optimizers,
+        )
+        # Our loss is a batch mean, so Trainer must divide it by the accumulation steps (see test_trainer.py).
+        self.loss_is_scaled_for_ga = False
+        if hasattr(self.model, "add_model_tags"):
+            self.model.add_model_tags(self._tag_names)
+        self._buffers = {mode: defaultdict(list) for mode in ("train", "eval")}
+        self.last_eval_metrics: dict[str, float] = {}
+        self._prepare_reference()
+
+    # ------------------------------------------------------------------ preparation
+    @staticmethod
+    def _prepare_model(model, peft_config):
+        if isinstance(model, str):
+            model = AutoModelForCausalLM.from_pretrained(model)
+        if peft_config is not None:
+            if _is_peft_model(model):
+                raise ValueError("`model` is already a PeftModel; pass `peft_config=None` to train its adapter.")
+            from peft import get_peft_model
+
+            model = get_peft_model(model, peft_config)
+        return model
+
+    @staticmethod
+    def _prepare_dataset(dataset, processing_class, args: SeqTempConfig, name: str):
+        if dataset is None:
+            raise ValueError(f"`{name}` is None: pass a dataset of sequences to temper.")
+        return prepare_dataset(dataset, processing_class, args.dataset_text_field, args.max_length, name)
+
+    def _prepare_reference(self):
+        if not self.args.precompute_ref_logps:
+            return
+        self.train_dataset = self._add_reference_columns(self.train_dataset, "train")
+        if self.eval_dataset is not None:
+            self.eval_dataset = self._add_reference_columns(self.eval_dataset, "eval")
+
+    @contextlib.contextmanager
+    def _reference_model(self):
+        """Yields the reference p: the adapter disabled, the frozen copy, or the untouched model before training."""
+        model = self.model
+        if _is_peft_model(model):
+            with model.disable_adapter():
+                yield model
+        else:
+            yield self._ref_model if self._ref_model is not None else model
+
+    @torch.no_grad()
+    def _reference_logps(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        with self._reference_model() as reference:
+            was_training = reference.training
+            reference.eval()
+            token_logps, _ = self.scorer.token_logps(
+                reference, batch["input_ids"], batch["attention_mask"], batch["completion_mask"]
+            )
+            reference.train(was_training)
+        return token_logps.sum(1), token_logps
+
+    def _add_reference_columns(self, dataset: Dataset, split: str) -> Dataset:
+        loader = DataLoader(dataset, batch_size=self.args.per_device_eval_batch_size, collate_fn=self.data_collator)
+        seq_values, token_values = [], []
+        for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_world_process_zero()):
+            batch = {k: v.to(self.args.device) for k, v in batch.items()}
+            seq, tokens = self._reference_logps(batch)
+            seq_values.extend(seq.float().cpu().tolist())
+            for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
+                token_values.append(tokens[row, :n].float().cpu().tolist())
+        dataset = dataset.add_column("ref_logps", seq_values)
+        if LOSSES[self.args.loss_type].needs_ref_token_logps:
+            dataset = dataset.add_column("ref_token_logps", token_values)
+        return dataset
+
+    # ------------------------------------------------------------------ loss
+    def _gather_with_grad(self, values: torch.Tensor) -> torch.Tensor:
+        """Concatenates a per-rank vector over all ranks; gradients flow through this rank's part only."""
+        world = self.accelerator.num_processes
+        if world == 1:
+            return values
+        sizes = self.accelerator.gather(torch.tensor([values.shape[0]], device=values.device)).tolist()
+        padded = values.new_zeros(max(sizes))
+        padded[: values.shape[0]] = values.detach()
+        everything = self.accelerator.gather(padded).view(world, -1)
+        rank = self.accelerator.process_index
+        parts = [values if r == rank else everything[r, : sizes[r]] for r in range(world)]
+        return torch.cat(parts)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if return_outputs:
+            raise ValueError("SeqTempTrainer.compute_loss does not return model outputs; call it with return_outputs=False.")
+        mode = "train" if self.model.training else "eval"
+        # 1. score the batch under the trained model and fetch (or compute) the reference
+        token_logps, mask = self.scorer.token_logps(
+            model, inputs["input_ids"], inputs["attention_mask"], inputs["completion_mask"]
+        )
+        if "ref_logps" in inputs:
+            ref_logps, ref_token_logps = inputs["ref_logps"], inputs.get("ref_token_logps")
+        else:
+            ref_logps, ref_token_logps = self._reference_logps(inputs)
+        # 2. the loss, on sequence values gathered over ranks so that pairs cross devices
+        loss_inputs = LossInputs(
+            policy_logps=self._gather_with_grad(token_logps.sum(1)),
+            ref_logps=self._gather_with_grad(ref_logps.float()),
+            policy_token_logps=token_logps,
+            completion_mask=mask,
+            ref_token_logps=ref_token_logps,
+            world_size=self.accelerator.num_processes,
+        )
+        output = LOSSES[self.args.loss_type].compute(loss_inputs, self.args.target_temperature, self.args.nll_weight)
+        # 3. record what log() reports
+        buffer = self._buffers[mode]
+        buffer["policy"].append(loss_inputs.policy_logps.detach().float().cpu())
+        buffer["ref"].append(loss_inputs.ref_logps.detach().float().cpu())
+        buffer["tokens"].append(self.accelerator.gather(mask.sum(1)).float().cpu())
+        for key, value in output.metrics.items():
+            buffer[key].append(torch.tensor([value]))
+        return output.loss
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            loss = self.compute_loss(model, inputs)
+        return loss.detach(), None, None
+
+    # ------------------------------------------------------------------ logging and saving
+    def _temperature_metrics(self, mode: str) -> dict[str, float]:
+        buffer = self._buffers[mode]
+        if not buffer["policy"]:
+            return {}
+        policy, ref = torch.cat(buffer["policy"]).double(), torch.cat(buffer["ref"]).double()
+        tokens = torch.cat(buffer["tokens"]).double()
+        h = ref - self.args.target_temperature * policy
+        metrics = {
+            "logps/policy": policy.mean().item(),
+            "logps/ref": ref.mean().item(),
+            "nll/policy_per_token": (-policy.sum() / tokens.sum()).item(),
+            "temp/h_std": h.std().item() if h.numel() > 1 else math.nan,
+        }
+        if policy.numel() > 1:
+            metrics["temp/t_eff"] = effective_temperature(ref, policy)
+            metrics["temp/kendall_tau"] = kendall_tau(ref, policy)
+        for key, values in buffer.items():
+            if key not in ("policy", "ref", "tokens"):
+                stacked = torch.cat(values)
+                stacked = stacked[~stacked.isnan()]
+                metrics[key] = stacked.mean().item() if stacked.numel() else math.nan
+        return metrics
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        mode = "eval" if any(key.startswith("eval_") for key in logs) else "train"
+        metrics = self._temperature_metrics(mode)
+        if mode == "eval":
+            metrics = {f"eval_{key}": value for key, value in metrics.items()}
+            self.last_eval_metrics = {**logs, **metrics}
+        logs = {**logs, **metrics}
+        self._buffers[mode].clear()
+        super().log(logs, start_time)
+
+    def sequence_temperature_config(self) -> SequenceTemperatureConfig:
+        """The config saved beside the adapter, with the figures of the last `evaluate()` (if any)."""
+        model = self.model
+        base = getattr(getattr(model, "peft_config", {}).get("default"), "base_model_name_or_path", None)
+        base = base or getattr(model.config, "_name_or_path", None)
+        measured = self.last_eval_metrics
+        peft_config = getattr(model, "peft_config", {}).get("default")
+        hyper = {"nll_weight": self.args.nll_weight, "learning_rate": self.args.learning_rate,
+                 "max_steps": self.state.global_step if self.state else None}
+        if peft_config is not None:
+            hyper.update(lora_r=getattr(peft_config, "r", None), lora_alpha=getattr(peft_config, "lora_alpha", None))
+        return SequenceTemperatureConfig(
+            target_temperature=self.args.target_temperature,
+            base_model_id=base,
+            model_family="causal_lm",
+            loss_type=self.args.loss_type,
+            training_hyperparameters=hyper,
+            eval_t_eff=measured.get("eval_temp/t_eff"),
+            eval_kendall_tau=measured.get("eval_temp/kendall_tau"),
+            eval_nll=measured.get("eval_nll/policy_per_token"),
+        )
+
+    def _save(self, output_dir: str | None = None, state_dict=None) -> None:
+        super()._save(output_dir, state_dict)
+        if self.args.should_save:
+            self.sequence_temperature_config().save_pretrained(output_dir or self.args.output_dir)
