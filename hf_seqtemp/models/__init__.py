@@ -2,6 +2,7 @@
 """Model-family adapters and the embedded default model."""
 
 from .base import DiffusionLM, ModelFamily
+from .default import DEFAULT_MODEL_ID, cache_dir, default_model_path, load_default_model
 
 
-__all__ = ["DiffusionLM", "ModelFamily"]
+__all__ = ["DEFAULT_MODEL_ID", "DiffusionLM", "ModelFamily", "cache_dir", "default_model_path", "load_default_model"]

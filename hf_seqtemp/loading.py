@@ -1,0 +1,91 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Loading a tempered adapter back onto its base model."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from .config import SequenceTemperatureConfig
+from .models.default import DEFAULT_MODEL_ID, load_default_model
+
+
+def adapter_name_for(temperature: float) -> str:
+    """PEFT adapter name for a temperature: PEFT forbids '.' in names, so 0.25 becomes `t0_25`.
+
+    Example:
+    ```python
+    >>> adapter_name_for(0.25)
+    't0_25'
+    ```
+    """
+    return "t" + f"{temperature:g}".replace(".", "_").replace("-", "m").replace("+", "")
+
+
+def _resolve_base(config: SequenceTemperatureConfig, base_model, dtype):
+    if base_model is not None and not isinstance(base_model, (str, os.PathLike)):
+        return base_model
+    base_id = str(base_model) if base_model is not None else config.base_model_id
+    if base_id is None:
+        raise ValueError("the adapter's seqtemp_config.json names no base model: pass `base_model=` explicitly.")
+    if base_id == DEFAULT_MODEL_ID:
+        return load_default_model(dtype=dtype)[0]
+    from transformers import AutoModelForCausalLM
+
+    if config.model_family != "causal_lm":
+        raise ValueError(
+            f"the adapter is for a {config.model_family} model: load the base model yourself and pass it as "
+            "`base_model=`."
+        )
+    return AutoModelForCausalLM.from_pretrained(base_id, dtype=dtype)
+
+
+def load_tempered(
+    path: str | os.PathLike,
+    base_model=None,
+    adapter_name: str | None = None,
+    dtype: torch.dtype = torch.float32,
+):
+    """Loads a tempered adapter onto its base model and attaches its [`SequenceTemperatureConfig`].
+
+    The folder is a standard PEFT adapter folder plus `seqtemp_config.json`; only safetensors and JSON are read.
+    Calling it again with another folder and the returned model as `base_model` loads a second adapter next to the
+    first (named after its temperature), which `generate(seq_temperature=...)` can then choose between.
+
+    Args:
+        path (`str`): local folder or Hub repo id written by `SeqTempTrainer.save_model` / `push_to_hub`.
+        base_model (`str` or `PreTrainedModel` or `PeftModel`, *optional*): the base model or its id; resolved from
+            the config when omitted (the embedded default model is loaded offline).
+        adapter_name (`str`, *optional*): PEFT adapter name; defaults to [`adapter_name_for`] the temperature.
+        dtype (`torch.dtype`, *optional*, defaults to `torch.float32`): dtype of a base model loaded here.
+
+    Returns:
+        `peft.PeftModel` in eval mode, with `model.seqtemp_config` (the active adapter's config) and
+        `model.seqtemp_configs` (one per loaded adapter name).
+
+    Example:
+    ```python
+    >>> from hf_seqtemp import load_tempered
+    >>> model = load_tempered("outputs/quickstart/adapter")  # doctest: +SKIP
+    >>> model.seqtemp_config.target_temperature  # doctest: +SKIP
+    0.5
+    ```
+    """
+    from peft import PeftModel
+
+    config = SequenceTemperatureConfig.from_pretrained(path)
+    name = adapter_name or adapter_name_for(config.target_temperature)
+    if isinstance(base_model, PeftModel):
+        if name in base_model.peft_config:
+            raise ValueError(f"an adapter named {name!r} is already loaded: pass another `adapter_name`.")
+        base_model.load_adapter(str(path), adapter_name=name)
+        base_model.set_adapter(name)
+        model = base_model
+    else:
+        model = PeftModel.from_pretrained(_resolve_base(config, base_model, dtype), str(path), adapter_name=name)
+    configs = dict(getattr(model, "seqtemp_configs", {}))
+    configs[name] = config
+    model.seqtemp_configs = configs
+    model.seqtemp_config = config
+    return model.eval()
