@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import os
 from collections import defaultdict
 
 import torch
@@ -13,6 +14,7 @@ from datasets import Dataset
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, Trainer
+from transformers.trainer import TRAINING_ARGS_NAME
 
 from ..config import SequenceTemperatureConfig
 from ..likelihood import AutoregressiveScorer
@@ -126,6 +128,10 @@ class SeqTempTrainer(Trainer):
             from peft import get_peft_model
 
             model = get_peft_model(model, peft_config)
+            for adapter_config in model.peft_config.values():
+                # PEFT leaves this empty for models built from a config; AutoPeftModel needs it to find the base.
+                if not adapter_config.base_model_name_or_path and model.config._name_or_path:
+                    adapter_config.base_model_name_or_path = model.config._name_or_path
         return model
 
     @staticmethod
@@ -261,6 +267,11 @@ class SeqTempTrainer(Trainer):
         self._buffers[mode].clear()
         super().log(logs, start_time)
 
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
+        """Runs [`~transformers.Trainer.evaluate`] and adds the temperature metrics over the whole eval set."""
+        metrics = super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        return {**metrics, **self.last_eval_metrics}
+
     def sequence_temperature_config(self) -> SequenceTemperatureConfig:
         """The config saved beside the adapter, with the figures of the last `evaluate()` (if any)."""
         model = self.model
@@ -284,6 +295,14 @@ class SeqTempTrainer(Trainer):
         )
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
+        """Saves like `Trainer`, but only safetensors and JSON: the pickled `training_args.bin` becomes JSON."""
         super()._save(output_dir, state_dict)
-        if self.args.should_save:
-            self.sequence_temperature_config().save_pretrained(output_dir or self.args.output_dir)
+        if not self.args.should_save:
+            return
+        output_dir = output_dir or self.args.output_dir
+        pickled = os.path.join(output_dir, TRAINING_ARGS_NAME)
+        if os.path.exists(pickled):
+            os.remove(pickled)
+        with open(os.path.join(output_dir, "training_args.json"), "w", encoding="utf-8") as handle:
+            handle.write(self.args.to_json_string())
+        self.sequence_temperature_config().save_pretrained(output_dir)

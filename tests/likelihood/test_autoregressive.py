@@ -1,0 +1,90 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+import pytest
+import torch
+from toy import all_sequences, brute_force_logps, tiny_causal_lm
+
+from hf_seqtemp import AutoregressiveScorer
+from hf_seqtemp.likelihood.base import default_completion_mask
+
+
+@pytest.mark.parametrize("vocab_size,length", [(4, 3), (8, 2), (3, 4)])
+def test_scorer_matches_brute_force_and_normalises(vocab_size, length):
+    model = tiny_causal_lm(vocab_size, seed=vocab_size)
+    sequences = all_sequences(vocab_size, length)
+    scores = AutoregressiveScorer()(model, sequences).double()
+    torch.testing.assert_close(scores, brute_force_logps(model, sequences), atol=1e-5, rtol=0)
+    assert abs(scores.exp().sum().item() - 1.0) < 1e-4
+
+
+def test_token_temperature_is_the_myopic_product_of_tempered_conditionals():
+    model = tiny_causal_lm(4, seed=1)
+    sequences = all_sequences(4, 3)
+    scores = AutoregressiveScorer(token_temperature=0.5)(model, sequences).double()
+    expected = []
+    with torch.no_grad():
+        for seq in sequences:
+            total = 0.0
+            for i in range(1, seq.shape[0]):
+                logits = model(input_ids=seq[None, :i]).logits[0, -1].double() / 0.5
+                total += logits.log_softmax(-1)[seq[i]].item()
+            expected.append(total)
+    torch.testing.assert_close(scores, torch.tensor(expected, dtype=torch.float64), atol=1e-5, rtol=0)
+    # myopic tempering renormalises every step, so the sequence distribution still sums to one ...
+    assert abs(scores.exp().sum().item() - 1.0) < 1e-4
+    # ... but it is not p^{1/T}/Z: the log-ratios are not twice the base ones
+    base = AutoregressiveScorer()(model, sequences).double()
+    assert not torch.allclose(scores - scores[0], 2 * (base - base[0]), atol=1e-3)
+
+
+def test_left_and_right_padding_and_prompt_mask_give_the_unpadded_scores():
+    model = tiny_causal_lm(5, seed=2)
+    scorer = AutoregressiveScorer()
+    a, b = torch.tensor([0, 1, 2, 3, 4]), torch.tensor([0, 4, 2])
+    expected = torch.stack([scorer(model, a[None])[0], scorer(model, b[None])[0]])
+    left = torch.tensor([[0, 1, 2, 3, 4], [9 % 5, 9 % 5, 0, 4, 2]])
+    left_mask = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])
+    torch.testing.assert_close(scorer(model, left, left_mask), expected, atol=1e-5, rtol=0)
+    right = torch.tensor([[0, 1, 2, 3, 4], [0, 4, 2, 1, 1]])
+    right_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    torch.testing.assert_close(scorer(model, right, right_mask), expected, atol=1e-5, rtol=0)
+    # a prompt of two tokens: only the completion's conditionals count
+    completion = torch.tensor([[0, 0, 1, 1, 1]])
+    full = scorer(model, a[None])
+    prefix = scorer(model, a[None, :2])
+    torch.testing.assert_close(scorer(model, a[None], completion_mask=completion), full - prefix, atol=1e-5, rtol=0)
+
+
+def test_chunked_log_softmax_equals_unchunked():
+    model = tiny_causal_lm(6, seed=3)
+    ids = torch.randint(0, 6, (3, 9), generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(
+        AutoregressiveScorer(chunk_size=2)(model, ids), AutoregressiveScorer(chunk_size=512)(model, ids)
+    )
+
+
+def test_default_completion_mask_skips_first_real_token():
+    mask = default_completion_mask(torch.tensor([[0, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]]))
+    assert mask.int().tolist() == [[0, 0, 1, 1], [0, 1, 0, 0], [0, 0, 0, 0]]
+
+
+def test_scorer_rejects_bad_input():
+    model = tiny_causal_lm(4)
+    with pytest.raises(ValueError, match="`token_temperature` must be a finite float > 0, got 0.0"):
+        AutoregressiveScorer(token_temperature=0.0)
+    with pytest.raises(ValueError, match="`token_temperature`.*nan"):
+        AutoregressiveScorer(token_temperature=float("nan"))
+    with pytest.raises(TypeError, match="`token_temperature` must be a float"):
+        AutoregressiveScorer(token_temperature="hot")
+    with pytest.raises(ValueError, match="`chunk_size` must be a positive integer"):
+        AutoregressiveScorer(chunk_size=0)
+    scorer = AutoregressiveScorer()
+    with pytest.raises(ValueError, match="`input_ids` must be a 2-D tensor"):
+        scorer(model, torch.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match="`attention_mask` must have the shape"):
+        scorer(model, torch.tensor([[0, 1, 2]]), torch.ones(1, 2))
+    with pytest.raises(ValueError, match="`completion_mask` must have the shape"):
+        scorer(model, torch.tensor([[0, 1, 2]]), completion_mask=torch.ones(1, 2))
+    with pytest.raises(ValueError, match="marks padding positions"):
+        scorer(model, torch.tensor([[0, 1, 2]]), torch.tensor([[1, 1, 0]]), torch.tensor([[0, 1, 1]]))
+    with pytest.raises(ValueError, match="marks position 0"):
+        scorer(model, torch.tensor([[0, 1, 2]]), completion_mask=torch.tensor([[1, 1, 1]]))

@@ -1,0 +1,128 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+import dataclasses
+import re
+
+import pytest
+import torch
+from datasets import Dataset
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from toy import tiny_causal_lm
+from transformers import PreTrainedTokenizerFast
+
+from hf_seqtemp import LOSSES, AutoregressiveScorer, SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig
+
+
+def _tokenizer():
+    vocab = {"<s>": 0, "a": 1, "b": 2, "c": 3, "d": 4, "<pad>": 5}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>")
+
+
+def _args(tmp_path, **kw):
+    return SeqTempConfig(output_dir=str(tmp_path), use_cpu=True, max_steps=1, save_strategy="no", **kw)
+
+
+def test_prompt_completion_scores_only_the_completion(tmp_path):
+    tok = _tokenizer()
+    model = tiny_causal_lm(6, seed=4)
+    data = Dataset.from_dict({"prompt": ["a b", "c"], "completion": ["c d", "a b d"]})
+    trainer = SeqTempTrainer(model, _args(tmp_path), train_dataset=data, processing_class=tok)
+    ids = [[0, 1, 2, 3, 4], [0, 3, 1, 2, 4]]
+    masks = [[0, 0, 0, 1, 1], [0, 0, 1, 1, 1]]
+    assert trainer.train_dataset["input_ids"] == ids and trainer.train_dataset["completion_mask"] == masks
+    expected = AutoregressiveScorer()(model, torch.tensor(ids), completion_mask=torch.tensor(masks))
+    torch.testing.assert_close(torch.tensor(trainer.train_dataset["ref_logps"]), expected.detach())
+
+
+def test_text_dataset_scores_every_token_after_bos(tmp_path):
+    tok = _tokenizer()
+    model = tiny_causal_lm(6, seed=4)
+    data = Dataset.from_dict({"body": ["a b c", "d d"]})
+    trainer = SeqTempTrainer(model, _args(tmp_path, dataset_text_field="body"), train_dataset=data,
+                             processing_class=tok)
+    assert trainer.train_dataset["completion_mask"] == [[0, 1, 1, 1], [0, 1, 1]]
+
+
+def test_long_examples_are_dropped_with_a_warning(tmp_path, caplog):
+    data = Dataset.from_dict({"input_ids": [[0, 1, 2], [0, 1, 2, 3, 1, 2]]})
+    trainer = SeqTempTrainer(tiny_causal_lm(4), _args(tmp_path, max_length=4), train_dataset=data)
+    assert trainer.train_dataset["input_ids"] == [[0, 1, 2]]
+    assert "dropped 1 of 2 examples longer than max_length=4" in caplog.text
+
+
+@pytest.mark.parametrize("value", [0.0, -0.5, float("nan"), float("inf")])
+def test_bad_target_temperature(tmp_path, value):
+    with pytest.raises(ValueError, match=r"`target_temperature` must be a finite float > 0"):
+        _args(tmp_path, target_temperature=value)
+
+
+def test_bad_config_values(tmp_path):
+    with pytest.raises(TypeError, match="`target_temperature` must be a float > 0"):
+        _args(tmp_path, target_temperature="0.5x")
+    with pytest.raises(ValueError, match=r"`loss_type` must be one of .*'ratio'.*got 'ration'"):
+        _args(tmp_path, loss_type="ration")
+    with pytest.raises(ValueError, match="`nll_weight` must be a float ≥ 0, got -1"):
+        _args(tmp_path, nll_weight=-1.0)
+    with pytest.raises(ValueError, match="`max_length` must be an integer ≥ 2"):
+        _args(tmp_path, max_length=1)
+    with pytest.raises(ValueError, match="`remove_unused_columns=True` would drop"):
+        _args(tmp_path, remove_unused_columns=True)
+
+
+def test_bad_datasets(tmp_path):
+    model = tiny_causal_lm(4)
+    with pytest.raises(ValueError, match="`train_dataset` is empty"):
+        SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"text": []}))
+    with pytest.raises(ValueError, match="`train_dataset` is None"):
+        SeqTempTrainer(model, _args(tmp_path), train_dataset=None)
+    with pytest.raises(ValueError, match=r"`train_dataset` has columns \['body'\] but needs a text column `text`"):
+        SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"body": ["a"]}))
+    with pytest.raises(ValueError, match="`max_length`=3 is shorter than every example of `train_dataset`"):
+        SeqTempTrainer(model, _args(tmp_path, max_length=3),
+                       train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2, 3], [0, 1, 2, 3, 0]]}))
+    with pytest.raises(ValueError, match="`eval_dataset` is empty"):
+        SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2]]}),
+                       eval_dataset=Dataset.from_dict({"input_ids": []}))
+    with pytest.raises(ValueError, match="text datasets need a tokenizer"):
+        SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"text": ["a b"]}))
+    with pytest.raises(TypeError, match="`args` must be a SeqTempConfig"):
+        SeqTempTrainer(model, object(), train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2]]}))
+
+
+def test_compute_loss_refuses_return_outputs(tmp_path):
+    trainer = SeqTempTrainer(tiny_causal_lm(4), _args(tmp_path), train_dataset=Dataset.from_dict(
+        {"input_ids": [[0, 1, 2], [0, 2, 1]]}))
+    with pytest.raises(ValueError, match="does not return model outputs"):
+        trainer.compute_loss(trainer.model, {}, return_outputs=True)
+
+
+def test_every_config_field_is_documented_and_choices_match_the_registry():
+    doc = SeqTempConfig.__doc__
+    own = [f for f in dataclasses.fields(SeqTempConfig) if f.name in SeqTempConfig.__dataclass_fields__
+           and f.name in ("target_temperature", "loss_type", "nll_weight", "max_length", "dataset_text_field",
+                          "precompute_ref_logps")]
+    assert len(own) == 6
+    for field in own:
+        assert re.search(rf"^\s+{field.name} \(`", doc, re.M), field.name
+        assert field.metadata.get("help")
+    assert SeqTempConfig.__dataclass_fields__["loss_type"].metadata["choices"] == sorted(LOSSES)
+
+
+def test_sequence_temperature_config_round_trip_and_errors(tmp_path):
+    config = SequenceTemperatureConfig(target_temperature=0.25, base_model_id="x/y", loss_type="ssts",
+                                       training_hyperparameters={"nll_weight": 0.1}, eval_t_eff=0.27,
+                                       calibration=[{"lora_scale": 1.0, "t_eff": 0.27}])
+    config.save_pretrained(tmp_path)
+    assert SequenceTemperatureConfig.from_pretrained(tmp_path) == config
+    with pytest.raises(ValueError, match="`target_temperature` must be a finite float > 0, got nan"):
+        SequenceTemperatureConfig(target_temperature=float("nan"))
+    with pytest.raises(ValueError, match="`model_family` must be one of"):
+        SequenceTemperatureConfig(target_temperature=1.0, model_family="rnn")
+    with pytest.raises(ValueError, match="each `calibration` entry needs keys"):
+        SequenceTemperatureConfig(target_temperature=1.0, calibration=[{"scale": 1.0}])
+    with pytest.raises(ValueError, match=r"unknown keys in a seqtemp_config.json: \['colour'\]"):
+        SequenceTemperatureConfig.from_dict({"target_temperature": 1.0, "colour": "red"})
+    with pytest.raises(FileNotFoundError, match="no seqtemp_config.json in"):
+        SequenceTemperatureConfig.from_pretrained(tmp_path / "..")
