@@ -53,10 +53,7 @@ def block_layout(attention_mask: torch.Tensor, completion_mask: torch.Tensor, bl
 def block_states(scorable: torch.Tensor) -> torch.Tensor:
     """All partial states the DP needs, one row `(batch row, block, revealed subset S)` per state, `S ⊊ M`."""
     states = [
-        (b, j, s)
-        for b, row in enumerate(scorable.tolist())
-        for j, bits in enumerate(row)
-        for s in block_subsets(bits)
+        (b, j, s) for b, row in enumerate(scorable.tolist()) for j, bits in enumerate(row) for s in block_subsets(bits)
     ]
     return torch.tensor(states, dtype=torch.long, device=scorable.device).view(-1, 3)
 
@@ -191,7 +188,7 @@ class BlockDiffusionScorer(SequenceScorer):
         if method == "exact" and block_size > MAX_EXACT_BLOCK_SIZE:
             raise ValueError(
                 f"`block_size` {block_size} is above {MAX_EXACT_BLOCK_SIZE}, the largest the exact DP accepts (it needs "
-                f"2^B - 1 model calls per block). Use `method=\"mc\"` to estimate with sampled orders."
+                f'2^B - 1 model calls per block). Use `method="mc"` to estimate with sampled orders.'
             )
         self.method = method
         self.max_batch = check_positive_int("max_batch", max_batch)

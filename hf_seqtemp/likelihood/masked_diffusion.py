@@ -89,7 +89,12 @@ def sample_orders(
 
 def _check_orders(orders: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
     batch, length = completion_mask.shape
-    if not isinstance(orders, torch.Tensor) or orders.dim() != 3 or orders.shape[0] != batch or orders.shape[2] != length:
+    if (
+        not isinstance(orders, torch.Tensor)
+        or orders.dim() != 3
+        or orders.shape[0] != batch
+        or orders.shape[2] != length
+    ):
         raise ValueError(
             f"`orders` must be a tensor of shape (batch={batch}, k, length={length}) of reveal steps, got "
             f"{getattr(orders, 'shape', type(orders).__name__)}. Use `sample_orders` to build one."
@@ -132,7 +137,11 @@ def order_logps(
     rows, order_idx, steps = valid.expand(batch, k, length).nonzero(as_tuple=True)
     values = []
     for start in range(0, rows.numel(), max_batch):
-        b, j, t = rows[start : start + max_batch], order_idx[start : start + max_batch], steps[start : start + max_batch]
+        b, j, t = (
+            rows[start : start + max_batch],
+            order_idx[start : start + max_batch],
+            steps[start : start + max_batch],
+        )
         ranks = orders[b, j]
         ids = input_ids[b]
         states = torch.where(ranks >= t[:, None], torch.full_like(ids, model.mask_token_id), ids)

@@ -89,7 +89,7 @@ def schedule_variance(
     if method == "exact" and block_size is not None and block_size > MAX_EXACT_BLOCK_SIZE:
         raise ValueError(
             f"`block_size` {block_size} is above {MAX_EXACT_BLOCK_SIZE}, the largest the exact DP accepts. Use "
-            "`method=\"mc\"` to estimate the variance from sampled orders."
+            '`method="mc"` to estimate the variance from sampled orders.'
         )
     if method == "exact" and block_size is not None:
         checker = SequenceScorer(token_temperature)

@@ -2,6 +2,21 @@
 """Model-family adapters and the embedded default model."""
 
 from .base import DiffusionLM, ModelFamily
+from .diffusion import (
+    BlockDiffusionAdapter,
+    LLaDAAdapter,
+    MaskedLMAdapter,
+    ShiftedLogitsAdapter,
+    wrap_diffusion_model,
+)
 
 
-__all__ = ["DiffusionLM", "ModelFamily"]
+__all__ = [
+    "BlockDiffusionAdapter",
+    "DiffusionLM",
+    "LLaDAAdapter",
+    "MaskedLMAdapter",
+    "ModelFamily",
+    "ShiftedLogitsAdapter",
+    "wrap_diffusion_model",
+]

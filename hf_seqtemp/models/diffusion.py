@@ -33,7 +33,9 @@ def _logits_of(output) -> torch.Tensor:
         return output.logits
     if isinstance(output, (tuple, list)):
         return output[0]
-    raise TypeError(f"The wrapped model returned {type(output).__name__}; expected a tensor or an output with `.logits`.")
+    raise TypeError(
+        f"The wrapped model returned {type(output).__name__}; expected a tensor or an output with `.logits`."
+    )
 
 
 def _accepts(model: torch.nn.Module, name: str) -> bool:
@@ -285,7 +287,9 @@ def wrap_diffusion_model(
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None)
     if model_type == "diffusion_gemma":
-        raise ValueError("`model` is a DiffusionGemma encoder-decoder, which these single-stack adapters do not cover.")
+        raise ValueError(
+            "`model` is a DiffusionGemma encoder-decoder, which these single-stack adapters do not cover."
+        )
     if family not in (None, "masked_diffusion", "block_diffusion"):
         raise ValueError(f"`family` must be 'masked_diffusion' or 'block_diffusion', got {family!r}.")
     if block_size is None and family != "masked_diffusion":

@@ -19,8 +19,13 @@ def tiny_masked_lm(seed: int = 0) -> BertForMaskedLM:
     """A 6-token BERT with large weights, so conditionals depend strongly on context (orders really differ)."""
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=6, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-        max_position_embeddings=16, initializer_range=0.5,
+        vocab_size=6,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        initializer_range=0.5,
     )
     return BertForMaskedLM(config).eval()
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 from diffusion_oracles import (
     MASK,
+    all_orders,
     block_respecting_orders,
     naive_log_marginal,
     orders_to_ranks,
@@ -14,7 +15,6 @@ from diffusion_oracles import (
 )
 
 from hf_seqtemp.likelihood.block_diffusion import MAX_EXACT_BLOCK_SIZE, BlockDiffusionScorer, block_subsets
-from hf_seqtemp.likelihood.masked_diffusion import MaskedDiffusionScorer
 from hf_seqtemp.likelihood.schedule_variance import schedule_variance
 from hf_seqtemp.models.diffusion import BlockDiffusionAdapter, MaskedLMAdapter
 
@@ -56,8 +56,12 @@ def test_block_size_one_is_the_left_to_right_product(base):
     """B = 1: p(x) = Π_i p(x_i | x_<i), each conditional computed on the *truncated* prefix x_<i + [MASK]."""
     ids = [1, 2, 3, 4]
     with torch.no_grad():
-        got = BlockDiffusionScorer(1)(BlockDiffusionAdapter(base, MASK, 1), torch.tensor([ids]), None, torch.ones(1, 4))
-        steps = [base(input_ids=torch.tensor([ids[:i] + [MASK]])).logits[0, i].log_softmax(-1)[ids[i]] for i in range(4)]
+        got = BlockDiffusionScorer(1)(
+            BlockDiffusionAdapter(base, MASK, 1), torch.tensor([ids]), None, torch.ones(1, 4)
+        )
+        steps = [
+            base(input_ids=torch.tensor([ids[:i] + [MASK]])).logits[0, i].log_softmax(-1)[ids[i]] for i in range(4)
+        ]
     torch.testing.assert_close(got[0], torch.stack(steps).sum(), atol=1e-5, rtol=0)
 
 
@@ -66,8 +70,9 @@ def test_block_diffusion_differs_from_unrestricted_orders(base):
     ids = torch.tensor([CASES["all_completion"][0][:4]])
     model = MaskedLMAdapter(base, MASK)
     with torch.no_grad():
-        two, four = BlockDiffusionScorer(2)(model, ids, None, torch.ones_like(ids)), BlockDiffusionScorer(4)(
-            model, ids, None, torch.ones_like(ids)
+        two, four = (
+            BlockDiffusionScorer(2)(model, ids, None, torch.ones_like(ids)),
+            BlockDiffusionScorer(4)(model, ids, None, torch.ones_like(ids)),
         )
     assert abs(two - four) > 1e-2
 
@@ -78,7 +83,9 @@ def test_completion_shorter_than_a_block(base):
     model = BlockDiffusionAdapter(base, MASK, 4)
     with torch.no_grad():
         got = BlockDiffusionScorer(4)(model, *_tensors([(ids, attention, completion)]))
-        expected, _ = naive_log_marginal(model, ids, attention, completion, block_respecting_orders(attention, completion, 4))
+        expected, _ = naive_log_marginal(
+            model, ids, attention, completion, block_respecting_orders(attention, completion, 4)
+        )
         empty = BlockDiffusionScorer(4)(model, torch.tensor([ids]), None, torch.zeros(1, 5))
     torch.testing.assert_close(got[0], expected, atol=1e-5, rtol=0)
     assert empty.item() == 0.0
@@ -89,7 +96,10 @@ def test_left_padding_is_absent(base):
     with torch.no_grad():
         plain = BlockDiffusionScorer(2)(model, torch.tensor([[4, 4, 1, 2]]), None, torch.tensor([[0, 1, 1, 1]]))
         padded = BlockDiffusionScorer(2)(
-            model, torch.tensor([[0, 0, 4, 4, 1, 2]]), torch.tensor([[0, 0, 1, 1, 1, 1]]), torch.tensor([[0, 0, 0, 1, 1, 1]])
+            model,
+            torch.tensor([[0, 0, 4, 4, 1, 2]]),
+            torch.tensor([[0, 0, 1, 1, 1, 1]]),
+            torch.tensor([[0, 0, 0, 1, 1, 1]]),
         )
     torch.testing.assert_close(padded, plain, atol=1e-6, rtol=0)
 
@@ -110,7 +120,7 @@ def test_gradient_equals_brute_force_gradient(base):
 
 def test_mc_with_all_block_orders_equals_exact(base):
     model = BlockDiffusionAdapter(base, MASK, 2)
-    ids, attention, completion = CASES["prompt"]
+    _, attention, completion = CASES["prompt"]
     orders = orders_to_ranks(block_respecting_orders(attention, completion, 2), 5)
     with torch.no_grad():
         exact = BlockDiffusionScorer(2)(model, *_tensors([CASES["prompt"]]))
@@ -123,7 +133,7 @@ def test_mc_with_all_block_orders_equals_exact(base):
 def test_dp_call_count(base):
     """One forward per (block, revealed subset S ⊊ M), stacked max_batch at a time."""
     calls = []
-    hook = lambda module, args, kwargs: calls.append(kwargs["input_ids"].shape[0])  # noqa: E731
+    hook = lambda module, args, kwargs: calls.append(kwargs["input_ids"].shape[0])
     handle = base.register_forward_pre_hook(hook, with_kwargs=True)
     ids, attention, completion = _tensors(BATCH)
     with torch.no_grad():
@@ -151,8 +161,6 @@ def test_schedule_variance_sampled_unrestricted(base):
     """Sample variance over k uniform orders vs the exact variance over all 4! orders, within 4 standard errors."""
     model = MaskedLMAdapter(base, MASK)
     row = CASES["prompt"]
-    from diffusion_oracles import all_orders
-
     with torch.no_grad():
         _, logps = naive_log_marginal(model, *row, all_orders(row[2]))
         got = schedule_variance(model, *_tensors([row]), num_orders=800, seed=0, max_batch=1024)

@@ -39,7 +39,9 @@ def test_all_orders_equal_brute_force(model, case, estimator):
         expected, logps = naive_log_marginal(model, ids, attention, completion, orders)
         ranks = orders_to_ranks(orders, len(ids))[None]
         scorer = MaskedDiffusionScorer(num_orders=1, estimator=estimator, max_batch=7)
-        got = scorer.score_orders(model, torch.tensor([ids]), torch.tensor([attention]), torch.tensor([completion]), ranks)
+        got = scorer.score_orders(
+            model, torch.tensor([ids]), torch.tensor([attention]), torch.tensor([completion]), ranks
+        )
     if estimator == "elbo":
         expected = torch.stack(logps).mean()
     torch.testing.assert_close(got[0], expected, atol=1e-5, rtol=0)
@@ -59,7 +61,12 @@ def test_padding_is_absent(model):
             torch.tensor([[0, 0] + ids, ids + [3, 3]]),
             torch.tensor([[0, 0] + attention, attention + [0, 0]]),
             torch.tensor([[0, 0] + completion, completion + [0, 0]]),
-            torch.stack([torch.cat([torch.full((len(ranks), 2), -1), ranks], 1), torch.cat([ranks, torch.full((len(ranks), 2), -1)], 1)]),
+            torch.stack(
+                [
+                    torch.cat([torch.full((len(ranks), 2), -1), ranks], 1),
+                    torch.cat([ranks, torch.full((len(ranks), 2), -1)], 1),
+                ]
+            ),
         )
     torch.testing.assert_close(padded, plain.expand(2), atol=1e-5, rtol=0)
 
@@ -77,7 +84,9 @@ def test_sampled_orders_average_converges_to_exact(model):
         probs = torch.stack(logps).exp()
         rows, k = 400, 2
         scorer = MaskedDiffusionScorer(num_orders=k, seed=0, max_batch=512)
-        scores = scorer(model, torch.tensor([ids] * rows), torch.tensor([attention] * rows), torch.tensor([completion] * rows))
+        scores = scorer(
+            model, torch.tensor([ids] * rows), torch.tensor([attention] * rows), torch.tensor([completion] * rows)
+        )
     stderr = probs.std(unbiased=False) / math.sqrt(k * rows)
     assert abs(scores.exp().mean() - log_p.exp()) < 4 * stderr
     assert stderr < 0.1 * log_p.exp()  # the band is tight enough to mean something
@@ -107,7 +116,9 @@ def test_batching_and_call_count(model):
         results = []
         for max_batch in (1, 5, 100):
             calls.clear()
-            results.append(MaskedDiffusionScorer(max_batch=max_batch).score_orders(model, ids, attention, completion, orders))
+            results.append(
+                MaskedDiffusionScorer(max_batch=max_batch).score_orders(model, ids, attention, completion, orders)
+            )
             assert len(calls) == math.ceil(3 * (4 + 4) / max_batch)
     model._forward_pre_hooks.clear()
     torch.testing.assert_close(results[0], results[1])

@@ -23,8 +23,15 @@ MASK = 5
 
 def _bert(seed=0):
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=16, initializer_range=0.5)
+    config = BertConfig(
+        vocab_size=6,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        initializer_range=0.5,
+    )
     return BertForMaskedLM(config).eval()
 
 
@@ -49,16 +56,27 @@ def test_left_and_right_padding_are_absent(family):
         model = _bert()
     else:
         torch.manual_seed(0)
-        config = ModernBertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-                                  cls_token_id=1, sep_token_id=2, global_attn_every_n_layers=1)
+        config = ModernBertConfig(
+            vocab_size=6,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            pad_token_id=0,
+            bos_token_id=1,
+            eos_token_id=2,
+            cls_token_id=1,
+            sep_token_id=2,
+            global_attn_every_n_layers=1,
+        )
         model = ModernBertForMaskedLM(config).eval()
     adapter = MaskedLMAdapter(model, MASK)
     row = torch.tensor([[1, MASK, 3]])
     with torch.no_grad():
         plain = adapter(row)
-        padded = adapter(torch.tensor([[0, 0, 1, MASK, 3], [1, MASK, 3, 4, 4]]),
-                         torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 0, 0]]))
+        padded = adapter(
+            torch.tensor([[0, 0, 1, MASK, 3], [1, MASK, 3, 4, 4]]), torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 0, 0]])
+        )
     torch.testing.assert_close(padded[0, 2:], plain[0], atol=1e-5, rtol=0)
     torch.testing.assert_close(padded[1, :3], plain[0], atol=1e-5, rtol=0)
 
@@ -117,8 +135,11 @@ def test_wrap_detects_family_and_mask_id():
     "model, kwargs, match",
     [
         (_bert(), {}, "`mask_token_id` could not be found"),
-        (_IdLogits(SimpleNamespace(model_type="dream", mask_token_id=4)),
-         {"tokenizer": SimpleNamespace(mask_token_id=3)}, "`mask_token_id` is ambiguous"),
+        (
+            _IdLogits(SimpleNamespace(model_type="dream", mask_token_id=4)),
+            {"tokenizer": SimpleNamespace(mask_token_id=3)},
+            "`mask_token_id` is ambiguous",
+        ),
         (_IdLogits(SimpleNamespace(model_type="mystery")), {"mask_token_id": 5}, "`shift_logits` is needed"),
         (_bert(), {"mask_token_id": 5, "family": "block_diffusion"}, "`block_size` is needed"),
         (_bert(), {"mask_token_id": 5, "family": "autoregressive"}, "`family` must be"),
