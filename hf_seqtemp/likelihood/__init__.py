@@ -3,6 +3,17 @@
 
 from .autoregressive import AutoregressiveScorer
 from .base import SequenceScorer
+from .block_diffusion import MAX_EXACT_BLOCK_SIZE, BlockDiffusionScorer
+from .masked_diffusion import MaskedDiffusionScorer, sample_orders
+from .schedule_variance import schedule_variance
 
 
-__all__ = ["AutoregressiveScorer", "SequenceScorer"]
+__all__ = [
+    "MAX_EXACT_BLOCK_SIZE",
+    "AutoregressiveScorer",
+    "BlockDiffusionScorer",
+    "MaskedDiffusionScorer",
+    "SequenceScorer",
+    "sample_orders",
+    "schedule_variance",
+]
