@@ -5,6 +5,7 @@ from .adapters import register_tempered_adapter, tempered_adapters
 from .diffusion import DiffusionGenerateOutput, diffusion_generate
 from .imh import imh_chain, imh_transition_matrix, lookahead_correction
 from .logits_process import PowerLogitsWarper
+from .custom_generate import write_custom_generate
 from .policies import POSITION_POLICIES, select_positions
 from .power_sampling import PowerSamplingOutput, power_sample
 from .routing import STRATEGIES, generate_tempered, seqtemp_generate
@@ -26,4 +27,5 @@ __all__ = [
     "select_positions",
     "seqtemp_generate",
     "tempered_adapters",
+    "write_custom_generate",
 ]
