@@ -43,7 +43,7 @@ def test_errors(args, match):
 def test_harness_reports_pass_at_k_and_distinct_answers():
     answers = {"a": ["x", "y", "y", "z"], "b": ["w", "w", "w", "w"]}
     result = evaluate_sampler(lambda p, n: answers[p][:n], ["a", "b"], lambda p, a: a == "y", 4, ks=(1, 2))
-    assert result == {"pass@1": (0.5 + 0.0) / 2, "pass@2": (1 - 1 / 6) / 2, "distinct_answers": 2.0}
+    assert result == pytest.approx({"pass@1": (0.5 + 0.0) / 2, "pass@2": (1 - 1 / 6) / 2, "distinct_answers": 2.0})
     with pytest.raises(ValueError, match="`sample` returned 3 answers, expected `num_samples`=4"):
         evaluate_sampler(lambda p, n: ["x"] * 3, ["a"], lambda p, a: True, 4)
     with pytest.raises(ValueError, match="`problems` must hold at least one problem"):
