@@ -70,9 +70,15 @@ def make_sampler(adapter, tokenizer, max_new_tokens, policy, alpha, imh, seed, s
         prompt = tokenizer(problem["prompt"], return_tensors="pt")
         ids = prompt["input_ids"].repeat(num_samples, 1)
         out = diffusion_generate(
-            adapter, ids, max_new_tokens=max_new_tokens, policy=policy, generator=generator,
-            seq_temperature=1.0 / alpha if imh else None, token_temperature=1.0 if imh else 1.0 / alpha,
-            num_proposals=8, return_dict_in_generate=True,
+            adapter,
+            ids,
+            max_new_tokens=max_new_tokens,
+            policy=policy,
+            generator=generator,
+            seq_temperature=1.0 / alpha if imh else None,
+            token_temperature=1.0 if imh else 1.0 / alpha,
+            num_proposals=8,
+            return_dict_in_generate=True,
         )
         stats["calls"] += out.num_model_calls
         stats["states"] += out.num_evaluated_states
@@ -117,8 +123,8 @@ def main():
                     f"{result['distinct_answers']:>8.2f} {stats['calls'] / stats['tokens']:>9.2f} "
                     f"{stats['states'] / stats['tokens']:>8.1f} {accept:>7.3f}"
                 )
-    print(f"\ncalls/tok: sequential model calls per committed token (equal for IMH and local decoding);")
-    print(f"seqs/tok: sequences evaluated per committed token (IMH evaluates its proposals in the same call).")
+    print("\ncalls/tok: sequential model calls per committed token (equal for IMH and local decoding);")
+    print("seqs/tok: sequences evaluated per committed token (IMH evaluates its proposals in the same call).")
     print(f"total time {time.time() - start:.1f}s")
 
 

@@ -10,9 +10,10 @@ either side.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
-from typing import Any, Iterator
-
+from collections.abc import Iterator
+from typing import Any
 
 _REGISTRY_ATTRIBUTE = "_seqtemp_adapters"
 
@@ -122,7 +123,7 @@ def interpolate_scale(points: list[tuple[float, float]], seq_temperature: float)
     ```
     """
     target = math.log(seq_temperature)
-    for (s0, t0), (s1, t1) in zip(points, points[1:]):
+    for (s0, t0), (s1, t1) in itertools.pairwise(points):
         lo, hi = sorted((math.log(t0), math.log(t1)))
         if lo <= target <= hi and hi > lo:
             return s0 + (s1 - s0) * (target - math.log(t0)) / (math.log(t1) - math.log(t0))

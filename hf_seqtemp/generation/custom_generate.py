@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-
 GENERATE_PY = '''# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Sequence-temperature sampling: `model.generate(..., custom_generate=<this repo>, trust_remote_code=True,
 seq_temperature=0.5)`. All logic lives in the `hf_seqtemp` package; this file only delegates to it."""

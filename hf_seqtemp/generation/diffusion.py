@@ -56,7 +56,7 @@ def _check_positive_int(name: str, value, allow_none: bool = False) -> None:
 def validate_seq_temperature(seq_temperature) -> float:
     """Checks a sequence temperature `T` (finite float > 0) and returns it as a float."""
     if isinstance(seq_temperature, bool) or not isinstance(seq_temperature, (int, float)):
-        raise ValueError(f"`seq_temperature` must be a float > 0, got {seq_temperature!r}.")
+        raise TypeError(f"`seq_temperature` must be a float > 0, got {seq_temperature!r}.")
     seq_temperature = float(seq_temperature)
     if not math.isfinite(seq_temperature) or seq_temperature <= 0:
         raise ValueError(
@@ -275,9 +275,7 @@ def diffusion_generate(
         return x
     acceptance = None
     if alpha is not None:
-        acceptance = (
-            decoder.accepted.float() / decoder.proposed if decoder.accepted is not None else torch.ones(batch)
-        )
+        acceptance = decoder.accepted.float() / decoder.proposed if decoder.accepted is not None else torch.ones(batch)
     return DiffusionGenerateOutput(
         sequences=x,
         acceptance_rate=acceptance,

@@ -44,7 +44,7 @@ class PowerLogitsWarper(LogitsProcessor):
 
     def __init__(self, alpha: float):
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-            raise ValueError(f"`alpha` has to be a strictly positive float, but is {alpha!r}.")
+            raise TypeError(f"`alpha` has to be a strictly positive float, but is {alpha!r}.")
         alpha = float(alpha)
         if not math.isfinite(alpha) or alpha <= 0:
             raise ValueError(

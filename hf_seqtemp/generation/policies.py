@@ -8,10 +8,10 @@ sampler's job (local temperature or IMH global tempering), so both axes stay ort
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 import torch
-
 
 PositionPolicy = Literal["random", "confidence", "entropy", "margin", "left_to_right"]
 

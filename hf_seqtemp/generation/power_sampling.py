@@ -23,7 +23,6 @@ from transformers.utils import ModelOutput, logging
 from ..likelihood.autoregressive import gather_token_logps, position_ids_from_attention_mask
 from .diffusion import validate_seq_temperature
 
-
 logger = logging.get_logger(__name__)
 
 
@@ -52,8 +51,9 @@ def _rollout(model, ids, attn, num_new, alpha, generator):
     past, step_ids = None, ids
     for _ in range(num_new):
         positions = position_ids_from_attention_mask(attn)[:, -step_ids.shape[1] :]
-        out = model(input_ids=step_ids, attention_mask=attn, position_ids=positions, past_key_values=past,
-                    use_cache=True)
+        out = model(
+            input_ids=step_ids, attention_mask=attn, position_ids=positions, past_key_values=past, use_cache=True
+        )
         past = out.past_key_values
         logits = out.logits[:, -1:].float()
         proposal = (alpha * logits[:, 0]).softmax(dim=-1)

@@ -30,12 +30,16 @@ from .adapters import active_adapter, calibration_points, interpolate_scale, tem
 from .diffusion import diffusion_generate, validate_seq_temperature
 from .power_sampling import power_sample
 
-
 STRATEGIES = ("auto", "adapter", "interpolate", "mcmc", "imh")
 # token-level reshaping that would distort the sequence-tempered target
 _DROPPED_WARPERS = (
-    TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper,
-    EpsilonLogitsWarper, EtaLogitsWarper,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+    MinPLogitsWarper,
+    TypicalLogitsWarper,
+    EpsilonLogitsWarper,
+    EtaLogitsWarper,
 )
 
 
@@ -99,14 +103,21 @@ def _interpolated_adapter(adapters: dict[str, Any], seq_temperature: float) -> t
     return name, scale
 
 
-def _plain_sampling(model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus,
-                    streamer, model_kwargs):
+def _plain_sampling(
+    model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus, streamer, model_kwargs
+):
     config = copy.deepcopy(generation_config)
     config.do_sample, config.top_k, config.top_p, config.temperature = True, 0, 1.0, 1.0
     processors = LogitsProcessorList([p for p in logits_processor if not isinstance(p, _DROPPED_WARPERS)])
     return GenerationMixin._sample(
-        model, input_ids, logits_processor=processors, stopping_criteria=stopping_criteria,
-        generation_config=config, synced_gpus=synced_gpus, streamer=streamer, **model_kwargs,
+        model,
+        input_ids,
+        logits_processor=processors,
+        stopping_criteria=stopping_criteria,
+        generation_config=config,
+        synced_gpus=synced_gpus,
+        streamer=streamer,
+        **model_kwargs,
     )
 
 
@@ -185,9 +196,14 @@ def seqtemp_generate(
         )
     if strategy == "mcmc":
         return power_sample(
-            model, input_ids, model_kwargs.get("attention_mask"),
-            max_new_tokens=generation_config.max_length - input_ids.shape[1], seq_temperature=seq_temperature,
-            mcmc_steps=mcmc_steps, block_size=block_size, generator=generator,
+            model,
+            input_ids,
+            model_kwargs.get("attention_mask"),
+            max_new_tokens=generation_config.max_length - input_ids.shape[1],
+            seq_temperature=seq_temperature,
+            mcmc_steps=mcmc_steps,
+            block_size=block_size,
+            generator=generator,
             return_dict_in_generate=bool(generation_config.return_dict_in_generate),
         )
     if strategy == "adapter":
@@ -200,8 +216,13 @@ def seqtemp_generate(
         return _plain_sampling(*sampling_args, model_kwargs)
 
 
-def generate_tempered(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
-                      seq_temperature: float | None = None, **kwargs):
+def generate_tempered(
+    model,
+    input_ids: torch.LongTensor,
+    attention_mask: torch.Tensor | None = None,
+    seq_temperature: float | None = None,
+    **kwargs,
+):
     """One entry for every family: a [`DiffusionLM`] goes to [`diffusion_generate`] (IMH, default policy
     `"confidence"`), anything else to `model.generate(custom_generate=seqtemp_generate, ...)`.
 

@@ -7,6 +7,8 @@ from transformers import BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausa
 
 from hf_seqtemp.models.base import DiffusionLM
 
+torch.set_num_threads(1)  # tiny models: thread start-up costs more than it saves on shared cores
+
 
 class TinyMaskedLM(DiffusionLM):
     """Local stand-in for the package's masked-LM adapter: position ids follow the attention mask (left padding)."""
@@ -26,8 +28,15 @@ class TinyMaskedLM(DiffusionLM):
 def tiny_bert(vocab_size=5, seed=0, init=0.6):
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-        max_position_embeddings=16, initializer_range=init, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        vocab_size=vocab_size,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        initializer_range=init,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
     )
     return BertForMaskedLM(config).eval()
 
@@ -41,8 +50,16 @@ def masked_lm():
 def tiny_llama(vocab_size=4, seed=0, head_scale=1.0):
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=vocab_size, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-        num_key_value_heads=2, max_position_embeddings=32, bos_token_id=0, eos_token_id=None, pad_token_id=0,
+        vocab_size=vocab_size,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        bos_token_id=0,
+        eos_token_id=None,
+        pad_token_id=0,
     )
     model = LlamaForCausalLM(config).eval()
     with torch.no_grad():

@@ -45,13 +45,18 @@ def test_imh_chain_follows_log_ratio():
 @pytest.mark.parametrize("block_length,tokens_per_step", [(None, 1), (3, 1), (2, 1), (6, 2), (3, 2)])
 def test_imh_makes_as_many_sequential_calls_as_confidence(masked_lm, block_length, tokens_per_step):
     prompts = torch.tensor([[1, 2], [3, 0]])
-    kwargs = dict(max_new_tokens=6, block_length=block_length, tokens_per_step=tokens_per_step)
+    kwargs = {"max_new_tokens": 6, "block_length": block_length, "tokens_per_step": tokens_per_step}
     masked_lm.calls = 0
     conf = diffusion_generate(masked_lm, prompts, policy="confidence", return_dict_in_generate=True, **kwargs)
     confidence_calls = masked_lm.calls
     masked_lm.calls = 0
     imh = diffusion_generate(
-        masked_lm, prompts, seq_temperature=0.5, num_proposals=5, generator=_gen(), return_dict_in_generate=True,
+        masked_lm,
+        prompts,
+        seq_temperature=0.5,
+        num_proposals=5,
+        generator=_gen(),
+        return_dict_in_generate=True,
         **kwargs,
     )
     blocks = 6 // (block_length or 6)
@@ -64,15 +69,26 @@ def test_imh_makes_as_many_sequential_calls_as_confidence(masked_lm, block_lengt
 def test_duplicates_evaluated_once_and_max_batch_only_splits(masked_lm):
     prompts = torch.tensor([[1, 2]] * 3)
     out = diffusion_generate(
-        masked_lm, prompts, max_new_tokens=3, seq_temperature=0.5, num_proposals=20, generator=_gen(3),
+        masked_lm,
+        prompts,
+        max_new_tokens=3,
+        seq_temperature=0.5,
+        num_proposals=20,
+        generator=_gen(3),
         return_dict_in_generate=True,
     )
     # first call: 3 rows; two lookahead calls with at most 4 distinct tokens per row (not 21 candidates)
     assert out.num_evaluated_states <= 3 + 2 * 3 * 4
     masked_lm.calls = 0
     split = diffusion_generate(
-        masked_lm, prompts, max_new_tokens=3, seq_temperature=0.5, num_proposals=20, generator=_gen(3),
-        max_batch=2, return_dict_in_generate=True,
+        masked_lm,
+        prompts,
+        max_new_tokens=3,
+        seq_temperature=0.5,
+        num_proposals=20,
+        generator=_gen(3),
+        max_batch=2,
+        return_dict_in_generate=True,
     )
     assert torch.equal(split.sequences, out.sequences)
     assert split.num_model_calls == out.num_model_calls and masked_lm.calls > out.num_model_calls
@@ -90,7 +106,7 @@ def test_left_padding_matches_unpadded_prompt(masked_lm):
 
 def test_generator_makes_runs_reproducible(masked_lm):
     prompts = torch.tensor([[1, 2]] * 4)
-    kwargs = dict(max_new_tokens=4, seq_temperature=2.0, policy="random", num_proposals=3)
+    kwargs = {"max_new_tokens": 4, "seq_temperature": 2.0, "policy": "random", "num_proposals": 3}
     first = diffusion_generate(masked_lm, prompts, generator=_gen(7), **kwargs)
     assert torch.equal(first, diffusion_generate(masked_lm, prompts, generator=_gen(7), **kwargs))
     others = [diffusion_generate(masked_lm, prompts, generator=_gen(s), **kwargs) for s in range(8, 12)]
@@ -100,19 +116,18 @@ def test_generator_makes_runs_reproducible(masked_lm):
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(policy="lowest"), "`policy` must be one of"),
-        (dict(block_length=4), r"`block_length` \(4\) must divide `max_new_tokens` \(6\)"),
-        (dict(block_length=0), "`block_length` must be a positive integer"),
-        (dict(tokens_per_step=0), "`tokens_per_step` must be a positive integer"),
-        (dict(num_proposals=0), "`num_proposals` must be a positive integer"),
-        (dict(max_batch=0), "`max_batch` must be a positive integer"),
-        (dict(max_new_tokens=0), "`max_new_tokens` must be a positive integer"),
-        (dict(seq_temperature=0.0), "`seq_temperature` must be a finite float > 0, got 0.0"),
-        (dict(seq_temperature=float("nan")), "`seq_temperature` must be a finite float > 0, got nan"),
-        (dict(seq_temperature="0.5"), "`seq_temperature` must be a float > 0"),
-        (dict(seq_temperature=0.5, token_temperature=0.7), "`token_temperature` must be 1.0 when"),
-        (dict(seq_temperature=0.5, do_sample=False), "`do_sample=False` cannot be combined"),
-        (dict(token_temperature=0.0), "`token_temperature` must be a finite float > 0"),
+        ({"policy": "lowest"}, "`policy` must be one of"),
+        ({"block_length": 4}, r"`block_length` \(4\) must divide `max_new_tokens` \(6\)"),
+        ({"block_length": 0}, "`block_length` must be a positive integer"),
+        ({"tokens_per_step": 0}, "`tokens_per_step` must be a positive integer"),
+        ({"num_proposals": 0}, "`num_proposals` must be a positive integer"),
+        ({"max_batch": 0}, "`max_batch` must be a positive integer"),
+        ({"max_new_tokens": 0}, "`max_new_tokens` must be a positive integer"),
+        ({"seq_temperature": 0.0}, "`seq_temperature` must be a finite float > 0, got 0.0"),
+        ({"seq_temperature": float("nan")}, "`seq_temperature` must be a finite float > 0, got nan"),
+        ({"seq_temperature": 0.5, "token_temperature": 0.7}, "`token_temperature` must be 1.0 when"),
+        ({"seq_temperature": 0.5, "do_sample": False}, "`do_sample=False` cannot be combined"),
+        ({"token_temperature": 0.0}, "`token_temperature` must be a finite float > 0"),
     ],
 )
 def test_bad_arguments_raise(masked_lm, kwargs, match):
@@ -126,6 +141,8 @@ def test_bad_model_and_inputs_raise(masked_lm):
         diffusion_generate(masked_lm.model, torch.tensor([[1, 2]]))
     with pytest.raises(ValueError, match="`input_ids` must be a 2-D tensor"):
         diffusion_generate(masked_lm, torch.tensor([1, 2]))
+    with pytest.raises(TypeError, match="`seq_temperature` must be a float > 0, got '0.5'"):
+        diffusion_generate(masked_lm, torch.tensor([[1, 2]]), seq_temperature="0.5")
 
 
 def test_power_warper():
@@ -133,5 +150,5 @@ def test_power_warper():
     assert torch.allclose(PowerLogitsWarper(3)(None, scores).softmax(-1), torch.tensor([[1 / 9, 8 / 9]]))
     with pytest.raises(ValueError, match="`alpha` has to be a strictly positive finite float, but is 0.0"):
         PowerLogitsWarper(0.0)
-    with pytest.raises(ValueError, match="`alpha` has to be a strictly positive float, but is 'a'"):
+    with pytest.raises(TypeError, match="`alpha` has to be a strictly positive float, but is 'a'"):
         PowerLogitsWarper("a")

@@ -5,11 +5,9 @@ import itertools
 import math
 
 import torch
-
 from conftest import TinyMaskedLM, tiny_bert
 
 from hf_seqtemp.generation import diffusion_generate, imh_transition_matrix, lookahead_correction
-
 
 PROMPT = [1, 2]
 MASK = 4
@@ -60,8 +58,13 @@ def test_alpha_one_gives_zero_correction_and_accepts_everything(masked_lm):
     remaining = torch.ones(1, 5, dtype=torch.bool)
     assert abs(lookahead_correction(logits.log_softmax(-1), remaining, 1.0).item()) < 1e-5
     out = diffusion_generate(
-        masked_lm, torch.tensor([PROMPT] * 8), max_new_tokens=3, seq_temperature=1.0, num_proposals=6,
-        generator=torch.Generator().manual_seed(0), return_dict_in_generate=True,
+        masked_lm,
+        torch.tensor([PROMPT] * 8),
+        max_new_tokens=3,
+        seq_temperature=1.0,
+        num_proposals=6,
+        generator=torch.Generator().manual_seed(0),
+        return_dict_in_generate=True,
     )
     assert torch.equal(out.acceptance_rate, torch.ones(8))
 
@@ -80,8 +83,13 @@ def test_imh_commit_matches_chain_law_and_eq8_target():
     assert 0.5 * (chain_law - target).abs().sum() < 0.01
 
     out = diffusion_generate(
-        masked_lm, torch.tensor([PROMPT] * runs), max_new_tokens=3, seq_temperature=1 / alpha,
-        policy="left_to_right", num_proposals=num_proposals, generator=torch.Generator().manual_seed(0),
+        masked_lm,
+        torch.tensor([PROMPT] * runs),
+        max_new_tokens=3,
+        seq_temperature=1 / alpha,
+        policy="left_to_right",
+        num_proposals=num_proposals,
+        generator=torch.Generator().manual_seed(0),
     )
     empirical = torch.bincount(out[:, 2], minlength=REAL).double() / runs
     # TV tolerance: with n = 20000 draws over 4 cells, E[TV] <= 0.5 * sum_v sqrt(p_v (1 - p_v) / n) <= 0.5 * 2 / sqrt(n)
@@ -91,8 +99,12 @@ def test_imh_commit_matches_chain_law_and_eq8_target():
     assert 0.5 * (empirical - target).abs().sum() < 0.03
 
     local = diffusion_generate(
-        masked_lm, torch.tensor([PROMPT] * runs), max_new_tokens=3, token_temperature=1 / alpha,
-        policy="left_to_right", generator=torch.Generator().manual_seed(0),
+        masked_lm,
+        torch.tensor([PROMPT] * runs),
+        max_new_tokens=3,
+        token_temperature=1 / alpha,
+        policy="left_to_right",
+        generator=torch.Generator().manual_seed(0),
     )
     local_law = torch.bincount(local[:, 2], minlength=REAL).double() / runs
     assert 0.5 * (local_law - proposal).abs().sum() < 0.025

@@ -10,7 +10,6 @@ from conftest import tiny_llama
 from hf_seqtemp.generation import power_sample, seqtemp_generate
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
-
 T = 0.5
 SEQUENCES = torch.tensor([[0, *s] for s in itertools.product(range(4), repeat=3)])
 
@@ -32,8 +31,16 @@ def test_mcmc_approaches_sequence_tempered_target():
     prompts = torch.zeros(2000, 1, dtype=torch.long)
     kls = {}
     for steps in (0, 1, 4):
-        out = power_sample(model, prompts, max_new_tokens=3, seq_temperature=T, mcmc_steps=steps, block_size=1,
-                           generator=torch.Generator().manual_seed(0), return_dict_in_generate=True)
+        out = power_sample(
+            model,
+            prompts,
+            max_new_tokens=3,
+            seq_temperature=T,
+            mcmc_steps=steps,
+            block_size=1,
+            generator=torch.Generator().manual_seed(0),
+            return_dict_in_generate=True,
+        )
         kls[steps] = _empirical_kl(out.sequences, target)
     # mcmc_steps=0 is token-temperature-0.5 sampling; the plug-in noise floor is ~(cells - 1) / (2 n) <= 0.016
     assert kls[0] > 0.15
@@ -46,16 +53,25 @@ def test_generate_with_custom_generate_mcmc_on_tiny_llama():
     prompts = torch.tensor([[0, 0, 5, 6], [1, 2, 3, 4]])
     attention = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
     torch.manual_seed(0)
-    out = model.generate(input_ids=prompts, attention_mask=attention, max_new_tokens=5,
-                         custom_generate=seqtemp_generate, seq_temperature=0.5, strategy="mcmc", mcmc_steps=3,
-                         block_size=2, return_dict_in_generate=True)
+    out = model.generate(
+        input_ids=prompts,
+        attention_mask=attention,
+        max_new_tokens=5,
+        custom_generate=seqtemp_generate,
+        seq_temperature=0.5,
+        strategy="mcmc",
+        mcmc_steps=3,
+        block_size=2,
+        return_dict_in_generate=True,
+    )
     assert out.sequences.shape == (2, 9) and torch.equal(out.sequences[:, :4], prompts)
     assert ((out.acceptance_rate >= 0) & (out.acceptance_rate <= 1)).all()
     with torch.no_grad():
         completion = torch.zeros(2, 9, dtype=torch.bool)
         completion[:, 4:] = True
-        rescored = AutoregressiveScorer()(model, out.sequences, torch.cat([attention, torch.ones(2, 5)], 1).long(),
-                                          completion)
+        rescored = AutoregressiveScorer()(
+            model, out.sequences, torch.cat([attention, torch.ones(2, 5)], 1).long(), completion
+        )
     # the log-probs carried through the chain equal an independent rescoring (left padding included)
     assert torch.allclose(out.sequence_logps, rescored, atol=1e-4)
 
@@ -63,10 +79,10 @@ def test_generate_with_custom_generate_mcmc_on_tiny_llama():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(mcmc_steps=-1), "`mcmc_steps` must be an integer >= 0, got -1"),
-        (dict(max_new_tokens=0), "`max_new_tokens` must be an integer >= 1, got 0"),
-        (dict(block_size=0), "`block_size` must be a positive integer"),
-        (dict(seq_temperature=-1.0), "`seq_temperature` must be a finite float > 0, got -1.0"),
+        ({"mcmc_steps": -1}, "`mcmc_steps` must be an integer >= 0, got -1"),
+        ({"max_new_tokens": 0}, "`max_new_tokens` must be an integer >= 1, got 0"),
+        ({"block_size": 0}, "`block_size` must be a positive integer"),
+        ({"seq_temperature": -1.0}, "`seq_temperature` must be a finite float > 0, got -1.0"),
     ],
 )
 def test_power_sample_errors(kwargs, match):

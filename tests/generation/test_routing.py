@@ -2,7 +2,7 @@
 """`generate(..., seq_temperature=T)` routing: adapters, interpolation, errors, Hub template."""
 
 import math
-import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -20,7 +20,6 @@ from hf_seqtemp.generation import (
 )
 from hf_seqtemp.generation.adapters import calibration_points, interpolate_scale
 
-
 PROMPT = torch.tensor([[1, 2, 3]])
 
 
@@ -30,7 +29,7 @@ def _config(t, t_eff=None, family="causal_lm"):
 
 @pytest.fixture
 def two_adapters():
-    lora = dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    lora = {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"], "init_lora_weights": False}
     torch.manual_seed(3)
     model = get_peft_model(tiny_llama(vocab_size=16, seed=2, head_scale=4.0), LoraConfig(**lora), adapter_name="cold")
     model.add_adapter("hot", LoraConfig(**lora))
@@ -112,8 +111,14 @@ def test_model_without_adapters_errors_and_defaults_to_mcmc():
 
 def test_generate_tempered_routes_diffusion_models_to_imh():
     masked = TinyMaskedLM(tiny_bert(), mask_token_id=4)
-    out = generate_tempered(masked, torch.tensor([[1, 2]]), seq_temperature=0.5, max_new_tokens=3,
-                            generator=torch.Generator().manual_seed(0), return_dict_in_generate=True)
+    out = generate_tempered(
+        masked,
+        torch.tensor([[1, 2]]),
+        seq_temperature=0.5,
+        max_new_tokens=3,
+        generator=torch.Generator().manual_seed(0),
+        return_dict_in_generate=True,
+    )
     assert out.acceptance_rate is not None and out.num_model_calls == 3
 
 
@@ -121,15 +126,28 @@ def test_hub_custom_generate_folder(tmp_path):
     model = tiny_llama(vocab_size=8)
     model.save_pretrained(tmp_path)
     folder = write_custom_generate(tmp_path)
-    source = open(os.path.join(folder, "generate.py")).read()
+    source = Path(folder, "generate.py").read_text()
     assert "from hf_seqtemp.generation.routing import seqtemp_generate" in source
-    assert open(os.path.join(folder, "requirements.txt")).read().strip() == "hf-seqtemp"
+    assert Path(folder, "requirements.txt").read_text().strip() == "hf-seqtemp"
     torch.manual_seed(0)
-    hub = model.generate(PROMPT, max_new_tokens=4, custom_generate=str(tmp_path), trust_remote_code=True,
-                         seq_temperature=0.5, strategy="mcmc", generator=torch.Generator().manual_seed(1))
+    hub = model.generate(
+        PROMPT,
+        max_new_tokens=4,
+        custom_generate=str(tmp_path),
+        trust_remote_code=True,
+        seq_temperature=0.5,
+        strategy="mcmc",
+        generator=torch.Generator().manual_seed(1),
+    )
     torch.manual_seed(0)
-    local = model.generate(PROMPT, max_new_tokens=4, custom_generate=seqtemp_generate, seq_temperature=0.5,
-                           strategy="mcmc", generator=torch.Generator().manual_seed(1))
+    local = model.generate(
+        PROMPT,
+        max_new_tokens=4,
+        custom_generate=seqtemp_generate,
+        seq_temperature=0.5,
+        strategy="mcmc",
+        generator=torch.Generator().manual_seed(1),
+    )
     assert torch.equal(hub, local)
     with pytest.raises(ValueError, match="`folder` must be an existing model folder"):
         write_custom_generate(tmp_path / "missing")
