@@ -1,0 +1,30 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Samplers for sequence-tempered distributions: diffusion decoding (policies × IMH) and AR power sampling."""
+
+from .adapters import register_tempered_adapter, tempered_adapters
+from .custom_generate import write_custom_generate
+from .diffusion import DiffusionGenerateOutput, diffusion_generate
+from .imh import imh_chain, imh_transition_matrix, lookahead_correction
+from .logits_process import PowerLogitsWarper
+from .policies import POSITION_POLICIES, select_positions
+from .power_sampling import PowerSamplingOutput, power_sample
+from .routing import STRATEGIES, generate_tempered, seqtemp_generate
+
+__all__ = [
+    "POSITION_POLICIES",
+    "STRATEGIES",
+    "DiffusionGenerateOutput",
+    "PowerLogitsWarper",
+    "PowerSamplingOutput",
+    "diffusion_generate",
+    "generate_tempered",
+    "imh_chain",
+    "imh_transition_matrix",
+    "lookahead_correction",
+    "power_sample",
+    "register_tempered_adapter",
+    "select_positions",
+    "seqtemp_generate",
+    "tempered_adapters",
+    "write_custom_generate",
+]

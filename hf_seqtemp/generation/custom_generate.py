@@ -1,0 +1,60 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Template of a Hub-loadable `custom_generate/generate.py` that delegates to [`seqtemp_generate`]."""
+
+from __future__ import annotations
+
+import os
+
+GENERATE_PY = '''# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Sequence-temperature sampling: `model.generate(..., custom_generate=<this repo>, trust_remote_code=True,
+seq_temperature=0.5)`. All logic lives in the `hf_seqtemp` package; this file only delegates to it."""
+
+from transformers.generation import GenerationMixin
+
+from hf_seqtemp.generation.routing import seqtemp_generate
+
+
+def generate(model, *args, **kwargs):
+    """Runs the regular `generate` preparation with `hf_seqtemp`'s decoding loop in place of `_sample`.
+
+    `transformers` calls this with `model=` and every `generate` argument; `seq_temperature`, `strategy`,
+    `mcmc_steps`, `block_size` and `generator` are consumed by `seqtemp_generate`.
+    """
+    kwargs.pop("custom_generate", None)
+    kwargs.pop("trust_remote_code", None)
+    # `GenerationMixin.generate` directly: `model.generate` may already be this function
+    return GenerationMixin.generate(model, *args, custom_generate=seqtemp_generate, **kwargs)
+'''
+
+REQUIREMENTS_TXT = "hf-seqtemp\n"
+
+
+def write_custom_generate(folder: str | os.PathLike) -> str:
+    """Writes `custom_generate/generate.py` and `custom_generate/requirements.txt` into a saved model folder.
+
+    After `push_to_hub`, users sample at sequence temperature with
+    `model.generate(**inputs, custom_generate="<repo>", trust_remote_code=True, seq_temperature=0.5)`.
+
+    Args:
+        folder (`str` or `os.PathLike`): a folder written by `save_pretrained`.
+
+    Returns:
+        `str`: the path of the written `custom_generate` folder.
+
+    Example:
+    ```python
+    >>> import tempfile, os
+    >>> path = write_custom_generate(tempfile.mkdtemp())
+    >>> sorted(os.listdir(path))
+    ['generate.py', 'requirements.txt']
+    ```
+    """
+    if not os.path.isdir(folder):
+        raise ValueError(f"`folder` must be an existing model folder (from `save_pretrained`), got {str(folder)!r}.")
+    target = os.path.join(folder, "custom_generate")
+    os.makedirs(target, exist_ok=True)
+    with open(os.path.join(target, "generate.py"), "w") as handle:
+        handle.write(GENERATE_PY)
+    with open(os.path.join(target, "requirements.txt"), "w") as handle:
+        handle.write(REQUIREMENTS_TXT)
+    return target

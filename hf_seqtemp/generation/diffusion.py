@@ -1,0 +1,284 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Diffusion decoding = position policy × token sampler.
+
+Each step the position policy ([`select_positions`]) picks *where* to unmask inside the current block, and the token
+sampler picks *what* to put there: either the local tempered categorical that LLaDA/Dream use
+(`softmax(logits / token_temperature)`), or IMH global tempering (Alg. 1 of Fang et al.) targeting the one-step
+conditional of `p(x)^alpha`, `alpha = 1 / seq_temperature` (Eq. 8-10).
+
+IMH cost: the initial state and the `num_proposals` proposals are evaluated in ONE batched forward call (duplicates
+once), and the accepted candidate's logits are the next step's logits. The last step of a block has no masked
+position left to look ahead to, so Δ̂ = 0, every proposal is accepted and no call is made. Decoding `n` tokens
+therefore takes the same `n` sequential model calls as confidence decoding; only the batch is wider.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from transformers.generation.logits_process import SuppressTokensLogitsProcessor, TemperatureLogitsWarper
+from transformers.utils import ModelOutput
+
+from ..likelihood.base import validate_token_temperature
+from ..models.base import DiffusionLM
+from .imh import imh_chain, lookahead_correction
+from .logits_process import PowerLogitsWarper
+from .policies import select_positions, validate_policy
+
+
+@dataclass
+class DiffusionGenerateOutput(ModelOutput):
+    """Output of [`diffusion_generate`] with `return_dict_in_generate=True`.
+
+    Args:
+        sequences (`torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`): prompts and completions.
+        acceptance_rate (`torch.FloatTensor` of shape `(batch,)`, *optional*): fraction of IMH proposals accepted
+            over the steps that ran a chain (`None` for the local sampler).
+        num_model_calls (`int`): sequential (batched) model evaluations made.
+        num_evaluated_states (`int`): total sequences the model was run on, duplicates counted once.
+    """
+
+    sequences: torch.LongTensor | None = None
+    acceptance_rate: torch.FloatTensor | None = None
+    num_model_calls: int | None = None
+    num_evaluated_states: int | None = None
+
+
+def _check_positive_int(name: str, value, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+
+
+def validate_seq_temperature(seq_temperature) -> float:
+    """Checks a sequence temperature `T` (finite float > 0) and returns it as a float."""
+    if isinstance(seq_temperature, bool) or not isinstance(seq_temperature, (int, float)):
+        raise TypeError(f"`seq_temperature` must be a float > 0, got {seq_temperature!r}.")
+    seq_temperature = float(seq_temperature)
+    if not math.isfinite(seq_temperature) or seq_temperature <= 0:
+        raise ValueError(
+            f"`seq_temperature` must be a finite float > 0, got {seq_temperature}. For greedy decoding use "
+            "`do_sample=False`; to sample the model as it is, leave `seq_temperature=None`."
+        )
+    return seq_temperature
+
+
+def _validate(model, input_ids, max_new_tokens, block_length, tokens_per_step, num_proposals, max_batch):
+    if not isinstance(model, DiffusionLM):
+        raise TypeError(
+            f"`diffusion_model` must be a `hf_seqtemp.models.DiffusionLM` adapter, got {type(model).__name__}. "
+            "Wrap the model first, e.g. `MaskedLMAdapter(model, mask_token_id)`."
+        )
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        raise ValueError(f"`input_ids` must be a 2-D tensor (batch, length), got {getattr(input_ids, 'shape', None)}.")
+    _check_positive_int("max_new_tokens", max_new_tokens)
+    _check_positive_int("block_length", block_length, allow_none=True)
+    block_length = max_new_tokens if block_length is None else block_length
+    if max_new_tokens % block_length:
+        raise ValueError(
+            f"`block_length` ({block_length}) must divide `max_new_tokens` ({max_new_tokens}); choose a divisor."
+        )
+    _check_positive_int("tokens_per_step", tokens_per_step)
+    _check_positive_int("num_proposals", num_proposals)
+    _check_positive_int("max_batch", max_batch, allow_none=True)
+    return block_length
+
+
+def _forward(model: DiffusionLM, ids: torch.Tensor, attn: torch.Tensor, max_batch: int | None) -> torch.Tensor:
+    step = ids.shape[0] if max_batch is None else max_batch
+    pieces = [model(ids[i : i + step], attention_mask=attn[i : i + step]) for i in range(0, ids.shape[0], step)]
+    return torch.cat(pieces, dim=0).float()
+
+
+class _Decoder:
+    """State of one decoding run; `diffusion_generate` is its public face."""
+
+    def __init__(self, model, alpha, token_temperature, num_proposals, max_batch, do_sample, generator):
+        self.model, self.alpha, self.num_proposals = model, alpha, num_proposals
+        self.max_batch, self.do_sample, self.generator = max_batch, do_sample, generator
+        self.suppress = SuppressTokensLogitsProcessor([model.mask_token_id])
+        self.local_warper = TemperatureLogitsWarper(float(token_temperature))
+        self.proposal_warper = PowerLogitsWarper(alpha) if alpha is not None else None
+        self.calls = 0
+        self.states = 0
+        self.accepted = None
+        self.proposed = 0
+
+    def log_probs(self, logits: torch.Tensor) -> torch.Tensor:
+        """`log q(x_j = u | s)` in float32 with the mask token excluded."""
+        flat = logits.reshape(-1, logits.shape[-1])
+        suppress = self.suppress.suppress_tokens.to(flat.device)
+        flat = flat.masked_fill(torch.isin(torch.arange(flat.shape[-1], device=flat.device), suppress), -math.inf)
+        return flat.log_softmax(dim=-1).view_as(logits)
+
+    def forward(self, ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        self.states += ids.shape[0]
+        return _forward(self.model, ids, attn, self.max_batch)
+
+    def local_step(self, x, log_probs, positions):
+        rows = torch.arange(x.shape[0], device=x.device)[:, None]
+        selected = log_probs[rows, positions]  # (batch, k, vocab)
+        if self.do_sample:
+            scores = self.local_warper(None, selected.reshape(-1, selected.shape[-1]))
+            tokens = torch.multinomial(scores.softmax(-1), 1, generator=self.generator).view(positions.shape)
+        else:
+            tokens = selected.argmax(dim=-1)
+        x[rows, positions] = tokens
+        return x
+
+    def imh_step(self, x, attn, log_probs, positions, remaining):
+        """Commits the IMH-chosen tokens at `positions`; returns the new state and its logits (or `None`)."""
+        batch, k = positions.shape
+        rows = torch.arange(batch, device=x.device)
+        selected = log_probs[rows[:, None], positions].reshape(batch * k, -1)
+        proposal = self.proposal_warper(None, selected).softmax(dim=-1)
+        draws = torch.multinomial(proposal, self.num_proposals + 1, replacement=True, generator=self.generator)
+        draws = draws.view(batch, k, -1).transpose(1, 2)  # (batch, 1 + N, k); column 0 is the initial state
+        if not remaining.any():
+            # nothing left to look ahead to: Δ̂ = 0, the chain accepts every proposal and ends on the last one
+            x[rows[:, None], positions] = draws[:, -1]
+            return x, None
+        key = torch.cat([rows[:, None, None].expand(-1, draws.shape[1], 1), draws], dim=-1).reshape(-1, k + 1)
+        unique, inverse = torch.unique(key, dim=0, return_inverse=True)
+        owner = unique[:, 0]
+        states = x[owner].clone()
+        states[torch.arange(len(unique), device=x.device)[:, None], positions[owner]] = unique[:, 1:]
+        cand_logits = self.forward(states, attn[owner])
+        if self.alpha == 1.0:
+            # exact: every inner sum of Eq. 8 is a total probability; skips float round-off rejections
+            delta = cand_logits.new_zeros(len(unique))
+        else:
+            delta = lookahead_correction(self.log_probs(cand_logits), remaining[owner], self.alpha)
+        inverse = inverse.view(batch, -1)
+        chosen, accepted = imh_chain(delta[inverse], self.generator)
+        self.accepted = accepted if self.accepted is None else self.accepted + accepted
+        self.proposed += self.num_proposals
+        x[rows[:, None], positions] = draws[rows, chosen]
+        return x, cand_logits[inverse[rows, chosen]]
+
+    def decode(self, x, attn, start, block_length, tokens_per_step, policy):
+        mask_id = self.model.mask_token_id
+        logits = None
+        for block_start in range(start, x.shape[1], block_length):
+            in_block = torch.zeros(x.shape[1], dtype=torch.bool, device=x.device)
+            in_block[block_start : block_start + block_length] = True
+            while True:
+                masked = (x == mask_id) & in_block
+                left = int(masked[0].sum())
+                if left == 0:
+                    break
+                if logits is None:
+                    logits = self.forward(x, attn)
+                log_probs = self.log_probs(logits)
+                k = min(tokens_per_step, left)
+                positions = select_positions(policy, log_probs.exp(), masked, k, self.generator)
+                if self.alpha is None:
+                    x, logits = self.local_step(x, log_probs, positions), None
+                else:
+                    remaining = masked.clone()
+                    remaining[torch.arange(x.shape[0], device=x.device)[:, None], positions] = False
+                    x, logits = self.imh_step(x, attn, log_probs, positions, remaining)
+        return x
+
+
+@torch.no_grad()
+def diffusion_generate(
+    diffusion_model: DiffusionLM,
+    input_ids: torch.LongTensor,
+    attention_mask: torch.Tensor | None = None,
+    max_new_tokens: int = 16,
+    seq_temperature: float | None = None,
+    policy: str = "confidence",
+    token_temperature: float = 1.0,
+    block_length: int | None = None,
+    tokens_per_step: int = 1,
+    num_proposals: int = 8,
+    max_batch: int | None = None,
+    do_sample: bool = True,
+    generator: torch.Generator | None = None,
+    return_dict_in_generate: bool = False,
+) -> DiffusionGenerateOutput | torch.LongTensor:
+    """Generates `max_new_tokens` tokens after each prompt with a masked/block diffusion LM.
+
+    Decoding = position policy × token sampler. `policy` chooses where to unmask; the token sampler is the local
+    tempered categorical `softmax(logits / token_temperature)` when `seq_temperature` is `None` (what LLaDA and
+    Dream do), and IMH global tempering targeting `p(x)^(1 / seq_temperature)` otherwise (Alg. 1 of Fang et al.,
+    lookahead over the still-masked positions of the current block). With `tokens_per_step > 1` the IMH
+    proposal is the product of the per-position proposals and the chain moves all chosen positions jointly.
+
+    Args:
+        diffusion_model ([`DiffusionLM`]): the model adapter; put it in `eval()` mode (dropout breaks logit reuse).
+        input_ids (`torch.LongTensor` of shape `(batch, prompt_length)`): prompts, left-padded.
+        attention_mask (`torch.Tensor` of shape `(batch, prompt_length)`, *optional*): 0 on padding.
+        max_new_tokens (`int`, *optional*, defaults to `16`): completion length.
+        seq_temperature (`float`, *optional*): sequence temperature `T`; IMH with `alpha = 1 / T` when set.
+        policy (`str`, *optional*, defaults to `"confidence"`): `"random"`, `"confidence"`, `"entropy"`,
+            `"margin"` or `"left_to_right"`.
+        token_temperature (`float`, *optional*, defaults to `1.0`): local temperature of the baseline sampler.
+        block_length (`int`, *optional*): semi-autoregressive block length (must divide `max_new_tokens`);
+            defaults to one block.
+        tokens_per_step (`int`, *optional*, defaults to `1`): positions committed per step.
+        num_proposals (`int`, *optional*, defaults to `8`): IMH proposals `N` per step.
+        max_batch (`int`, *optional*): split the batched IMH evaluation into chunks of at most this many rows.
+        do_sample (`bool`, *optional*, defaults to `True`): `False` takes the argmax (local sampler only).
+        generator (`torch.Generator`, *optional*): makes the run reproducible.
+        return_dict_in_generate (`bool`, *optional*, defaults to `False`): return a [`DiffusionGenerateOutput`].
+
+    Returns:
+        `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or a [`DiffusionGenerateOutput`].
+
+    Example:
+    ```python
+    >>> import torch
+    >>> from transformers import BertConfig, BertForMaskedLM
+    >>> from hf_seqtemp.models import DiffusionLM
+    >>> class Adapter(DiffusionLM):
+    ...     def forward(self, input_ids, attention_mask=None):
+    ...         return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+    >>> bert = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
+    ...                                   num_attention_heads=2, intermediate_size=32)).eval()
+    >>> out = diffusion_generate(Adapter(bert, mask_token_id=5), torch.tensor([[1, 2]]), max_new_tokens=3,
+    ...                          seq_temperature=0.5, generator=torch.Generator().manual_seed(0),
+    ...                          return_dict_in_generate=True)
+    >>> out.sequences.shape, out.num_model_calls
+    (torch.Size([1, 5]), 3)
+    ```
+    """
+    block_length = _validate(
+        diffusion_model, input_ids, max_new_tokens, block_length, tokens_per_step, num_proposals, max_batch
+    )
+    validate_policy(policy)
+    token_temperature = validate_token_temperature(token_temperature)
+    alpha = None
+    if seq_temperature is not None:
+        alpha = 1.0 / validate_seq_temperature(seq_temperature)
+        if token_temperature != 1.0:
+            raise ValueError(
+                f"`token_temperature` must be 1.0 when `seq_temperature` is set, got {token_temperature}: the IMH "
+                "proposal is already tempered with alpha = 1 / seq_temperature."
+            )
+        if not do_sample:
+            raise ValueError("`do_sample=False` cannot be combined with `seq_temperature`: IMH samples by design.")
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    batch, prompt_length = input_ids.shape
+    completion = input_ids.new_full((batch, max_new_tokens), diffusion_model.mask_token_id)
+    x = torch.cat([input_ids, completion], dim=1)
+    attn = torch.cat([attention_mask, attention_mask.new_ones(batch, max_new_tokens)], dim=1)
+    decoder = _Decoder(diffusion_model, alpha, token_temperature, num_proposals, max_batch, do_sample, generator)
+    x = decoder.decode(x, attn, prompt_length, block_length, tokens_per_step, policy)
+    if not return_dict_in_generate:
+        return x
+    acceptance = None
+    if alpha is not None:
+        acceptance = decoder.accepted.float() / decoder.proposed if decoder.accepted is not None else torch.ones(batch)
+    return DiffusionGenerateOutput(
+        sequences=x,
+        acceptance_rate=acceptance,
+        num_model_calls=decoder.calls,
+        num_evaluated_states=decoder.states,
+    )

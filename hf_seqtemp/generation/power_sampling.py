@@ -1,0 +1,166 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Training-free power sampling for autoregressive LMs: Metropolis-Hastings over blocks targeting `p(x)^(1/T)`.
+
+The completion is grown block by block (blocks of `block_size` tokens). After each new block is drawn, `mcmc_steps`
+MH steps run on the prefix built so far, targeting `pi(x) ∝ p(x)^alpha` with `alpha = 1 / seq_temperature`. A step
+picks a block boundary `b` uniformly (independently of the state), keeps `x_{<=b}` and resamples the suffix from the
+model at *token* temperature `T`, `r(x'_j | x'_{<j}) = softmax(alpha * l_j)`. The acceptance ratio is
+
+    A = min(1, [p(x'_{>b} | x_{<=b})^alpha r(x_{>b} | x_{<=b})] / [p(x_{>b} | x_{<=b})^alpha r(x'_{>b} | x_{<=b})]),
+
+computed in log space from per-token log-probabilities, so the chain is reversible with respect to `p^alpha` on
+each stage's prefix (the prefix marginal of an AR model is its own product of conditionals). With `mcmc_steps=0`
+this is plain token-temperature sampling; more steps move the samples toward the sequence-tempered target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers.utils import ModelOutput, logging
+
+from ..likelihood.autoregressive import gather_token_logps, position_ids_from_attention_mask
+from .diffusion import validate_seq_temperature
+
+logger = logging.get_logger(__name__)
+
+
+@dataclass
+class PowerSamplingOutput(ModelOutput):
+    """Output of [`power_sample`] with `return_dict_in_generate=True`.
+
+    Args:
+        sequences (`torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`): prompts and completions.
+        acceptance_rate (`torch.FloatTensor` of shape `(batch,)`): fraction of MH proposals accepted per row
+            (`nan` when `mcmc_steps=0`).
+        sequence_logps (`torch.FloatTensor` of shape `(batch,)`): `log p(completion | prompt)` at temperature 1.
+    """
+
+    sequences: torch.LongTensor | None = None
+    acceptance_rate: torch.FloatTensor | None = None
+    sequence_logps: torch.FloatTensor | None = None
+
+
+def _rollout(model, ids, attn, num_new, alpha, generator):
+    """Samples `num_new` tokens at token temperature `1 / alpha` with a KV cache.
+
+    Returns new tokens, their log-probs under `p` (temperature 1) and under the proposal `r`, each `(batch, num_new)`.
+    """
+    tokens, logp, logr = [], [], []
+    past, step_ids = None, ids
+    for _ in range(num_new):
+        positions = position_ids_from_attention_mask(attn)[:, -step_ids.shape[1] :]
+        out = model(
+            input_ids=step_ids, attention_mask=attn, position_ids=positions, past_key_values=past, use_cache=True
+        )
+        past = out.past_key_values
+        logits = out.logits[:, -1:].float()
+        proposal = (alpha * logits[:, 0]).softmax(dim=-1)
+        token = torch.multinomial(proposal, 1, generator=generator)
+        tokens.append(token)
+        logp.append(gather_token_logps(logits, token)[:, 0])
+        logr.append(gather_token_logps(logits, token, token_temperature=1.0 / alpha)[:, 0])
+        step_ids, attn = token, torch.cat([attn, attn.new_ones(attn.shape[0], 1)], dim=1)
+    return torch.cat(tokens, dim=1), torch.stack(logp, dim=1), torch.stack(logr, dim=1)
+
+
+def _mh_step(model, state, prompt_attn, end, boundary, alpha, generator):
+    """One MH move on the completion prefix `[:end]`: resample from `boundary`; returns accepted mask."""
+    ids, logp, logr = state
+    prompt_len = prompt_attn.shape[1]
+    keep = ids[:, : prompt_len + boundary]
+    attn = torch.cat([prompt_attn, prompt_attn.new_ones(ids.shape[0], boundary)], dim=1)
+    new, new_logp, new_logr = _rollout(model, keep, attn, end - boundary, alpha, generator)
+    log_ratio = alpha * (new_logp.sum(1) - logp[:, boundary:end].sum(1)) + (
+        logr[:, boundary:end].sum(1) - new_logr.sum(1)
+    )
+    log_u = torch.rand(ids.shape[0], generator=generator, device=ids.device).log()
+    accept = log_u < log_ratio.clamp(max=0.0)
+    rows = accept.nonzero().squeeze(-1)
+    ids[rows, prompt_len + boundary : prompt_len + end] = new[rows]
+    logp[rows, boundary:end] = new_logp[rows]
+    logr[rows, boundary:end] = new_logr[rows]
+    return accept
+
+
+def _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size):
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        raise ValueError(f"`input_ids` must be a 2-D tensor (batch, length), got {getattr(input_ids, 'shape', None)}.")
+    for name, value, low in (("max_new_tokens", max_new_tokens, 1), ("mcmc_steps", mcmc_steps, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"`{name}` must be an integer >= {low}, got {value!r}.")
+    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1):
+        raise ValueError(f"`block_size` must be a positive integer (or None for one block), got {block_size!r}.")
+
+
+@torch.no_grad()
+def power_sample(
+    model: torch.nn.Module,
+    input_ids: torch.LongTensor,
+    attention_mask: torch.Tensor | None = None,
+    max_new_tokens: int = 16,
+    seq_temperature: float = 0.5,
+    mcmc_steps: int = 4,
+    block_size: int | None = None,
+    generator: torch.Generator | None = None,
+    return_dict_in_generate: bool = False,
+) -> PowerSamplingOutput | torch.LongTensor:
+    """Samples completions of exactly `max_new_tokens` tokens approximately from `p(x | prompt)^(1/T)`.
+
+    The completion length is fixed: an EOS token is an ordinary token here (its probability is part of `p`).
+
+    Args:
+        model (`torch.nn.Module`): a causal LM (any `transformers` `...ForCausalLM`, PEFT-wrapped or not).
+        input_ids (`torch.LongTensor` of shape `(batch, prompt_length)`): prompts, left-padded.
+        attention_mask (`torch.Tensor` of shape `(batch, prompt_length)`, *optional*): 0 on padding.
+        max_new_tokens (`int`, *optional*, defaults to `16`): completion length.
+        seq_temperature (`float`, *optional*, defaults to `0.5`): sequence temperature `T`.
+        mcmc_steps (`int`, *optional*, defaults to `4`): MH steps after each new block (0: token-temperature
+            sampling).
+        block_size (`int`, *optional*): tokens per block; `None` makes one block, i.e. an independence sampler
+            over whole completions.
+        generator (`torch.Generator`, *optional*): makes the run reproducible.
+        return_dict_in_generate (`bool`, *optional*, defaults to `False`): return a [`PowerSamplingOutput`].
+
+    Returns:
+        `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or a [`PowerSamplingOutput`].
+
+    Example:
+    ```python
+    >>> import torch
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> config = LlamaConfig(vocab_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+    ...                      num_attention_heads=2, num_key_value_heads=2)
+    >>> model = LlamaForCausalLM(config).eval()
+    >>> out = power_sample(model, torch.tensor([[1, 2]]), max_new_tokens=4, seq_temperature=0.5, mcmc_steps=2,
+    ...                    block_size=2, generator=torch.Generator().manual_seed(0), return_dict_in_generate=True)
+    >>> out.sequences.shape, out.acceptance_rate.shape
+    (torch.Size([1, 6]), torch.Size([1]))
+    ```
+    """
+    _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size)
+    alpha = 1.0 / validate_seq_temperature(seq_temperature)
+    block_size = max_new_tokens if block_size is None else block_size
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    batch = input_ids.shape[0]
+    ids, logp, logr = input_ids, input_ids.new_zeros(batch, 0).float(), input_ids.new_zeros(batch, 0).float()
+    accepted = torch.zeros(batch, device=input_ids.device)
+    proposals = 0
+    for start in range(0, max_new_tokens, block_size):
+        end = min(start + block_size, max_new_tokens)
+        attn = torch.cat([attention_mask, attention_mask.new_ones(batch, start)], dim=1)
+        new, new_logp, new_logr = _rollout(model, ids, attn, end - start, alpha, generator)
+        ids, logp, logr = torch.cat([ids, new], 1), torch.cat([logp, new_logp], 1), torch.cat([logr, new_logr], 1)
+        for _ in range(mcmc_steps):
+            boundaries = torch.arange(0, end, block_size)
+            boundary = int(boundaries[torch.randint(len(boundaries), (1,), generator=generator)])
+            accepted += _mh_step(model, (ids, logp, logr), attention_mask, end, boundary, alpha, generator).float()
+            proposals += 1
+    acceptance = accepted / proposals if proposals else torch.full((batch,), float("nan"))
+    if proposals:
+        logger.info(f"power sampling: mean MH acceptance rate {acceptance.mean().item():.3f} over {proposals} steps")
+    if not return_dict_in_generate:
+        return ids
+    return PowerSamplingOutput(sequences=ids, acceptance_rate=acceptance, sequence_logps=logp.sum(dim=1))

@@ -1,0 +1,244 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""`generate(..., seq_temperature=T)`: route a sequence temperature to a trained adapter or a training-free sampler.
+
+Use [`seqtemp_generate`] as a `custom_generate` callable: `transformers` prepares inputs, processors and stopping
+criteria, pops the callable's extra parameters (`seq_temperature`, `strategy`, ...) out of `**kwargs` before
+`GenerationConfig` validation, and calls it in place of the decoding loop with `_sample`'s signature.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import torch
+from transformers.generation import GenerationMixin
+from transformers.generation.logits_process import (
+    EpsilonLogitsWarper,
+    EtaLogitsWarper,
+    LogitsProcessorList,
+    MinPLogitsWarper,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+    TypicalLogitsWarper,
+)
+
+from ..models.base import DiffusionLM
+from .adapters import active_adapter, calibration_points, interpolate_scale, tempered_adapters
+from .diffusion import diffusion_generate, validate_seq_temperature
+from .power_sampling import power_sample
+
+STRATEGIES = ("auto", "adapter", "interpolate", "mcmc", "imh")
+# token-level reshaping that would distort the sequence-tempered target
+_DROPPED_WARPERS = (
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+    MinPLogitsWarper,
+    TypicalLogitsWarper,
+    EpsilonLogitsWarper,
+    EtaLogitsWarper,
+)
+
+
+def _check_strategy(strategy: str | None) -> str:
+    strategy = "auto" if strategy is None else strategy
+    if strategy not in STRATEGIES:
+        raise ValueError(f"`strategy` must be one of {list(STRATEGIES)}, got {strategy!r}.")
+    return strategy
+
+
+def _check_family(model, adapters: dict[str, Any], strategy: str) -> None:
+    config = getattr(model, "config", None)
+    if getattr(config, "is_encoder_decoder", False) or not isinstance(model, GenerationMixin):
+        raise ValueError(
+            f"Unsupported model family for `seq_temperature`: {type(model).__name__}. `generate` supports causal "
+            "LMs; for masked/block diffusion models call `diffusion_generate` with a `DiffusionLM` adapter."
+        )
+    if strategy == "imh":
+        raise ValueError(
+            "`strategy='imh'` needs a diffusion model: wrap it in a `DiffusionLM` adapter and call "
+            "`diffusion_generate`; for a causal LM use `strategy='mcmc'`."
+        )
+    for name, cfg in adapters.items():
+        family = getattr(cfg, "model_family", "causal_lm") or "causal_lm"
+        if family != "causal_lm":
+            raise ValueError(
+                f"Unsupported model family {family!r} in the config of adapter {name!r}: `generate` routes causal "
+                "LMs only; use `diffusion_generate` for diffusion models."
+            )
+
+
+def _matching_adapter(adapters: dict[str, Any], seq_temperature: float) -> str | None:
+    matches = [n for n, c in adapters.items() if math.isclose(c.target_temperature, seq_temperature, rel_tol=1e-6)]
+    if matches:
+        return matches[0]
+    if math.isclose(seq_temperature, 1.0, rel_tol=1e-6):
+        return None  # p^(1/1) is the base model itself: adapters off
+    available = sorted(float(c.target_temperature) for c in adapters.values())
+    raise ValueError(
+        f"No loaded adapter was trained for `seq_temperature={seq_temperature}`; available temperatures: "
+        f"{available}. Pass one of them, load a matching adapter, or use `strategy='interpolate'` or "
+        "`strategy='mcmc'`."
+    )
+
+
+def _interpolated_adapter(adapters: dict[str, Any], seq_temperature: float) -> tuple[str, float]:
+    candidates = []
+    for name, cfg in adapters.items():
+        scale = interpolate_scale(calibration_points(cfg), seq_temperature)
+        if scale is not None:
+            distance = abs(math.log(float(cfg.target_temperature)) - math.log(seq_temperature))
+            candidates.append((distance, name, scale))
+    if not candidates:
+        ranges = {n: [t for _, t in calibration_points(c)] for n, c in adapters.items()}
+        raise ValueError(
+            f"`seq_temperature={seq_temperature}` lies outside every adapter's measured T_eff range {ranges}: "
+            "interpolation does not extrapolate. Measure `eval_t_eff`/`scale_calibration` further out or use "
+            "`strategy='mcmc'`."
+        )
+    _, name, scale = min(candidates)
+    return name, scale
+
+
+def _plain_sampling(
+    model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus, streamer, model_kwargs
+):
+    config = copy.deepcopy(generation_config)
+    config.do_sample, config.top_k, config.top_p, config.temperature = True, 0, 1.0, 1.0
+    processors = LogitsProcessorList([p for p in logits_processor if not isinstance(p, _DROPPED_WARPERS)])
+    return GenerationMixin._sample(
+        model,
+        input_ids,
+        logits_processor=processors,
+        stopping_criteria=stopping_criteria,
+        generation_config=config,
+        synced_gpus=synced_gpus,
+        streamer=streamer,
+        **model_kwargs,
+    )
+
+
+def seqtemp_generate(
+    model,
+    input_ids: torch.LongTensor,
+    logits_processor: LogitsProcessorList,
+    stopping_criteria,
+    generation_config,
+    synced_gpus: bool = False,
+    streamer=None,
+    seq_temperature: float | None = None,
+    strategy: str | None = "auto",
+    mcmc_steps: int = 4,
+    block_size: int | None = None,
+    generator: torch.Generator | None = None,
+    **model_kwargs,
+):
+    """`custom_generate` callable that samples a causal LM at *sequence* temperature `seq_temperature`.
+
+    Strategies (`strategy`):
+    - `"auto"` (default): `"adapter"` when the model carries sequence-temperature adapters (from `load_tempered`),
+      `"mcmc"` otherwise.
+    - `"adapter"`: activate the adapter whose `seqtemp_config.target_temperature` equals `seq_temperature` (with
+      several adapters loaded, the matching one) and sample from it at token temperature 1. `seq_temperature=1`
+      without a matching adapter samples the base model with adapters off.
+    - `"interpolate"`: activate the adapter whose measured `T_eff` range brackets `seq_temperature` and rescale its
+      LoRA update by a scale interpolated linearly in `log T_eff` between the calibration points `(0, 1)` (base
+      model), `(1, eval_t_eff)` and any `scale_calibration` measurements in its config. No extrapolation.
+    - `"mcmc"`: training-free power sampling ([`power_sample`]), `mcmc_steps` MH steps per block of `block_size`
+      tokens; completions have exactly `max_new_tokens` tokens.
+
+    When `seq_temperature` is given, sampling is forced (`do_sample=True`) with `top_k=0`, `top_p=1.0` and token
+    `temperature=1.0`: the temperature, top-k, top-p, min-p, typical, epsilon and eta warpers are removed, since any
+    token-level reshaping would change the sequence distribution being targeted. Other processors are kept.
+    Without `seq_temperature` this is ordinary `_sample`. `streamer` and `synced_gpus` keep their defaults, because
+    `transformers` does not pass them to a callable.
+
+    Args:
+        seq_temperature (`float`, *optional*): sequence temperature `T > 0` of the target `p(x)^(1/T)`.
+        strategy (`str`, *optional*, defaults to `"auto"`): `"auto"`, `"adapter"`, `"interpolate"` or `"mcmc"`
+            (`"imh"` is for diffusion models, see [`diffusion_generate`]).
+        mcmc_steps (`int`, *optional*, defaults to `4`): MH steps per block (`"mcmc"` only).
+        block_size (`int`, *optional*): MH block size (`"mcmc"` only); `None` is one block.
+        generator (`torch.Generator`, *optional*): randomness of `"mcmc"` (other strategies use the global RNG).
+
+    Example:
+    ```python
+    >>> import torch
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> from hf_seqtemp.generation import seqtemp_generate
+    >>> config = LlamaConfig(vocab_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+    ...                      num_attention_heads=2, num_key_value_heads=2, pad_token_id=0)
+    >>> model = LlamaForCausalLM(config).eval()
+    >>> out = model.generate(torch.tensor([[1, 2]]), max_new_tokens=4, custom_generate=seqtemp_generate,
+    ...                      seq_temperature=0.5, strategy="mcmc", mcmc_steps=2)
+    >>> out.shape
+    torch.Size([1, 6])
+    ```
+    """
+    strategy = _check_strategy(strategy)
+    sampling_args = (model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus, streamer)
+    if seq_temperature is None:
+        if strategy != "auto":
+            raise ValueError(f"`strategy={strategy!r}` needs `seq_temperature`; pass e.g. `seq_temperature=0.5`.")
+        return GenerationMixin._sample(*sampling_args, **model_kwargs)
+    seq_temperature = validate_seq_temperature(seq_temperature)
+    adapters = tempered_adapters(model)
+    _check_family(model, adapters, strategy)
+    if strategy == "auto":
+        strategy = "adapter" if adapters else "mcmc"
+    if strategy in ("adapter", "interpolate") and not adapters:
+        raise ValueError(
+            f"`strategy={strategy!r}` needs a model with sequence-temperature adapters (load one with "
+            "`load_tempered`); without adapters use `strategy='mcmc'`."
+        )
+    if strategy == "mcmc":
+        return power_sample(
+            model,
+            input_ids,
+            model_kwargs.get("attention_mask"),
+            max_new_tokens=generation_config.max_length - input_ids.shape[1],
+            seq_temperature=seq_temperature,
+            mcmc_steps=mcmc_steps,
+            block_size=block_size,
+            generator=generator,
+            return_dict_in_generate=bool(generation_config.return_dict_in_generate),
+        )
+    if strategy == "adapter":
+        with active_adapter(model, _matching_adapter(adapters, seq_temperature)):
+            return _plain_sampling(*sampling_args, model_kwargs)
+    from peft.helpers import rescale_adapter_scale
+
+    name, scale = _interpolated_adapter(adapters, seq_temperature)
+    with active_adapter(model, name), rescale_adapter_scale(model, scale):
+        return _plain_sampling(*sampling_args, model_kwargs)
+
+
+def generate_tempered(
+    model,
+    input_ids: torch.LongTensor,
+    attention_mask: torch.Tensor | None = None,
+    seq_temperature: float | None = None,
+    **kwargs,
+):
+    """One entry for every family: a [`DiffusionLM`] goes to [`diffusion_generate`] (IMH, default policy
+    `"confidence"`), anything else to `model.generate(custom_generate=seqtemp_generate, ...)`.
+
+    Example:
+    ```python
+    >>> import torch
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> config = LlamaConfig(vocab_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+    ...                      num_attention_heads=2, num_key_value_heads=2, pad_token_id=0)
+    >>> generate_tempered(LlamaForCausalLM(config).eval(), torch.tensor([[1, 2]]), seq_temperature=0.5,
+    ...                   max_new_tokens=3).shape
+    torch.Size([1, 5])
+    ```
+    """
+    if isinstance(model, DiffusionLM):
+        return diffusion_generate(model, input_ids, attention_mask, seq_temperature=seq_temperature, **kwargs)
+    if attention_mask is not None:
+        kwargs["attention_mask"] = attention_mask
+    return model.generate(input_ids, custom_generate=seqtemp_generate, seq_temperature=seq_temperature, **kwargs)
