@@ -8,6 +8,8 @@ import os
 import torch
 
 from .config import SequenceTemperatureConfig
+from .generation.adapters import register_tempered_adapter
+from .generation.custom_generate import enable_seq_temperature_generate
 from .models.default import DEFAULT_MODEL_ID, load_default_model
 
 
@@ -61,8 +63,8 @@ def load_tempered(
         dtype (`torch.dtype`, *optional*, defaults to `torch.float32`): dtype of a base model loaded here.
 
     Returns:
-        `peft.PeftModel` in eval mode, with `model.seqtemp_config` (the active adapter's config) and
-        `model.seqtemp_configs` (one per loaded adapter name).
+        `peft.PeftModel` in eval mode, with `model.seqtemp_config` (the active adapter's config), every loaded
+        adapter registered for `generate(seq_temperature=...)` routing, and `generate` accepting `seq_temperature`.
 
     Example:
     ```python
@@ -84,8 +86,7 @@ def load_tempered(
         model = base_model
     else:
         model = PeftModel.from_pretrained(_resolve_base(config, base_model, dtype), str(path), adapter_name=name)
-    configs = dict(getattr(model, "seqtemp_configs", {}))
-    configs[name] = config
-    model.seqtemp_configs = configs
+    register_tempered_adapter(model, config, name)
+    enable_seq_temperature_generate(model)
     model.seqtemp_config = config
     return model.eval()

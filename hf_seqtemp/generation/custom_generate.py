@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 GENERATE_PY = '''# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
@@ -58,3 +59,25 @@ def write_custom_generate(folder: str | os.PathLike) -> str:
     with open(os.path.join(target, "requirements.txt"), "w") as handle:
         handle.write(REQUIREMENTS_TXT)
     return target
+
+
+def _generate_with_seq_temperature(*args, model, **kwargs):
+    from transformers.generation import GenerationMixin
+
+    from .routing import seqtemp_generate
+
+    if "seq_temperature" in kwargs and "custom_generate" not in kwargs:
+        kwargs["custom_generate"] = seqtemp_generate
+    return GenerationMixin.generate(model, *args, **kwargs)
+
+
+def enable_seq_temperature_generate(model) -> None:
+    """Lets `model.generate(**inputs, seq_temperature=T)` work without passing `custom_generate=`.
+
+    This is what transformers itself does when it loads a repository's `custom_generate/generate.py` with
+    `trust_remote_code=True`: the instance's `generate` becomes the custom function bound to the model. Calls
+    without `seq_temperature` run the standard `generate` unchanged. For a `PeftModel` the inner transformers
+    model is the one bound, since `PeftModel.generate` forwards to it.
+    """
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner.generate = functools.partial(_generate_with_seq_temperature, model=inner)
