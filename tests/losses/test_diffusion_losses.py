@@ -251,3 +251,19 @@ def test_monte_carlo_log_likelihood_is_log_mean_exp():
 def test_errors_name_the_parameter(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import hf_seqtemp.losses.diffusion as module
+
+    class FencedParser(doctest.DocTestParser):  # HF docstrings wrap examples in ```python fences
+        def parse(self, string, name="<string>"):
+            lines = [line for line in string.splitlines() if line.strip() not in ("```", "```python")]
+            return super().parse("\n".join(lines), name)
+
+    runner = doctest.DocTestRunner()
+    for test in doctest.DocTestFinder(parser=FencedParser()).find(module, globs={"torch": torch, **vars(module)}):
+        runner.run(test)
+    assert runner.summarize(verbose=False) == (0, 11)
