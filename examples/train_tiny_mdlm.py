@@ -185,8 +185,10 @@ def main() -> None:
     length = train_batch["input_ids"].shape[1]
     model = build_model(tokenizer, length, args.hidden_size, args.num_layers)
     model.set_attn_implementation("eager")  # faster than sdpa for 10-token sequences on CPU
-    print(f"BertForMaskedLM: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
-          f"{len(train_pairs)} train / {len(test_pairs)} held-out problems, sequence length {length}")
+    print(
+        f"BertForMaskedLM: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
+        f"{len(train_pairs)} train / {len(test_pairs)} held-out problems, sequence length {length}"
+    )
     history, steps = train(model, train_batch, args, tokenizer.mask_token_id)
     train_seconds = time.perf_counter() - start
     elbo_mc = negative_elbo_monte_carlo(model, test_batch, args.elbo_samples, tokenizer.mask_token_id)

@@ -10,7 +10,8 @@ the model (or a [`SequenceScorer`]) and hands the per-position or per-step log-p
 from __future__ import annotations
 
 import math
-from typing import Callable, Literal, NamedTuple
+from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 import torch
 
@@ -90,7 +91,10 @@ def _ssts_log_weights(
 ) -> torch.Tensor:
     """Per-step log importance weights, normalised across all (batch, order) samples of each step."""
     step_mask = step_mask.bool()
-    raw = (1.0 - temperature) / temperature * ref_cond_logp.detach().float()
+    if temperature == 1.0:  # every weight is exactly 1, even where the reference gives -inf
+        raw = torch.zeros_like(ref_cond_logp, dtype=torch.float32)
+    else:
+        raw = (1.0 - temperature) / temperature * ref_cond_logp.detach().float()
     raw = raw.masked_fill(~step_mask, float("-inf"))
     count = step_mask.sum(dim=(0, 1)).clamp(min=1).to(raw.dtype)
     if normalization == "self":
@@ -190,9 +194,7 @@ def monte_carlo_log_likelihood(order_logps: torch.Tensor) -> torch.Tensor:
     ```
     """
     if order_logps.dim() != 2 or order_logps.shape[1] == 0:
-        raise ValueError(
-            f"`order_logps` must have shape (batch, k) with k >= 1, got {tuple(order_logps.shape)}."
-        )
+        raise ValueError(f"`order_logps` must have shape (batch, k) with k >= 1, got {tuple(order_logps.shape)}.")
     return torch.logsumexp(order_logps.float(), dim=1) - math.log(order_logps.shape[1])
 
 

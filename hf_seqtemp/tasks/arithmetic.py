@@ -12,7 +12,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 from transformers import PreTrainedTokenizer
@@ -44,8 +44,8 @@ class ArithmeticTokenizer(PreTrainedTokenizer):
     ```
     """
 
-    vocab_files_names = {"vocab_file": "vocab.json"}
-    model_input_names = ["input_ids", "attention_mask"]
+    vocab_files_names: ClassVar[dict[str, str]] = {"vocab_file": "vocab.json"}
+    model_input_names: ClassVar[list[str]] = ["input_ids", "attention_mask"]
 
     def __init__(self, vocab_file: str | None = None, **kwargs):
         if vocab_file is None:
@@ -201,4 +201,8 @@ class ArithmeticTask:
         input_ids = torch.tensor([tokenizer(text)["input_ids"] for text in texts], dtype=torch.long)
         completion_mask = torch.zeros_like(input_ids, dtype=torch.bool)
         completion_mask[:, self.prompt_length :] = True
-        return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "completion_mask": completion_mask}
+        return {
+            "input_ids": input_ids,
+            "attention_mask": torch.ones_like(input_ids),
+            "completion_mask": completion_mask,
+        }

@@ -99,6 +99,8 @@ def test_ssts_at_temperature_one_is_the_diffusion_objective(normalization):
     expected = -step_logq(theta, DATA_INDEX).sum(dim=2).mean()  # Eq. 4 averaged over all orders of the data
     torch.testing.assert_close(out.loss, expected)
     assert out.effective_sample_size.item() == pytest.approx(len(DATA_ROWS) * len(ORDERS))
+    impossible = diffusion_ssts_loss(torch.zeros(2, 1, 2), torch.full((2, 1, 2), float("-inf")), 1.0)
+    assert torch.equal(impossible.log_weights, torch.zeros(2, 1, 2))
 
 
 @pytest.mark.parametrize("temperature", [0.5, 2.0])
