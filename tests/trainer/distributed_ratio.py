@@ -2,7 +2,7 @@
 """Run under `torchrun --nproc_per_node 2`: ratio loss, per-device batch 1, no NLL term.
 
 Alone, a batch of one sequence has no pair and no gradient; across two ranks the gathered h forms a pair, so
-the parameters must move, identically on both ranks. Prints one JSON line per rank.
+the parameters must move, identically on both ranks. Each rank writes `rank<r>.json` into the output folder.
 """
 
 import json
@@ -32,9 +32,11 @@ def main(output_dir: str) -> None:
     trainer.train()
     after = torch.cat([p.detach().flatten() for p in model.parameters()])
     checksum = after.double().sum().item()
-    print(json.dumps({"rank": dist.get_rank(), "world": dist.get_world_size(),
+    record = json.dumps({"rank": dist.get_rank(), "world": dist.get_world_size(),
                       "max_change": (after - before).abs().max().item(), "checksum": checksum,
-                      "ratio_losses": [e["loss/ratio"] for e in trainer.state.log_history if "loss/ratio" in e]}))
+                      "ratio_losses": [e["loss/ratio"] for e in trainer.state.log_history if "loss/ratio" in e]})
+    with open(f"{output_dir}/rank{dist.get_rank()}.json", "w") as handle:
+        handle.write(record)
 
 
 if __name__ == "__main__":
