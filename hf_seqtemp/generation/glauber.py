@@ -60,7 +60,7 @@ def _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab)
     cand = x[:, None, :].repeat(1, vocab.numel(), 1)
     cand[torch.arange(rows)[:, None], :, sites[:, None]] = vocab[None, :]
     flat = cand.reshape(-1, length)
-    expand = lambda t: t[:, None, :].expand(rows, vocab.numel(), length).reshape(-1, length)  # noqa: E731
+    expand = lambda t: t[:, None, :].expand(rows, vocab.numel(), length).reshape(-1, length)
     token_logps, _ = scorer.token_logps(model, flat, expand(attn), expand(cmask))
     token_logps = token_logps.view(rows, vocab.numel(), length)
     energies = -token_logps.sum(dim=-1) / seq_temperature
@@ -99,7 +99,7 @@ def mh_acceptance(energies: torch.Tensor, log_q: torch.Tensor, current: torch.Te
     [0.3678794503211975]
     ```
     """
-    pick = lambda t, i: t.gather(1, i[:, None]).squeeze(1)  # noqa: E731
+    pick = lambda t, i: t.gather(1, i[:, None]).squeeze(1)
     log_ratio = pick(energies, current) - pick(energies, proposed) + pick(log_q, current) - pick(log_q, proposed)
     return log_ratio.clamp(max=0.0).exp()
 
@@ -167,7 +167,7 @@ def _site_energies_of(model, scorer, x, attn, cmask, sites, seq_temperature, can
     k = candidates.shape[1]
     cand = x[:, None, :].repeat(1, k, 1)
     cand[torch.arange(rows)[:, None], torch.arange(k)[None, :], sites[:, None]] = candidates
-    expand = lambda t: t[:, None, :].expand(rows, k, length).reshape(-1, length)  # noqa: E731
+    expand = lambda t: t[:, None, :].expand(rows, k, length).reshape(-1, length)
     token_logps, _ = scorer.token_logps(model, cand.reshape(-1, length), expand(attn), expand(cmask))
     return -token_logps.view(rows, k, length).sum(dim=-1) / seq_temperature, None
 

@@ -4,5 +4,4 @@
 from .autoregressive import AutoregressiveScorer
 from .base import SequenceScorer
 
-
 __all__ = ["AutoregressiveScorer", "SequenceScorer"]

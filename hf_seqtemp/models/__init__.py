@@ -3,5 +3,4 @@
 
 from .base import DiffusionLM, ModelFamily
 
-
 __all__ = ["DiffusionLM", "ModelFamily"]

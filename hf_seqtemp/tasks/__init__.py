@@ -3,5 +3,4 @@
 
 from .multiplication import MultiplicationBatch, MultiplicationTask
 
-
 __all__ = ["MultiplicationBatch", "MultiplicationTask"]

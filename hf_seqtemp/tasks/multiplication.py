@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import torch
 
-
 PAD, BOS, EOS = 0, 1, 2
 _CHARS = "0123456789*=,"
 VOCAB = ["<pad>", "<bos>", "<eos>", *_CHARS]
@@ -165,7 +164,7 @@ class MultiplicationTask:
     def prompts(self, pairs: list[tuple[int, int]] | None = None) -> torch.Tensor:
         """Prompt ids `(len(pairs), prompt_length)` (all prompts by default), ready for generation."""
         pairs = self.pairs if pairs is None else pairs
-        return torch.tensor([[BOS, *encode(f"{a}*{b}=")] for a, b in map(lambda p: self._check_pair(*p), pairs)])
+        return torch.tensor([[BOS, *encode(f"{a}*{b}=")] for a, b in (self._check_pair(*p) for p in pairs)])
 
     def precision_recall(self, pairs: list[tuple[int, int]], windows: torch.Tensor) -> dict[str, float]:
         """Sample precision and recall of generated windows, one prompt pair per row.

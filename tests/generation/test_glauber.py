@@ -19,7 +19,6 @@ from hf_seqtemp.generation.glauber import (
 )
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
-
 V, L = 3, 4
 STATES = torch.tensor([[0, *rest] for rest in itertools.product(range(V), repeat=L - 1)])
 INDEX = {tuple(s.tolist()): i for i, s in enumerate(STATES)}

@@ -10,7 +10,6 @@ import torch
 
 from hf_seqtemp.losses.recall import RollingQuantile, c_div_loss, lambda_pr_loss, trunc_r_loss
 
-
 V = 3
 SEQS = torch.tensor(list(itertools.product(range(V), repeat=2)))  # (9, 2), row index = 3 * x1 + x2
 

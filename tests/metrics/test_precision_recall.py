@@ -12,13 +12,12 @@ from hf_seqtemp.metrics.precision_recall import (
     support_recall,
 )
 
-
 P = torch.tensor([0.5, 0.3, 0.2, 0.0, 0.0], dtype=torch.float64)
 Q = torch.tensor([0.1, 0.0, 0.4, 0.3, 0.2], dtype=torch.float64)
 
 
 def test_curve_matches_hand_computation_and_limits():
-    lam, precision, recall = precision_recall_curve(P, Q, [0.5, 1.0, 2.0])
+    _, precision, recall = precision_recall_curve(P, Q, [0.5, 1.0, 2.0])
     # lambda=0.5: min(.25,.1)+min(.15,0)+min(.1,.4) = 0.2 ; lambda=1: .1+0+.2 = .3 ; lambda=2: .1+0+.4 = .5
     torch.testing.assert_close(precision, torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64))
     torch.testing.assert_close(recall, torch.tensor([0.4, 0.3, 0.25], dtype=torch.float64))
@@ -64,7 +63,7 @@ def test_knn_detects_mode_collapse():
 
 
 def test_embedding_helper_uses_callable():
-    embed = lambda texts: torch.tensor([[float(len(t)), float(t.count("a"))] for t in texts])  # noqa: E731
+    embed = lambda texts: torch.tensor([[float(len(t)), float(t.count("a"))] for t in texts])
     out = embedding_precision_recall(embed, ["a", "ab", "abc", "aaaa"], ["a", "ab", "abc", "aaaa"], k=1)
     assert out == {"precision": 1.0, "recall": 1.0}
 

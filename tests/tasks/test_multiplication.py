@@ -7,7 +7,6 @@ import torch
 
 from hf_seqtemp.tasks.multiplication import BOS, EOS, PAD, MultiplicationTask, decode, encode
 
-
 TASK = MultiplicationTask()
 
 
