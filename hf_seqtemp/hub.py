@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import string
 from importlib import resources
@@ -275,6 +276,7 @@ def save_for_hub(
     if isinstance(dataset_names, str):
         raise TypeError(f"`dataset_names` must be a list of Hub dataset ids, got the string {dataset_names!r}.")
     model, config, tokenizer, default_held_out, scorer, base, save = _unpack(trainer_or_model, tokenizer, base_model)
+    config = copy.deepcopy(config)  # never change the model's own `seqtemp_config`
     held_out = held_out_dataset if held_out_dataset is not None else default_held_out
     os.makedirs(folder, exist_ok=True)
     save(str(folder))
