@@ -296,10 +296,14 @@ def run_generate(args: GenerateArguments) -> int:
     return 0
 
 
+def _bench_candidates() -> list[Path]:
+    """Where `benchmarks/run_all.py` is looked for: the working directory, then the source checkout."""
+    return [Path.cwd() / "benchmarks" / "run_all.py", Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py"]
+
+
 def run_bench(argv: list[str]) -> int:
-    """Runs `benchmarks/run_all.py` (from the working directory, else the source checkout) with `argv`."""
-    candidates = [Path.cwd() / "benchmarks" / "run_all.py", Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py"]
-    script = next((path for path in candidates if path.is_file()), None)
+    """Runs `benchmarks/run_all.py` with `argv` passed through; returns its exit status."""
+    script = next((path for path in _bench_candidates() if path.is_file()), None)
     if script is None:
         raise FileNotFoundError(
             "`hf-seqtemp bench` needs benchmarks/run_all.py, which is not in the working directory nor next to the "
