@@ -19,7 +19,6 @@ from pathlib import Path
 
 from .generation.routing import STRATEGIES
 
-
 COMMANDS = {
     "train": "fine-tune a LoRA adapter to a sequence temperature and save it",
     "eval": "measure T_eff, Kendall tau and NLL of a tempered adapter against its base model",
@@ -53,7 +52,9 @@ class DataArguments:
         default=None,
         metadata={"help": "Text file with one prompt per line: sample the dataset from the base model instead."},
     )
-    num_samples: int = field(default=8, metadata={"help": "Completions sampled per prompt (with --sample_prompts_file)."})
+    num_samples: int = field(
+        default=8, metadata={"help": "Completions sampled per prompt (with --sample_prompts_file)."}
+    )
     max_new_tokens: int = field(default=32, metadata={"help": "Longest sampled completion."})
     system_prompt: str | None = field(default=None, metadata={"help": "System prompt for the chat template."})
     sample_seed: int = field(default=0, metadata={"help": "Seed of the dataset sampling."})
@@ -103,8 +104,10 @@ class GenerateArguments(ModelArguments):
     )
     strategy: str = field(
         default="auto",
-        metadata={"help": "'auto', 'adapter', 'interpolate' (need --adapter_path) or 'mcmc' (power sampling).",
-                  "choices": [s for s in STRATEGIES if s != "imh"]},
+        metadata={
+            "help": "'auto', 'adapter', 'interpolate' (need --adapter_path) or 'mcmc' (power sampling).",
+            "choices": [s for s in STRATEGIES if s != "imh"],
+        },
     )
     num_samples: int = field(default=1, metadata={"help": "Completions per prompt."})
     max_new_tokens: int = field(default=32, metadata={"help": "Tokens generated per completion."})
@@ -177,9 +180,15 @@ def _load_data(data_args: DataArguments, model, tokenizer):
         raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} has no prompt (one per line).")
     from .trainer import sample_dataset
 
-    return sample_dataset(model, tokenizer, prompts, num_samples=data_args.num_samples,
-                          max_new_tokens=data_args.max_new_tokens, seed=data_args.sample_seed,
-                          system_prompt=data_args.system_prompt)
+    return sample_dataset(
+        model,
+        tokenizer,
+        prompts,
+        num_samples=data_args.num_samples,
+        max_new_tokens=data_args.max_new_tokens,
+        seed=data_args.sample_seed,
+        system_prompt=data_args.system_prompt,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- commands
@@ -200,11 +209,15 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         train, held_out = split["train"], split["test"]
     targets = script_args.lora_target_modules
     lora = LoraConfig(
-        r=script_args.lora_r, lora_alpha=script_args.lora_alpha, lora_dropout=script_args.lora_dropout,
-        target_modules="all-linear" if targets == ["all-linear"] else targets, task_type="CAUSAL_LM",
+        r=script_args.lora_r,
+        lora_alpha=script_args.lora_alpha,
+        lora_dropout=script_args.lora_dropout,
+        target_modules="all-linear" if targets == ["all-linear"] else targets,
+        task_type="CAUSAL_LM",
     )
-    trainer = SeqTempTrainer(model, training_args, train_dataset=train, eval_dataset=held_out,
-                             processing_class=tokenizer, peft_config=lora)
+    trainer = SeqTempTrainer(
+        model, training_args, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
+    )
     trainer.train()
     if held_out is not None:
         trainer.evaluate()
@@ -242,14 +255,20 @@ def run_eval(args: EvalArguments) -> int:
     myopic_t = args.token_temperature if args.token_temperature is not None else config.target_temperature
     _positive(myopic_t, "token_temperature", float)
     model = load_tempered(args.adapter_path, base_model=base)
-    reports, logps = measure_held_out(model, data, myopic_t, tokenizer=tokenizer, batch_size=args.batch_size,
-                                      max_length=args.max_length)
+    reports, logps = measure_held_out(
+        model, data, myopic_t, tokenizer=tokenizer, batch_size=args.batch_size, max_length=args.max_length
+    )
     print(f"{args.adapter_path}: target T = {config.target_temperature:g}, {logps['base'].numel()} sequences")
     print(format_table({ROW_NAMES[name]: report for name, report in reports.items()}))
     if args.output_json:
-        payload = {"adapter": args.adapter_path, "base_model": config.base_model_id,
-                   "target_temperature": config.target_temperature, "myopic_token_temperature": myopic_t,
-                   "num_sequences": int(logps["base"].numel()), "reports": reports}
+        payload = {
+            "adapter": args.adapter_path,
+            "base_model": config.base_model_id,
+            "target_temperature": config.target_temperature,
+            "myopic_token_temperature": myopic_t,
+            "num_sequences": int(logps["base"].numel()),
+            "reports": reports,
+        }
         Path(args.output_json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output_json).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return 0
@@ -282,11 +301,19 @@ def run_generate(args: GenerateArguments) -> int:
     results = []
     for prompt, text in zip(args.prompt, _format_prompts(tokenizer, args.prompt, args.chat_template, None)):
         ids = tokenizer(text, return_tensors="pt")["input_ids"].repeat(args.num_samples, 1)
-        out = generate_tempered(model, ids, torch.ones_like(ids), seq_temperature=args.seq_temperature,
-                                strategy=args.strategy, max_new_tokens=args.max_new_tokens,
-                                mcmc_steps=args.mcmc_steps, block_size=args.block_size, pad_token_id=pad)
+        out = generate_tempered(
+            model,
+            ids,
+            torch.ones_like(ids),
+            seq_temperature=args.seq_temperature,
+            strategy=args.strategy,
+            max_new_tokens=args.max_new_tokens,
+            mcmc_steps=args.mcmc_steps,
+            block_size=args.block_size,
+            pad_token_id=pad,
+        )
         sequences = out.sequences if hasattr(out, "sequences") else out
-        completions = tokenizer.batch_decode(sequences[:, ids.shape[1]:], skip_special_tokens=True)
+        completions = tokenizer.batch_decode(sequences[:, ids.shape[1] :], skip_special_tokens=True)
         results.append({"prompt": prompt, "completions": completions})
         print(f"### {prompt}")
         for completion in completions:
@@ -298,7 +325,10 @@ def run_generate(args: GenerateArguments) -> int:
 
 def _bench_candidates() -> list[Path]:
     """Where `benchmarks/run_all.py` is looked for: the working directory, then the source checkout."""
-    return [Path.cwd() / "benchmarks" / "run_all.py", Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py"]
+    return [
+        Path.cwd() / "benchmarks" / "run_all.py",
+        Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py",
+    ]
 
 
 def run_bench(argv: list[str]) -> int:
@@ -347,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
-        prog="hf-seqtemp", description="Sequence-level temperature for Hugging Face language models.",
+        prog="hf-seqtemp",
+        description="Sequence-level temperature for Hugging Face language models.",
         epilog="Run `hf-seqtemp <command> --help` for the flags of a command.",
     )
     subparsers = parser.add_subparsers(dest="command", title="commands", metavar="{" + ",".join(COMMANDS) + "}")
@@ -357,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    rest = argv[argv.index(args.command) + 1:]
+    rest = argv[argv.index(args.command) + 1 :]
     if args.command == "bench":
         try:
             return run_bench(rest)

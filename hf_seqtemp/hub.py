@@ -17,10 +17,13 @@ from .generation.custom_generate import write_custom_generate
 from .likelihood import AutoregressiveScorer
 from .measure import score_dataset, temperature_report
 
-
 CARD_NAME = "README.md"
 PLOT_NAME = "seqtemp_loglik.png"
-ROW_NAMES = {"base": "base model", "myopic": "myopic baseline (token temperature T)", "tempered": "tempered (this adapter)"}
+ROW_NAMES = {
+    "base": "base model",
+    "myopic": "myopic baseline (token temperature T)",
+    "tempered": "tempered (this adapter)",
+}
 
 
 def _is_peft_model(model) -> bool:
@@ -123,7 +126,14 @@ def plot_log_likelihoods(
         line = values.mean() + (span - base.mean()) / t_eff
         axes.plot(span, line, color=colour, linewidth=1.5)
     target = logps["tempered"].double().mean() + (span - base.mean()) / target_temperature
-    axes.plot(span, target, color="black", linestyle="--", linewidth=1, label=f"target slope 1/T = {1 / target_temperature:.3g}")
+    axes.plot(
+        span,
+        target,
+        color="black",
+        linestyle="--",
+        linewidth=1,
+        label=f"target slope 1/T = {1 / target_temperature:.3g}",
+    )
     axes.set_xlabel("log p(x)  (base model)")
     axes.set_ylabel("log q(x)")
     axes.set_title(f"Held-out sequences ({base.numel()}), target T = {target_temperature:g}")
@@ -145,7 +155,10 @@ def _metadata(config: SequenceTemperatureConfig, dataset_names) -> str:
 
     tags = ["seqtemp", "lora", f"sequence-temperature-{config.target_temperature:g}", "hf_seqtemp"]
     data = ModelCardData(
-        base_model=config.base_model_id, library_name="peft", tags=tags, datasets=list(dataset_names or []) or None,
+        base_model=config.base_model_id,
+        library_name="peft",
+        tags=tags,
+        datasets=list(dataset_names or []) or None,
         pipeline_tag="text-generation" if config.model_family == "causal_lm" else None,
     )
     return data.to_yaml()
@@ -156,8 +169,10 @@ def _evaluation_section(reports, num_sequences: int | None, dataset_names, plot_
         return "No held-out evaluation was run when this card was written (no held-out dataset was given)."
     source = f" from {', '.join(f'`{d}`' for d in dataset_names)}" if dataset_names else ""
     lines = [
-        f"Measured on {num_sequences} held-out sequences{source}, never used for training. Every model is compared "
-        "with the base model p on the same sequences.",
+        (
+            f"Measured on {num_sequences} held-out sequences{source}, never used for training. Every model is compared "
+            "with the base model p on the same sequences."
+        ),
         "",
         "| model | T_eff | Kendall τ | NLL / token |",
         "|---|---:|---:|---:|",
@@ -166,9 +181,15 @@ def _evaluation_section(reports, num_sequences: int | None, dataset_names, plot_
         r = reports[key]
         lines.append(f"| {label} | {r['t_eff']:.4f} | {r['kendall_tau']:.4f} | {r['nll_per_token']:.4f} |")
     if plot_name:
-        lines += ["", f"![log p against log q over the held-out sequences]({plot_name})", "",
-                  "Each point is one held-out sequence; the solid lines have the fitted slopes 1/T_eff and the dashed "
-                  "line the target slope 1/T."]
+        lines += [
+            "",
+            f"![log p against log q over the held-out sequences]({plot_name})",
+            "",
+            (
+                "Each point is one held-out sequence; the solid lines have the fitted slopes 1/T_eff and the dashed "
+                "line the target slope 1/T."
+            ),
+        ]
     return "\n".join(lines)
 
 
@@ -223,13 +244,19 @@ def _unpack(trainer_or_model, tokenizer, base_model):
     if isinstance(trainer_or_model, SeqTempTrainer):
         trainer = trainer_or_model
         base = base_model if base_model is not None else trainer._ref_model
-        return (trainer.model, trainer.sequence_temperature_config(), tokenizer or trainer.processing_class,
-                trainer.eval_dataset, trainer.scorer, base,
-                lambda folder: trainer.save_model(folder, _internal_call=True))
+        return (
+            trainer.model,
+            trainer.sequence_temperature_config(),
+            tokenizer or trainer.processing_class,
+            trainer.eval_dataset,
+            trainer.scorer,
+            base,
+            lambda folder: trainer.save_model(folder, _internal_call=True),
+        )
     model = trainer_or_model
     config = getattr(model, "seqtemp_config", None)
     if not isinstance(config, SequenceTemperatureConfig):
-        raise ValueError(
+        raise TypeError(
             "`trainer_or_model` must be a SeqTempTrainer or a model carrying `seqtemp_config` (from `load_tempered`), "
             f"got a {type(model).__name__} without one: set `model.seqtemp_config = SequenceTemperatureConfig(...)`."
         )
@@ -294,9 +321,9 @@ def save_for_hub(
         config.eval_t_eff = reports["tempered"]["t_eff"]
         config.eval_kendall_tau = reports["tempered"]["kendall_tau"]
         config.eval_nll = reports["tempered"]["nll_per_token"]
-        plot_name = os.path.basename(plot_log_likelihoods(
-            logps, reports, config.target_temperature, os.path.join(folder, PLOT_NAME)
-        ))
+        plot_name = os.path.basename(
+            plot_log_likelihoods(logps, reports, config.target_temperature, os.path.join(folder, PLOT_NAME))
+        )
     config.save_pretrained(folder)
     write_custom_generate(folder)
     card = render_model_card(config, reports, num_sequences, repo_id, dataset_names, plot_name or PLOT_NAME)
@@ -340,5 +367,6 @@ def push_to_hub(
 
     api = HfApi(token=token)
     api.create_repo(repo_id, private=private, exist_ok=True)
-    return api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message,
-                             revision=revision)
+    return api.upload_folder(
+        repo_id=repo_id, folder_path=str(folder), commit_message=commit_message, revision=revision
+    )

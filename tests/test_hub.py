@@ -9,11 +9,9 @@ import yaml
 from peft import LoraConfig
 from toy import all_sequences, as_dataset, exact_logps, tiny_causal_lm
 
-import hf_seqtemp.hub as hub
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, load_tempered
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, hub, load_tempered
 from hf_seqtemp.likelihood import SequenceScorer
 from hf_seqtemp.metrics.core import effective_temperature, kendall_tau
-
 
 SEED, VOCAB, T = 2, 4, 0.5
 
@@ -26,12 +24,23 @@ def _split():
 def _train(output_dir, **config):
     train, _ = _split()
     args = SeqTempConfig(
-        output_dir=str(output_dir), use_cpu=True, max_steps=6, save_strategy="no", learning_rate=5e-2,
-        per_device_train_batch_size=20, target_temperature=T, **config,
+        output_dir=str(output_dir),
+        use_cpu=True,
+        max_steps=6,
+        save_strategy="no",
+        learning_rate=5e-2,
+        per_device_train_batch_size=20,
+        target_temperature=T,
+        **config,
     )
     lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "o_proj"], lora_dropout=0.0)
-    trainer = SeqTempTrainer(tiny_causal_lm(VOCAB, seed=SEED), args, train_dataset=as_dataset(train),
-                             eval_dataset=as_dataset(_split()[1]), peft_config=lora)
+    trainer = SeqTempTrainer(
+        tiny_causal_lm(VOCAB, seed=SEED),
+        args,
+        train_dataset=as_dataset(train),
+        eval_dataset=as_dataset(_split()[1]),
+        peft_config=lora,
+    )
     trainer.train()
     return trainer
 
@@ -43,8 +52,13 @@ def pushed(tmp_path_factory):
     original = hub.push_to_hub
     hub.push_to_hub = lambda folder, repo_id, **kwargs: calls.append({"folder": folder, "repo_id": repo_id, **kwargs})
     try:
-        trainer = _train(tmp_path_factory.mktemp("run"), push_to_hub=True, hub_model_id="me/tiny-seqtemp",
-                         hub_private_repo=True, hub_token="hf_test_token")
+        trainer = _train(
+            tmp_path_factory.mktemp("run"),
+            push_to_hub=True,
+            hub_model_id="me/tiny-seqtemp",
+            hub_private_repo=True,
+            hub_token="hf_test_token",
+        )
         trainer.push_to_hub(dataset_names=["me/tiny-sequences"])
     finally:
         hub.push_to_hub = original
@@ -54,7 +68,7 @@ def pushed(tmp_path_factory):
 def _card_rows(card: str) -> dict[str, list[float]]:
     rows = {}
     for label in hub.ROW_NAMES.values():
-        match = re.search(rf"^\| {re.escape(label)} \| ([-\d.]+) \| ([-\d.]+) \| ([-\d.]+) \|$", card, re.M)
+        match = re.search(rf"^\| {re.escape(label)} \| ([-\d.]+) \| ([-\d.]+) \| ([-\d.]+) \|$", card, re.MULTILINE)
         assert match, f"row {label!r} missing from the card"
         rows[label] = [float(v) for v in match.groups()]
     return rows
@@ -72,8 +86,15 @@ def test_hub_ids_reach_the_upload_call(pushed):
 def test_uploaded_folder_contents(pushed):
     folder = pushed[1][0]["folder"]
     files = {os.path.relpath(os.path.join(root, f), folder) for root, _, names in os.walk(folder) for f in names}
-    expected = {"adapter_model.safetensors", "adapter_config.json", "seqtemp_config.json", "README.md",
-                hub.PLOT_NAME, "custom_generate/generate.py", "custom_generate/requirements.txt"}
+    expected = {
+        "adapter_model.safetensors",
+        "adapter_config.json",
+        "seqtemp_config.json",
+        "README.md",
+        hub.PLOT_NAME,
+        "custom_generate/generate.py",
+        "custom_generate/requirements.txt",
+    }
     assert expected <= files
     assert not [f for f in files if f.endswith((".bin", ".pt", ".pkl", ".pth"))]  # no pickles
     with open(os.path.join(folder, hub.PLOT_NAME), "rb") as handle:
@@ -103,8 +124,11 @@ def _fresh_reports(trainer) -> dict[str, dict[str, float]]:
         log_myopic = logits.log_softmax(-1).gather(-1, held_out[:, 1:, None]).squeeze(-1).sum(1)
     tokens = held_out[:, 1:].numel()
     return {
-        label: {"t_eff": effective_temperature(log_p, values), "kendall_tau": kendall_tau(log_p, values),
-                "nll_per_token": -values.sum().item() / tokens}
+        label: {
+            "t_eff": effective_temperature(log_p, values),
+            "kendall_tau": kendall_tau(log_p, values),
+            "nll_per_token": -values.sum().item() / tokens,
+        }
         for label, values in zip(hub.ROW_NAMES.values(), (log_p, log_myopic, log_q))
     }
 
@@ -151,8 +175,9 @@ def test_save_for_hub_from_a_loaded_model(pushed, tmp_path):
     trainer, calls = pushed
     model = load_tempered(calls[0]["folder"], base_model=tiny_causal_lm(VOCAB, seed=SEED))
     loaded = model.seqtemp_config.to_dict()
-    config = hub.save_for_hub(model, tmp_path / "again", held_out_dataset=as_dataset(_split()[1]),
-                              base_model="me/tiny-base")
+    config = hub.save_for_hub(
+        model, tmp_path / "again", held_out_dataset=as_dataset(_split()[1]), base_model="me/tiny-base"
+    )
     fresh = _fresh_reports(trainer)[hub.ROW_NAMES["tempered"]]
     assert config.eval_t_eff == pytest.approx(fresh["t_eff"], rel=1e-5)
     assert config.base_model_id == "me/tiny-base"
@@ -215,13 +240,16 @@ def test_push_to_hub_calls_create_repo_then_upload_folder(tmp_path, monkeypatch)
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
     assert hub.push_to_hub(tmp_path, "me/x", private=True, token="tok", commit_message="msg") == "commit"
-    assert log == [("init", "tok"), ("create_repo", "me/x", True, True),
-                   ("upload_folder", "me/x", str(tmp_path), "msg", None)]
+    assert log == [
+        ("init", "tok"),
+        ("create_repo", "me/x", True, True),
+        ("upload_folder", "me/x", str(tmp_path), "msg", None),
+    ]
 
 
 def test_errors(tmp_path):
     model = tiny_causal_lm(VOCAB)
-    with pytest.raises(ValueError, match="`trainer_or_model` must be a SeqTempTrainer or a model carrying"):
+    with pytest.raises(TypeError, match="`trainer_or_model` must be a SeqTempTrainer or a model carrying"):
         hub.save_for_hub(model, tmp_path)
     with pytest.raises(TypeError, match="`dataset_names` must be a list of Hub dataset ids"):
         hub.save_for_hub(model, tmp_path, dataset_names="me/data")
