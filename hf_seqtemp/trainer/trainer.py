@@ -169,17 +169,25 @@ class SeqTempTrainer(Trainer):
         return token_logps.sum(1), token_logps
 
     def _add_reference_columns(self, dataset: Dataset, split: str) -> Dataset:
-        loader = DataLoader(dataset, batch_size=self.args.per_device_eval_batch_size, collate_fn=self.data_collator)
-        seq_values, token_values = [], []
-        for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_world_process_zero()):
-            batch = {k: v.to(self.args.device) for k, v in batch.items()}
-            seq, tokens = self._reference_logps(batch)
-            seq_values.extend(seq.float().cpu().tolist())
-            for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
-                token_values.append(tokens[row, :n].float().cpu().tolist())
-        dataset = dataset.add_column("ref_logps", seq_values)
+        """Scores the dataset under the reference once; each rank scores its share, then all ranks gather."""
+        indices = list(range(len(dataset)))
+        with self.accelerator.split_between_processes(indices) as mine:
+            loader = DataLoader(dataset.select(mine), batch_size=self.args.per_device_eval_batch_size,
+                                collate_fn=self.data_collator)
+            rows = []
+            for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_local_process_zero()):
+                batch = {k: v.to(self.args.device) for k, v in batch.items()}
+                seq, tokens = self._reference_logps(batch)
+                for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
+                    rows.append((seq[row].item(), tokens[row, :n].float().cpu().tolist()))
+        rows = [(i, *row) for i, row in zip(mine, rows)]
+        if self.accelerator.num_processes > 1:
+            from accelerate.utils import gather_object
+
+            rows = sorted(gather_object(rows))
+        dataset = dataset.add_column("ref_logps", [row[1] for row in rows])
         if LOSSES[self.args.loss_type].needs_ref_token_logps:
-            dataset = dataset.add_column("ref_token_logps", token_values)
+            dataset = dataset.add_column("ref_token_logps", [row[2] for row in rows])
         return dataset
 
     # ------------------------------------------------------------------ loss
