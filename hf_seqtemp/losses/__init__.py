@@ -93,7 +93,9 @@ def _ssts_objective(inputs: LossInputs, temperature: float, nll_weight: float) -
 
 
 LOSSES: dict[str, LossSpec] = {
-    "ratio": LossSpec(_ratio_objective, paper="Eq. 19-20 (L_ratio / L_p) + nll_weight * token NLL"),
+    "ratio": LossSpec(
+        _ratio_objective, paper="Eq. 19-20, 24 (L_ratio / L_p / L_k) + nll_weight * token NLL or L_diff (Eq. 4)"
+    ),
     "ssts": LossSpec(_ssts_objective, needs_ref_token_logps=True, paper="Eq. 8 / 18 (LHTS, autoregressive L_SSTS)"),
 }
 
