@@ -2,11 +2,37 @@
 """hf_seqtemp: sequence-level temperature for Hugging Face language models — measure, train, ship, sample."""
 
 from .config import SequenceTemperatureConfig
-from .likelihood import AutoregressiveScorer, SequenceScorer
+from .generation import (
+    DiffusionGenerateOutput,
+    PowerLogitsWarper,
+    PowerSamplingOutput,
+    diffusion_generate,
+    generate_tempered,
+    power_sample,
+    seqtemp_generate,
+    write_custom_generate,
+)
+from .likelihood import (
+    AutoregressiveScorer,
+    BlockDiffusionScorer,
+    MaskedDiffusionScorer,
+    SequenceScorer,
+    schedule_variance,
+)
 from .loading import adapter_name_for, load_tempered
 from .losses import LOSSES
 from .metrics import effective_temperature, kendall_tau, module_path, sequence_nll, temperature_log_ratio
-from .models import DEFAULT_MODEL_ID, DiffusionLM, load_default_model
+from .metrics.pass_at_k import pass_at_k
+from .models import (
+    DEFAULT_MODEL_ID,
+    BlockDiffusionAdapter,
+    DiffusionLM,
+    LLaDAAdapter,
+    MaskedLMAdapter,
+    ShiftedLogitsAdapter,
+    load_default_model,
+    wrap_diffusion_model,
+)
 from .trainer import SeqTempConfig, SeqTempTrainer, sample_dataset
 
 
@@ -16,18 +42,35 @@ __all__ = [
     "DEFAULT_MODEL_ID",
     "LOSSES",
     "AutoregressiveScorer",
+    "BlockDiffusionAdapter",
+    "BlockDiffusionScorer",
+    "DiffusionGenerateOutput",
     "DiffusionLM",
+    "LLaDAAdapter",
+    "MaskedDiffusionScorer",
+    "MaskedLMAdapter",
+    "PowerLogitsWarper",
+    "PowerSamplingOutput",
     "SeqTempConfig",
     "SeqTempTrainer",
     "SequenceScorer",
     "SequenceTemperatureConfig",
+    "ShiftedLogitsAdapter",
     "adapter_name_for",
+    "diffusion_generate",
     "effective_temperature",
+    "generate_tempered",
     "kendall_tau",
     "load_default_model",
     "load_tempered",
     "module_path",
+    "pass_at_k",
+    "power_sample",
     "sample_dataset",
+    "schedule_variance",
+    "seqtemp_generate",
     "sequence_nll",
     "temperature_log_ratio",
+    "wrap_diffusion_model",
+    "write_custom_generate",
 ]

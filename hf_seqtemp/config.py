@@ -96,6 +96,25 @@ class SequenceTemperatureConfig:
             handle.write(self.to_json_string())
         return path
 
+    def push_to_hub(
+        self, repo_id: str, private: bool | None = False, token: str | None = None,
+        commit_message: str = "Upload seqtemp_config.json",
+    ):
+        """Uploads `seqtemp_config.json` alone to `repo_id` (created if needed) through `hf_seqtemp.hub.push_to_hub`.
+
+        Example:
+        ```python
+        >>> SequenceTemperatureConfig(0.5).push_to_hub("me/tempered")  # doctest: +SKIP
+        ```
+        """
+        import tempfile
+
+        from .hub import push_to_hub
+
+        with tempfile.TemporaryDirectory() as folder:
+            self.save_pretrained(folder)
+            return push_to_hub(folder, repo_id, private=private, token=token, commit_message=commit_message)
+
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SequenceTemperatureConfig:
         known = {f.name for f in fields(cls)}

@@ -27,9 +27,9 @@ class LossInputs:
             grad; `None` for diffusion models, whose sequence likelihood has no per-token factorisation.
         completion_mask (`torch.Tensor` of shape `(batch, length)`): local scored positions.
         ref_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): local per-token log p.
-        world_size (`int`, *optional*, defaults to 1): number of processes. A pair loss over gathered values is
-            multiplied by it, because data-parallel training averages the per-rank gradients while each rank only
-            back-propagates through its local part of the pairs.
+        world_size (`int`, *optional*, defaults to 1): number of processes. The *gradient* of a pair loss over
+            gathered values is multiplied by it (its value is kept), because data-parallel training averages the
+            per-rank gradients while each rank only back-propagates through its local part of the pairs.
         anti_drift (`torch.Tensor`, *optional*): the model's own training objective on the local batch, added with
             weight `nll_weight` against likelihood drift (e.g. the diffusion ELBO L_diff, Eq. 4). `None`: the token
             NLL of `policy_token_logps` (autoregressive).
@@ -67,13 +67,18 @@ class LossSpec:
     paper: str = ""
 
 
+def _scale_gradient(value: torch.Tensor, factor: float) -> torch.Tensor:
+    """`value` unchanged, with its gradient multiplied by `factor`."""
+    return value if factor == 1 else value * factor - value.detach() * (factor - 1)
+
+
 def _ratio_objective(inputs: LossInputs, temperature: float, nll_weight: float) -> LossOutput:
     h = temperature_log_ratio(inputs.ref_logps, inputs.policy_logps, temperature)
     pair_loss = ratio_loss(h)
     nll = inputs.drift_term()
     if nll is None:
-        return LossOutput(pair_loss * inputs.world_size, {"loss/ratio": pair_loss.item(), "loss/nll": float("nan")})
-    return LossOutput(pair_loss * inputs.world_size + nll_weight * nll, {"loss/ratio": pair_loss.item(), "loss/nll": nll.item()})
+        return LossOutput(_scale_gradient(pair_loss, inputs.world_size), {"loss/ratio": pair_loss.item(), "loss/nll": float("nan")})
+    return LossOutput(_scale_gradient(pair_loss, inputs.world_size) + nll_weight * nll, {"loss/ratio": pair_loss.item(), "loss/nll": nll.item()})
 
 
 def _ssts_objective(inputs: LossInputs, temperature: float, nll_weight: float) -> LossOutput:

@@ -7,7 +7,6 @@ from typing import Literal
 
 import torch
 
-
 ModelFamily = Literal["causal_lm", "masked_diffusion", "block_diffusion"]
 
 

@@ -92,7 +92,8 @@ def load_default_model(dtype: torch.dtype = torch.float32, device: str | torch.d
 
     path = default_model_path()
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
-    model.config._name_or_path = DEFAULT_MODEL_ID
+    # PEFT records `model.name_or_path` as the adapter's base: the Hub id, not this machine's cache folder
+    model.config._name_or_path = model.name_or_path = DEFAULT_MODEL_ID
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

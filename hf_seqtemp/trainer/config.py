@@ -121,7 +121,7 @@ class SeqTempConfig(TrainingArguments):
     remove_unused_columns: bool = field(
         default=False, metadata={"help": "Keep the reference columns; must stay False for SeqTempTrainer."}
     )
-    report_to: str | list[str] | None = field(
+    report_to: None | str | list[str] = field(  # this order: HfArgumentParser reads args[1] as the type
         default="none", metadata={"help": "Integrations to report to, e.g. 'tensorboard'."}
     )
     learning_rate: float = field(default=1e-4, metadata={"help": "Initial learning rate (AdamW)."})

@@ -203,17 +203,25 @@ class SeqTempTrainer(Trainer):
         return seq_logps, token_logps
 
     def _add_reference_columns(self, dataset: Dataset, split: str) -> Dataset:
-        loader = DataLoader(dataset, batch_size=self.args.per_device_eval_batch_size, collate_fn=self.data_collator)
-        seq_values, token_values = [], []
-        for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_world_process_zero()):
-            batch = {k: v.to(self.args.device) for k, v in batch.items()}
-            seq, tokens = self._reference_logps(batch)
-            seq_values.extend(seq.float().cpu().tolist())
-            for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
-                token_values.append(tokens[row, :n].float().cpu().tolist() if tokens is not None else None)
-        dataset = dataset.add_column("ref_logps", seq_values)
+        """Scores the dataset under the reference once; each rank scores its share, then all ranks gather."""
+        indices = list(range(len(dataset)))
+        with self.accelerator.split_between_processes(indices) as mine:
+            loader = DataLoader(dataset.select(mine), batch_size=self.args.per_device_eval_batch_size,
+                                collate_fn=self.data_collator)
+            rows = []
+            for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_local_process_zero()):
+                batch = {k: v.to(self.args.device) for k, v in batch.items()}
+                seq, tokens = self._reference_logps(batch)
+                for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
+                    rows.append((seq[row].item(), tokens[row, :n].float().cpu().tolist() if tokens is not None else None))
+        rows = [(i, *row) for i, row in zip(mine, rows)]
+        if self.accelerator.num_processes > 1:
+            from accelerate.utils import gather_object
+
+            rows = sorted(gather_object(rows))
+        dataset = dataset.add_column("ref_logps", [row[1] for row in rows])
         if LOSSES[self.args.loss_type].needs_ref_token_logps:
-            dataset = dataset.add_column("ref_token_logps", token_values)
+            dataset = dataset.add_column("ref_token_logps", [row[2] for row in rows])
         if isinstance(self.family, DiffusionFamily) and self.family.method == "mc":
             seeds = [order_seed(self.args.seed, i) for i in dataset[EXAMPLE_ID]]
             dataset = dataset.add_column("ref_order_seed", seeds)
@@ -355,3 +363,49 @@ class SeqTempTrainer(Trainer):
         with open(os.path.join(output_dir, "training_args.json"), "w", encoding="utf-8") as handle:
             handle.write(self.args.to_json_string())
         self.sequence_temperature_config().save_pretrained(output_dir)
+
+    # ------------------------------------------------------------------ Hub
+    def init_hf_repo(self, token: str | None = None, private: bool | None = None) -> None:
+        """Records the target repository (`hub_model_id`, else the output folder's name); `push_to_hub` creates it."""
+        self.hub_model_id = self.args.hub_model_id or os.path.basename(os.path.abspath(self.args.output_dir))
+        self.push_in_progress = None
+
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        """Checkpoints are not uploaded: `push_to_hub()` uploads the adapter with its measured model card."""
+
+    def push_to_hub(
+        self,
+        commit_message: str | None = "End of training",
+        blocking: bool = True,
+        token: str | None = None,
+        revision: str | None = None,
+        private: bool | None = None,
+        dataset_names: list[str] | None = None,
+        held_out_dataset: Dataset | None = None,
+    ):
+        """Writes [`~hf_seqtemp.hub.save_for_hub`]'s folder to `<output_dir>/hub` and uploads it to `hub_model_id`.
+
+        The card's figures are measured on `held_out_dataset` (the `eval_dataset` by default). `hub_model_id`,
+        `hub_private_repo`, `hub_token` and `hub_revision` come from the [`SeqTempConfig`] unless given here.
+
+        Example:
+        ```python
+        >>> trainer.push_to_hub(dataset_names=["me/prompts"])  # doctest: +SKIP
+        ```
+        """
+        from ..hub import push_to_hub, save_for_hub
+
+        if self.hub_model_id is None:
+            self.init_hf_repo()
+        if not self.is_world_process_zero():
+            return None
+        folder = os.path.join(self.args.output_dir, "hub")
+        save_for_hub(self, folder, held_out_dataset=held_out_dataset, dataset_names=dataset_names,
+                     repo_id=self.hub_model_id)
+        return push_to_hub(
+            folder, self.hub_model_id,
+            private=private if private is not None else self.args.hub_private_repo,
+            token=token if token is not None else self.args.hub_token,
+            commit_message=commit_message or "End of training",
+            revision=revision if revision is not None else self.args.hub_revision,
+        )

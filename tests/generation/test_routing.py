@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import TinyMaskedLM, tiny_bert, tiny_llama
+from generation_toys import TinyMaskedLM, tiny_bert, tiny_llama
 from peft import LoraConfig, get_peft_model
 from peft.helpers import rescale_adapter_scale
 

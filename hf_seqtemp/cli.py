@@ -1,0 +1,401 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""`hf-seqtemp` command line: `train`, `eval`, `generate` and `bench`.
+
+Each command parses its own flags with [`~transformers.HfArgumentParser`] (as TRL's CLI does), so every field of
+its dataclasses, including every [`SeqTempConfig`] field for `train`, is a flag; `hf-seqtemp <command> --help`
+lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from .generation.routing import STRATEGIES
+
+COMMANDS = {
+    "train": "fine-tune a LoRA adapter to a sequence temperature and save it",
+    "eval": "measure T_eff, Kendall tau and NLL of a tempered adapter against its base model",
+    "generate": "sample completions of a prompt at a sequence temperature",
+    "bench": "run the benchmarks (python benchmarks/run_all.py, arguments passed through)",
+}
+
+
+# ---------------------------------------------------------------------------------------------------- arguments
+@dataclass
+class ModelArguments:
+    """Which base model to load (shared by every command)."""
+
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "Base causal LM: a Hub id or a local folder (model + tokenizer)."}
+    )
+    default_model: bool = field(
+        default=False, metadata={"help": "Use the embedded SmolLM2-135M-Instruct instead of --model_name_or_path."}
+    )
+
+
+@dataclass
+class DataArguments:
+    """Where the sequences come from: a dataset on disk, or completions sampled from the base model."""
+
+    dataset_path: str | None = field(
+        default=None, metadata={"help": "A `datasets.load_from_disk` folder, or a .json / .jsonl file."}
+    )
+    dataset_split: str = field(default="train", metadata={"help": "Split to use when --dataset_path holds several."})
+    sample_prompts_file: str | None = field(
+        default=None,
+        metadata={"help": "Text file with one prompt per line: sample the dataset from the base model instead."},
+    )
+    num_samples: int = field(
+        default=8, metadata={"help": "Completions sampled per prompt (with --sample_prompts_file)."}
+    )
+    max_new_tokens: int = field(default=32, metadata={"help": "Longest sampled completion."})
+    system_prompt: str | None = field(default=None, metadata={"help": "System prompt for the chat template."})
+    sample_seed: int = field(default=0, metadata={"help": "Seed of the dataset sampling."})
+
+
+@dataclass
+class TrainScriptArguments(ModelArguments, DataArguments):
+    """`hf-seqtemp train`: what to train on and the LoRA adapter (the training settings are SeqTempConfig's)."""
+
+    eval_fraction: float = field(
+        default=0.0,
+        metadata={"help": "Fraction of the data held out: measured after training and put in the card; 0 for none."},
+    )
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (the update is scaled by alpha / r)."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout."})
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["all-linear"], metadata={"help": "Modules to adapt, or 'all-linear'."}
+    )
+    dataset_names: list[str] = field(
+        default_factory=list, metadata={"help": "Hub dataset ids recorded in the model card (with --push_to_hub)."}
+    )
+
+
+@dataclass
+class EvalArguments(ModelArguments, DataArguments):
+    """`hf-seqtemp eval`: a tempered adapter against its base model on held-out sequences."""
+
+    adapter_path: str | None = field(default=None, metadata={"help": "Tempered adapter: a folder or a Hub repo id."})
+    token_temperature: float | None = field(
+        default=None, metadata={"help": "Token temperature of the myopic baseline; the adapter's T by default."}
+    )
+    dataset_text_field: str = field(default="text", metadata={"help": "Text column of plain-text datasets."})
+    max_length: int = field(default=4096, metadata={"help": "Longer sequences are skipped."})
+    batch_size: int = field(default=16, metadata={"help": "Sequences per forward pass."})
+    output_json: str | None = field(default=None, metadata={"help": "Also write the figures to this JSON file."})
+
+
+@dataclass
+class GenerateArguments(ModelArguments):
+    """`hf-seqtemp generate`: prompt → completions at a sequence temperature."""
+
+    prompt: list[str] = field(default_factory=list, metadata={"help": "One or more prompts."})
+    seq_temperature: float | None = field(default=None, metadata={"help": "Sequence temperature T > 0."})
+    adapter_path: str | None = field(
+        default=None, metadata={"help": "Tempered adapter (folder or Hub id) loaded with load_tempered."}
+    )
+    strategy: str = field(
+        default="auto",
+        metadata={
+            "help": "'auto', 'adapter', 'interpolate' (need --adapter_path) or 'mcmc' (power sampling).",
+            "choices": [s for s in STRATEGIES if s != "imh"],
+        },
+    )
+    num_samples: int = field(default=1, metadata={"help": "Completions per prompt."})
+    max_new_tokens: int = field(default=32, metadata={"help": "Tokens generated per completion."})
+    mcmc_steps: int = field(default=4, metadata={"help": "Metropolis-Hastings steps per block (mcmc)."})
+    block_size: int | None = field(default=None, metadata={"help": "MH block size (mcmc); one block by default."})
+    chat_template: bool = field(default=True, metadata={"help": "Wrap prompts in the tokenizer's chat template."})
+    seed: int = field(default=0, metadata={"help": "Random seed."})
+    output_json: str | None = field(default=None, metadata={"help": "Also write the samples to this JSON file."})
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+def _flagged(message: str, dataclass_types) -> str:
+    """Rewrites backticked field names in an error message into the flags that set them (`x` → `--x`)."""
+    names = {f.name for cls in dataclass_types for f in fields(cls)}
+    return re.sub(r"`(\w+)`", lambda m: f"`--{m.group(1)}`" if m.group(1) in names else m.group(0), message)
+
+
+def _positive(value, flag: str, kind=int) -> None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"`--{flag}` must be a positive {kind.__name__}, got {value!r}.")
+
+
+def _load_base(model_args: ModelArguments, required: bool = True):
+    """(model, tokenizer) for --default_model / --model_name_or_path, or (None, None) when neither is given."""
+    if model_args.default_model and model_args.model_name_or_path:
+        raise ValueError("pass either `--default_model` or `--model_name_or_path`, not both.")
+    if model_args.default_model:
+        from .models.default import load_default_model
+
+        return load_default_model()
+    if model_args.model_name_or_path is None:
+        if required:
+            raise ValueError("no base model: pass `--model_name_or_path <id or folder>` or `--default_model`.")
+        return None, None
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+    return model, AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+
+
+def _read_dataset(path: str, split: str):
+    import datasets
+
+    if os.path.isdir(path):
+        loaded = datasets.load_from_disk(path)
+    elif path.endswith((".json", ".jsonl")) and os.path.isfile(path):
+        loaded = datasets.Dataset.from_json(path)
+    else:
+        raise ValueError(f"`--dataset_path` must be a `load_from_disk` folder or a .json/.jsonl file, got {path!r}.")
+    if isinstance(loaded, datasets.DatasetDict):
+        if split not in loaded:
+            raise ValueError(f"`--dataset_split` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
+        loaded = loaded[split]
+    return loaded
+
+
+def _load_data(data_args: DataArguments, model, tokenizer):
+    """The dataset from --dataset_path, or sampled from `model` for the prompts of --sample_prompts_file."""
+    if (data_args.dataset_path is None) == (data_args.sample_prompts_file is None):
+        raise ValueError("pass exactly one of `--dataset_path` and `--sample_prompts_file`.")
+    if data_args.dataset_path is not None:
+        return _read_dataset(data_args.dataset_path, data_args.dataset_split)
+    _positive(data_args.num_samples, "num_samples")
+    _positive(data_args.max_new_tokens, "max_new_tokens")
+    if not os.path.isfile(data_args.sample_prompts_file):
+        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} is not a file.")
+    with open(data_args.sample_prompts_file, encoding="utf-8") as handle:
+        prompts = [line.strip() for line in handle if line.strip()]
+    if not prompts:
+        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} has no prompt (one per line).")
+    from .trainer import sample_dataset
+
+    return sample_dataset(
+        model,
+        tokenizer,
+        prompts,
+        num_samples=data_args.num_samples,
+        max_new_tokens=data_args.max_new_tokens,
+        seed=data_args.sample_seed,
+        system_prompt=data_args.system_prompt,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- commands
+def run_train(script_args: TrainScriptArguments, training_args) -> int:
+    """Trains a LoRA adapter with [`SeqTempTrainer`] and saves it to `--output_dir` (and pushes with --push_to_hub)."""
+    from peft import LoraConfig
+
+    from .trainer import SeqTempTrainer
+
+    if not 0.0 <= script_args.eval_fraction < 1.0:
+        raise ValueError(f"`--eval_fraction` must be in [0, 1), got {script_args.eval_fraction}.")
+    _positive(script_args.lora_r, "lora_r")
+    model, tokenizer = _load_base(script_args)
+    data = _load_data(script_args, model, tokenizer)
+    train, held_out = data, None
+    if script_args.eval_fraction > 0:
+        split = data.train_test_split(test_size=script_args.eval_fraction, seed=training_args.seed)
+        train, held_out = split["train"], split["test"]
+    targets = script_args.lora_target_modules
+    lora = LoraConfig(
+        r=script_args.lora_r,
+        lora_alpha=script_args.lora_alpha,
+        lora_dropout=script_args.lora_dropout,
+        target_modules="all-linear" if targets == ["all-linear"] else targets,
+        task_type="CAUSAL_LM",
+    )
+    trainer = SeqTempTrainer(
+        model, training_args, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
+    )
+    trainer.train()
+    if held_out is not None:
+        trainer.evaluate()
+    trainer.save_model(training_args.output_dir, _internal_call=True)
+    print(f"adapter saved to {training_args.output_dir}")
+    if training_args.push_to_hub:
+        trainer.push_to_hub(dataset_names=script_args.dataset_names or None)
+        print(f"pushed to https://huggingface.co/{trainer.hub_model_id}")
+    return 0
+
+
+def run_eval(args: EvalArguments) -> int:
+    """Prints a table of T_eff, Kendall τ and NLL per token (base, myopic baseline, adapter) and writes JSON."""
+    from .config import SequenceTemperatureConfig
+    from .hub import ROW_NAMES, measure_held_out
+    from .loading import load_tempered
+    from .measure import format_table
+    from .models.default import DEFAULT_MODEL_ID
+
+    if args.adapter_path is None:
+        raise ValueError("`--adapter_path` is required: the tempered adapter folder or Hub repo id to evaluate.")
+    config = SequenceTemperatureConfig.from_pretrained(args.adapter_path)
+    if config.model_family != "causal_lm":
+        raise ValueError(
+            f"the adapter is for a {config.model_family} model: `hf-seqtemp eval` supports causal LMs only (schedule "
+            "variance of diffusion models is not supported here; use `hf_seqtemp.likelihood` from Python)."
+        )
+    if not (args.default_model or args.model_name_or_path):
+        if config.base_model_id == DEFAULT_MODEL_ID:
+            args.default_model = True
+        else:
+            args.model_name_or_path = config.base_model_id
+    base, tokenizer = _load_base(args)
+    data = _load_data(args, base, tokenizer)
+    myopic_t = args.token_temperature if args.token_temperature is not None else config.target_temperature
+    _positive(myopic_t, "token_temperature", float)
+    model = load_tempered(args.adapter_path, base_model=base)
+    reports, logps = measure_held_out(
+        model, data, myopic_t, tokenizer=tokenizer, batch_size=args.batch_size, max_length=args.max_length
+    )
+    print(f"{args.adapter_path}: target T = {config.target_temperature:g}, {logps['base'].numel()} sequences")
+    print(format_table({ROW_NAMES[name]: report for name, report in reports.items()}))
+    if args.output_json:
+        payload = {
+            "adapter": args.adapter_path,
+            "base_model": config.base_model_id,
+            "target_temperature": config.target_temperature,
+            "myopic_token_temperature": myopic_t,
+            "num_sequences": int(logps["base"].numel()),
+            "reports": reports,
+        }
+        Path(args.output_json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output_json).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def run_generate(args: GenerateArguments) -> int:
+    """Samples `--num_samples` completions per prompt at `--seq_temperature` and prints them."""
+    import torch
+
+    from .generation.routing import generate_tempered
+    from .loading import load_tempered
+    from .trainer.data import _format_prompts
+
+    if not args.prompt:
+        raise ValueError("`--prompt` is required: give one or more prompts.")
+    _positive(args.seq_temperature, "seq_temperature", float)
+    _positive(args.num_samples, "num_samples")
+    _positive(args.max_new_tokens, "max_new_tokens")
+    base, tokenizer = _load_base(args, required=args.adapter_path is None)
+    if args.adapter_path is not None:
+        model = load_tempered(args.adapter_path, base_model=base)
+        if tokenizer is None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(args.adapter_path)
+    else:
+        model = base.eval()
+    torch.manual_seed(args.seed)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    results = []
+    for prompt, text in zip(args.prompt, _format_prompts(tokenizer, args.prompt, args.chat_template, None)):
+        ids = tokenizer(text, return_tensors="pt")["input_ids"].repeat(args.num_samples, 1)
+        out = generate_tempered(
+            model,
+            ids,
+            torch.ones_like(ids),
+            seq_temperature=args.seq_temperature,
+            strategy=args.strategy,
+            max_new_tokens=args.max_new_tokens,
+            mcmc_steps=args.mcmc_steps,
+            block_size=args.block_size,
+            pad_token_id=pad,
+        )
+        sequences = out.sequences if hasattr(out, "sequences") else out
+        completions = tokenizer.batch_decode(sequences[:, ids.shape[1] :], skip_special_tokens=True)
+        results.append({"prompt": prompt, "completions": completions})
+        print(f"### {prompt}")
+        for completion in completions:
+            print(f"- {completion}")
+    if args.output_json:
+        Path(args.output_json).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return 0
+
+
+def _bench_candidates() -> list[Path]:
+    """Where `benchmarks/run_all.py` is looked for: the working directory, then the source checkout."""
+    return [
+        Path.cwd() / "benchmarks" / "run_all.py",
+        Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py",
+    ]
+
+
+def run_bench(argv: list[str]) -> int:
+    """Runs `benchmarks/run_all.py` with `argv` passed through; returns its exit status."""
+    script = next((path for path in _bench_candidates() if path.is_file()), None)
+    if script is None:
+        raise FileNotFoundError(
+            "`hf-seqtemp bench` needs benchmarks/run_all.py, which is not in the working directory nor next to the "
+            "package: run it from a source checkout of hf_seqtemp."
+        )
+    return subprocess.call([sys.executable, str(script), *argv])
+
+
+# ---------------------------------------------------------------------------------------------------- entry point
+def _dataclass_types(command: str):
+    if command == "train":
+        from .trainer import SeqTempConfig
+
+        return (TrainScriptArguments, SeqTempConfig)
+    return {"eval": (EvalArguments,), "generate": (GenerateArguments,)}[command]
+
+
+def _run(command: str, rest: list[str]) -> int:
+    from transformers import HfArgumentParser
+
+    types = _dataclass_types(command)
+    parser = HfArgumentParser(types, prog=f"hf-seqtemp {command}", description=COMMANDS[command])
+    try:
+        parsed = parser.parse_args_into_dataclasses(args=rest)
+        if command == "train":
+            return run_train(*parsed)
+        return run_eval(*parsed) if command == "eval" else run_generate(*parsed)
+    except (ValueError, TypeError, FileNotFoundError) as error:
+        parser.error(_flagged(str(error), types))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `hf-seqtemp` console script.
+
+    Example:
+    ```python
+    >>> from hf_seqtemp.cli import main
+    >>> main(["eval", "--adapter_path", "outputs/quickstart/adapter", "--default_model",
+    ...       "--sample_prompts_file", "prompts.txt"])  # doctest: +SKIP
+    ```
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="hf-seqtemp",
+        description="Sequence-level temperature for Hugging Face language models.",
+        epilog="Run `hf-seqtemp <command> --help` for the flags of a command.",
+    )
+    subparsers = parser.add_subparsers(dest="command", title="commands", metavar="{" + ",".join(COMMANDS) + "}")
+    for name, help_text in COMMANDS.items():
+        subparsers.add_parser(name, help=help_text, add_help=False)
+    args, _ = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    rest = argv[argv.index(args.command) + 1 :]
+    if args.command == "bench":
+        try:
+            return run_bench(rest)
+        except FileNotFoundError as error:
+            parser.error(str(error))
+    return _run(args.command, rest)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,294 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Glauber-dynamics refinement: a sequence-temperature sampler for autoregressive models.
+
+Start from a draft (the given ids, or ancestral samples), then run rounds of single-site Metropolis-Hastings updates
+(Kathuria & Kumar, "Leveraging Pretrained Language Models as Energy Functions for Glauber Dynamics Text Diffusion",
+Sec. 3, Alg. 2 and App. D). Each round draws a fresh random permutation of the completion positions and updates them
+in turn. The energy is `f(x) = -log p(x) / T` with `log p(x)` the model's exact sequence log-likelihood over the
+completion, so the chain's stationary distribution is the sequence-tempered `p^(1/T) / Z` exactly.
+
+At a site `i` a proposal `v` is drawn from `q(v | x_-i)`: the AR model's own conditional `p(v | x_<i)`, a masked
+LM's conditional, or uniform. None of them depends on the current token `x_i`, so the MH acceptance is
+`min(1, exp(f(x) - f(x')) q(x_i) / q(v))`, detailed balance holds for every site kernel, and so every sweep keeps
+`p^(1/T)/Z` invariant. All candidate energies of a site are scored in one batched forward pass: the `|V|`
+substitutions (`num_candidates=None`), or `N` proposals plus the current sequence, combined by an
+independent-proposal multiple-try Metropolis step (which reduces to plain MH at `N = 1`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import torch
+
+from ..likelihood.autoregressive import AutoregressiveScorer, position_ids_from_attention_mask
+
+
+@dataclass
+class GlauberOutput:
+    """Output of [`glauber_refine`].
+
+    Attributes:
+        sequences (`torch.LongTensor` of shape `(batch, length)`): the refined sequences.
+        acceptance_rates (`torch.FloatTensor` of shape `(num_rounds,)`): accepted proposals / proposals per round.
+        log_likelihoods (`torch.FloatTensor` of shape `(batch,)`): `log p(x)` of the returned completions (T = 1).
+    """
+
+    sequences: torch.Tensor
+    acceptance_rates: torch.Tensor
+    log_likelihoods: torch.Tensor
+
+
+def _forward_logits(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    kwargs = {"attention_mask": attention_mask}
+    try:
+        if "position_ids" in inspect.signature(model.forward).parameters:
+            kwargs["position_ids"] = position_ids_from_attention_mask(attention_mask)
+    except (TypeError, ValueError):
+        pass
+    out = model(input_ids=input_ids, **kwargs)
+    return out if isinstance(out, torch.Tensor) else out.logits
+
+
+def _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab):
+    """Scores every substitution `x_site = v` of each row in ONE forward pass over `rows * |vocab|` sequences.
+
+    Returns `(energies, ar_log_q)`, both `(rows, |vocab|)`: `-log p(x with v) / T` and `log p(v | x_<site)`.
+    """
+    rows, length = x.shape
+    cand = x[:, None, :].repeat(1, vocab.numel(), 1)
+    cand[torch.arange(rows)[:, None], :, sites[:, None]] = vocab[None, :]
+    flat = cand.reshape(-1, length)
+    expand = lambda t: t[:, None, :].expand(rows, vocab.numel(), length).reshape(-1, length)
+    token_logps, _ = scorer.token_logps(model, flat, expand(attn), expand(cmask))
+    token_logps = token_logps.view(rows, vocab.numel(), length)
+    energies = -token_logps.sum(dim=-1) / seq_temperature
+    ar_log_q = token_logps[torch.arange(rows), :, sites]
+    return energies, ar_log_q
+
+
+def _proposal_log_q(proposal, x, attn, sites, ar_log_q, vocab_size, mask_token_id):
+    """`log q(. | x_-site)` of shape `(rows, vocab_size)`; `ar_log_q` is the AR conditional (or `None`)."""
+    rows = x.shape[0]
+    if isinstance(proposal, torch.nn.Module):
+        masked = x.clone()
+        masked[torch.arange(rows), sites] = mask_token_id
+        logits = _forward_logits(proposal, masked, attn)[torch.arange(rows), sites, :vocab_size]
+        return logits.float().log_softmax(dim=-1)
+    if proposal == "uniform":
+        return x.new_zeros(rows, vocab_size, dtype=torch.float32) - torch.log(torch.tensor(float(vocab_size)))
+    return ar_log_q
+
+
+def mh_acceptance(energies: torch.Tensor, log_q: torch.Tensor, current: torch.Tensor, proposed: torch.Tensor):
+    """Metropolis-Hastings acceptance probability of replacing token `current` by `proposed` at one site.
+
+    `min(1, exp(E(current) - E(proposed)) * q(current) / q(proposed))` for an independent site proposal `q`.
+
+    Args:
+        energies (`torch.Tensor` of shape `(rows, vocab)`): energy of each substitution at the site.
+        log_q (`torch.Tensor` of shape `(rows, vocab)`): log proposal probabilities at the site.
+        current (`torch.LongTensor` of shape `(rows,)`): the current token.
+        proposed (`torch.LongTensor` of shape `(rows,)`): the proposed token.
+
+    Example:
+    ```python
+    >>> energies, log_q = torch.tensor([[0.0, 1.0]]), torch.log(torch.tensor([[0.5, 0.5]]))
+    >>> mh_acceptance(energies, log_q, torch.tensor([0]), torch.tensor([1])).tolist()  # exp(-1)
+    [0.3678794503211975]
+    ```
+    """
+    pick = lambda t, i: t.gather(1, i[:, None]).squeeze(1)
+    log_ratio = pick(energies, current) - pick(energies, proposed) + pick(log_q, current) - pick(log_q, proposed)
+    return log_ratio.clamp(max=0.0).exp()
+
+
+def mtm_probabilities(log_w_candidates: torch.Tensor, log_w_current: torch.Tensor):
+    """Selection and acceptance probabilities of an independent-proposal multiple-try Metropolis step.
+
+    With `N` candidates `y_j ~ q` and importance weights `w(y) = pi(y) / q(y)`, candidate `j` is selected with
+    probability `w(y_j) / W`, `W = sum_j w(y_j)`, and accepted with `min(1, W / (W - w(y_j) + w(x)))`, the other
+    candidates serving as the reference set. For `N = 1` this is Metropolis-Hastings.
+
+    Args:
+        log_w_candidates (`torch.Tensor` of shape `(rows, N)`): `log w(y_j)`.
+        log_w_current (`torch.Tensor` of shape `(rows,)`): `log w(x)` of the current sequence.
+
+    Returns:
+        A tuple `(select, accept)` of tensors of shape `(rows, N)`.
+
+    Example:
+    ```python
+    >>> select, accept = mtm_probabilities(torch.log(torch.tensor([[1.0, 3.0]])), torch.log(torch.tensor([2.0])))
+    >>> select.tolist(), accept.tolist()
+    ([[0.25, 0.75]], [[0.800000011920929, 1.0]])
+    ```
+    """
+    log_total = log_w_candidates.logsumexp(dim=1, keepdim=True)
+    select = (log_w_candidates - log_total).exp()
+    others = torch.log1p(-select.clamp(max=1.0 - 1e-12)) + log_total  # log(W - w(y_j))
+    log_reverse = torch.logaddexp(others, log_w_current[:, None].expand_as(others))
+    accept = (log_total - log_reverse).clamp(max=0.0).exp()
+    return select, accept
+
+
+def _full_site_update(model, scorer, x, attn, cmask, sites, seq_temperature, proposal, mask_token_id, generator):
+    vocab = torch.arange(_vocab_size(model), device=x.device)
+    energies, ar_log_q = _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab)
+    log_q = _proposal_log_q(proposal, x, attn, sites, ar_log_q, vocab.numel(), mask_token_id)
+    current = x[torch.arange(x.shape[0]), sites]
+    proposed = torch.multinomial(log_q.exp(), 1, generator=generator).squeeze(1)
+    accept = torch.rand(x.shape[0], generator=generator) < mh_acceptance(energies, log_q, current, proposed)
+    return torch.where(accept, proposed, current), accept
+
+
+def _mtm_site_update(model, scorer, x, attn, cmask, sites, seq_temperature, proposal, mask_token_id, generator, n):
+    rows, vocab_size = x.shape[0], _vocab_size(model)
+    ar_log_q = None
+    if proposal == "model":
+        logits = _forward_logits(model, x, attn)[torch.arange(rows), sites - 1]
+        ar_log_q = logits.float().log_softmax(dim=-1)
+    log_q = _proposal_log_q(proposal, x, attn, sites, ar_log_q, vocab_size, mask_token_id)
+    current = x[torch.arange(rows), sites]
+    tries = torch.multinomial(log_q.exp(), n, replacement=True, generator=generator)
+    candidates = torch.cat([current[:, None], tries], dim=1)  # (rows, 1 + n): current first
+    energies, _ = _site_energies_of(model, scorer, x, attn, cmask, sites, seq_temperature, candidates)
+    log_w = -energies - log_q.gather(1, candidates)
+    select, accept_prob = mtm_probabilities(log_w[:, 1:], log_w[:, 0])
+    j = torch.multinomial(select, 1, generator=generator).squeeze(1)
+    accept = torch.rand(rows, generator=generator) < accept_prob[torch.arange(rows), j]
+    return torch.where(accept, tries[torch.arange(rows), j], current), accept
+
+
+def _site_energies_of(model, scorer, x, attn, cmask, sites, seq_temperature, candidates):
+    """Like [`_site_energies`] for a per-row candidate set `(rows, K)`: one forward over `rows * K` sequences."""
+    rows, length = x.shape
+    k = candidates.shape[1]
+    cand = x[:, None, :].repeat(1, k, 1)
+    cand[torch.arange(rows)[:, None], torch.arange(k)[None, :], sites[:, None]] = candidates
+    expand = lambda t: t[:, None, :].expand(rows, k, length).reshape(-1, length)
+    token_logps, _ = scorer.token_logps(model, cand.reshape(-1, length), expand(attn), expand(cmask))
+    return -token_logps.view(rows, k, length).sum(dim=-1) / seq_temperature, None
+
+
+def _vocab_size(model: torch.nn.Module) -> int:
+    return int(model.get_output_embeddings().weight.shape[0])
+
+
+def _ancestral_draft(model, x, attn, cmask, generator):
+    """Replaces every completion token by an ancestral sample `x_i ~ p(. | x_<i)`, left to right."""
+    x = x.clone()
+    for col in range(1, x.shape[1]):
+        rows = cmask[:, col].nonzero().squeeze(1)
+        if rows.numel():
+            logits = _forward_logits(model, x[rows], attn[rows])[:, col - 1].float()
+            x[rows, col] = torch.multinomial(logits.softmax(dim=-1), 1, generator=generator).squeeze(1)
+    return x
+
+
+def _validate(model, input_ids, seq_temperature, num_rounds, proposal, num_candidates, draft, mask_token_id):
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        raise ValueError(f"`input_ids` must be a 2-D tensor (batch, length), got {getattr(input_ids, 'shape', None)}.")
+    if isinstance(seq_temperature, bool) or not isinstance(seq_temperature, (int, float)) or not seq_temperature > 0:
+        raise ValueError(f"`seq_temperature` must be a float > 0, got {seq_temperature!r}; 1.0 samples p itself.")
+    if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 0:
+        raise ValueError(f"`num_rounds` must be a non-negative integer, got {num_rounds!r}.")
+    if not isinstance(proposal, torch.nn.Module) and proposal not in ("model", "uniform"):
+        raise ValueError(f"`proposal` must be 'model', 'uniform' or a masked LM module, got {proposal!r}.")
+    if isinstance(proposal, torch.nn.Module):
+        mask_token_id = getattr(proposal, "mask_token_id", None) if mask_token_id is None else mask_token_id
+        if mask_token_id is None:
+            raise ValueError("a masked-LM `proposal` needs `mask_token_id` (or a `mask_token_id` attribute on it).")
+    if num_candidates is not None and (
+        isinstance(num_candidates, bool) or not isinstance(num_candidates, int) or num_candidates < 1
+    ):
+        raise ValueError(f"`num_candidates` must be None (all |V| tokens) or a positive integer, got {num_candidates!r}.")
+    if draft not in ("input", "ancestral"):
+        raise ValueError(f"`draft` must be 'input' (refine the given ids) or 'ancestral', got {draft!r}.")
+    return float(seq_temperature), mask_token_id
+
+
+@torch.no_grad()
+def glauber_refine(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    completion_mask: torch.Tensor | None = None,
+    seq_temperature: float = 1.0,
+    num_rounds: int = 2,
+    proposal: str | torch.nn.Module = "model",
+    num_candidates: int | None = None,
+    draft: str = "input",
+    mask_token_id: int | None = None,
+    generator: torch.Generator | None = None,
+) -> GlauberOutput:
+    """Samples completions from the sequence-tempered `p^(1/T)/Z` of a causal LM by Glauber dynamics.
+
+    Args:
+        model (`torch.nn.Module`): a causal LM (e.g. [`~transformers.LlamaForCausalLM`]); its exact sequence
+            log-likelihood ([`AutoregressiveScorer`]) is the energy.
+        input_ids (`torch.LongTensor` of shape `(batch, length)`): prompts followed by draft completions (any
+            tokens when `draft="ancestral"`).
+        attention_mask (`torch.Tensor` of shape `(batch, length)`, *optional*): 1 for real tokens.
+        completion_mask (`torch.Tensor` of shape `(batch, length)`, *optional*): positions that are sampled and
+            scored; defaults to every non-pad token but the first. Prompt tokens stay fixed.
+        seq_temperature (`float`, *optional*, defaults to `1.0`): `T`; the target is `p^(1/T)/Z` over completions.
+        num_rounds (`int`, *optional*, defaults to `2`): rounds; each visits every completion position once, in a
+            fresh random order.
+        proposal (`str` or `torch.nn.Module`, *optional*, defaults to `"model"`): `"model"` proposes from the AR
+            conditional `p(v | x_<i)`, `"uniform"` uniformly; a masked LM (a [`DiffusionLM`] or an HF masked LM
+            sharing the vocabulary) proposes from its conditional at the masked site.
+        num_candidates (`int`, *optional*): `None` scores all `|V|` substitutions of a site in one pass; `N` scores
+            `N` proposals plus the current sequence (multiple-try Metropolis), for large vocabularies.
+        draft (`str`, *optional*, defaults to `"input"`): `"input"` refines the given completions, `"ancestral"`
+            first replaces them by ancestral samples of the model.
+        mask_token_id (`int`, *optional*): mask id of a masked-LM proposal without a `mask_token_id` attribute.
+        generator (`torch.Generator`, *optional*): source of randomness, for reproducible chains.
+
+    Returns:
+        [`GlauberOutput`] with `sequences`, per-round `acceptance_rates` and final `log_likelihoods`.
+
+    Example:
+    ```python
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <...>
+    >>> model = LlamaForCausalLM(LlamaConfig(vocab_size=4, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+    ...                                      num_attention_heads=2, num_key_value_heads=2)).eval()
+    >>> out = glauber_refine(model, torch.zeros(3, 4, dtype=torch.long), seq_temperature=0.5, num_rounds=2)
+    >>> out.sequences.shape, out.acceptance_rates.shape
+    (torch.Size([3, 4]), torch.Size([2]))
+    ```
+    """
+    seq_temperature, mask_token_id = _validate(
+        model, input_ids, seq_temperature, num_rounds, proposal, num_candidates, draft, mask_token_id
+    )
+    scorer = AutoregressiveScorer()
+    x, attn, cmask = scorer._check_inputs(input_ids, attention_mask, completion_mask)
+    if cmask[:, 0].any():
+        raise ValueError("`completion_mask` marks position 0, which has no AR conditional: prepend a BOS token.")
+    if draft == "ancestral":
+        x = _ancestral_draft(model, x, attn, cmask, generator)
+    x = x.clone()
+    counts = cmask.sum(dim=1)
+    rates = []
+    for _ in range(num_rounds):
+        order = torch.full((x.shape[0], int(counts.max()) if counts.numel() else 0), -1, dtype=torch.long)
+        for b in range(x.shape[0]):
+            positions = cmask[b].nonzero().squeeze(1)
+            order[b, : positions.numel()] = positions[torch.randperm(positions.numel(), generator=generator)]
+        accepted = proposed = 0
+        for step in range(order.shape[1]):
+            rows = (order[:, step] >= 0).nonzero().squeeze(1)
+            sites = order[rows, step]
+            args = (model, scorer, x[rows], attn[rows], cmask[rows], sites, seq_temperature, proposal, mask_token_id)
+            if num_candidates is None:
+                new, accept = _full_site_update(*args, generator)
+            else:
+                new, accept = _mtm_site_update(*args, generator, num_candidates)
+            x[rows, sites] = new
+            accepted, proposed = accepted + int(accept.sum()), proposed + rows.numel()
+        rates.append(accepted / max(proposed, 1))
+    log_likelihoods = scorer(model, x, attn, cmask)
+    return GlauberOutput(x, torch.tensor(rates, dtype=torch.float32), log_likelihoods)

@@ -1,0 +1,264 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+import json
+import os
+import re
+
+import pytest
+import torch
+import yaml
+from peft import LoraConfig
+from toy import all_sequences, as_dataset, exact_logps, tiny_causal_lm
+
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, hub, load_tempered
+from hf_seqtemp.likelihood import SequenceScorer
+from hf_seqtemp.metrics.core import effective_temperature, kendall_tau
+
+SEED, VOCAB, T = 2, 4, 0.5
+
+
+def _split():
+    sequences = all_sequences(VOCAB, 3)[torch.randperm(VOCAB**3, generator=torch.Generator().manual_seed(0))]
+    return sequences[:40], sequences[40:64]  # held-out: 24 distinct sequences, never trained on
+
+
+def _train(output_dir, **config):
+    train, _ = _split()
+    args = SeqTempConfig(
+        output_dir=str(output_dir),
+        use_cpu=True,
+        max_steps=6,
+        save_strategy="no",
+        learning_rate=5e-2,
+        per_device_train_batch_size=20,
+        target_temperature=T,
+        **config,
+    )
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "o_proj"], lora_dropout=0.0)
+    trainer = SeqTempTrainer(
+        tiny_causal_lm(VOCAB, seed=SEED),
+        args,
+        train_dataset=as_dataset(train),
+        eval_dataset=as_dataset(_split()[1]),
+        peft_config=lora,
+    )
+    trainer.train()
+    return trainer
+
+
+@pytest.fixture(scope="module")
+def pushed(tmp_path_factory):
+    """Trains with push_to_hub=True (no network at init), then pushes with the upload replaced by a recorder."""
+    calls = []
+    original = hub.push_to_hub
+    hub.push_to_hub = lambda folder, repo_id, **kwargs: calls.append({"folder": folder, "repo_id": repo_id, **kwargs})
+    try:
+        trainer = _train(
+            tmp_path_factory.mktemp("run"),
+            push_to_hub=True,
+            hub_model_id="me/tiny-seqtemp",
+            hub_private_repo=True,
+            hub_token="hf_test_token",
+        )
+        trainer.push_to_hub(dataset_names=["me/tiny-sequences"])
+    finally:
+        hub.push_to_hub = original
+    return trainer, calls
+
+
+def _card_rows(card: str) -> dict[str, list[float]]:
+    rows = {}
+    for label in hub.ROW_NAMES.values():
+        match = re.search(rf"^\| {re.escape(label)} \| ([-\d.]+) \| ([-\d.]+) \| ([-\d.]+) \|$", card, re.MULTILINE)
+        assert match, f"row {label!r} missing from the card"
+        rows[label] = [float(v) for v in match.groups()]
+    return rows
+
+
+def test_hub_ids_reach_the_upload_call(pushed):
+    trainer, calls = pushed
+    assert len(calls) == 1
+    call = calls[0]
+    assert call["repo_id"] == "me/tiny-seqtemp" and call["private"] is True and call["token"] == "hf_test_token"
+    assert call["commit_message"] == "End of training"
+    assert call["folder"] == os.path.join(trainer.args.output_dir, "hub")
+
+
+def test_uploaded_folder_contents(pushed):
+    folder = pushed[1][0]["folder"]
+    files = {os.path.relpath(os.path.join(root, f), folder) for root, _, names in os.walk(folder) for f in names}
+    expected = {
+        "adapter_model.safetensors",
+        "adapter_config.json",
+        "seqtemp_config.json",
+        "README.md",
+        hub.PLOT_NAME,
+        "custom_generate/generate.py",
+        "custom_generate/requirements.txt",
+    }
+    assert expected <= files
+    assert not [f for f in files if f.endswith((".bin", ".pt", ".pkl", ".pth"))]  # no pickles
+    with open(os.path.join(folder, hub.PLOT_NAME), "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_reloaded_folder_gives_identical_logits(pushed):
+    trainer, calls = pushed
+    reloaded = load_tempered(calls[0]["folder"], base_model=tiny_causal_lm(VOCAB, seed=SEED))
+    held_out = _split()[1]
+    with torch.no_grad():
+        trained = trainer.model.eval()(input_ids=held_out).logits
+        torch.testing.assert_close(reloaded(input_ids=held_out).logits, trained, rtol=0, atol=0)
+        base = tiny_causal_lm(VOCAB, seed=SEED)(input_ids=held_out).logits
+    assert (trained - base).abs().max() > 1e-2  # the adapter did change the model, so the check above can fail
+    assert reloaded.seqtemp_config.target_temperature == T
+
+
+def _fresh_reports(trainer) -> dict[str, dict[str, float]]:
+    """Independent float64 oracle: log p, log q and the myopic log-likelihoods computed here, not by hf_seqtemp."""
+    held_out = _split()[1]
+    base_model = tiny_causal_lm(VOCAB, seed=SEED)
+    with torch.no_grad():
+        log_p = exact_logps(base_model, held_out)
+        log_q = exact_logps(trainer.model.eval(), held_out)
+        logits = base_model(input_ids=held_out).logits[:, :-1].double() / T
+        log_myopic = logits.log_softmax(-1).gather(-1, held_out[:, 1:, None]).squeeze(-1).sum(1)
+    tokens = held_out[:, 1:].numel()
+    return {
+        label: {
+            "t_eff": effective_temperature(log_p, values),
+            "kendall_tau": kendall_tau(log_p, values),
+            "nll_per_token": -values.sum().item() / tokens,
+        }
+        for label, values in zip(hub.ROW_NAMES.values(), (log_p, log_myopic, log_q))
+    }
+
+
+def test_card_figures_equal_a_fresh_evaluation(pushed):
+    trainer, calls = pushed
+    folder = calls[0]["folder"]
+    with open(os.path.join(folder, "README.md"), encoding="utf-8") as handle:
+        card = handle.read()
+    rows, fresh = _card_rows(card), _fresh_reports(trainer)
+    for label, values in rows.items():
+        expected = [fresh[label][k] for k in ("t_eff", "kendall_tau", "nll_per_token")]
+        assert values == pytest.approx(expected, abs=6e-5), label
+    tempered = fresh[hub.ROW_NAMES["tempered"]]
+    assert abs(tempered["t_eff"] - 1.0) > 0.05  # trained away from the base model
+    config = SequenceTemperatureConfig.from_pretrained(folder)
+    assert config.eval_t_eff == pytest.approx(tempered["t_eff"], rel=1e-5)
+    assert config.eval_kendall_tau == pytest.approx(tempered["kendall_tau"], abs=1e-9)
+    assert config.eval_nll == pytest.approx(tempered["nll_per_token"], rel=1e-5)
+    assert "Measured on 24 held-out sequences from `me/tiny-sequences`" in card
+    assert f"]({hub.PLOT_NAME})" in card
+    assert "| loss | `ratio` |" in card and "| lora_r | 4 |" in card and "| nll_weight | 0.1 |" in card
+    assert 'load_tempered("me/tiny-seqtemp")' in card and "seq_temperature=0.5" in card
+
+
+def test_card_metadata(pushed):
+    with open(os.path.join(pushed[1][0]["folder"], "README.md"), encoding="utf-8") as handle:
+        front = handle.read().split("---\n")[1]
+    metadata = yaml.safe_load(front)
+    assert metadata["library_name"] == "peft"
+    assert {"seqtemp", "lora", "sequence-temperature-0.5"} <= set(metadata["tags"])
+    assert metadata["datasets"] == ["me/tiny-sequences"]
+
+
+def test_save_model_pushes_when_push_to_hub_is_set(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(hub, "push_to_hub", lambda folder, repo_id, **kw: calls.append((repo_id, kw)))
+    trainer = _train(tmp_path / "my-run", push_to_hub=True)
+    trainer.save_model()
+    assert [(repo, kw["commit_message"]) for repo, kw in calls] == [("my-run", "Model save")]
+
+
+def test_save_for_hub_from_a_loaded_model(pushed, tmp_path):
+    trainer, calls = pushed
+    model = load_tempered(calls[0]["folder"], base_model=tiny_causal_lm(VOCAB, seed=SEED))
+    loaded = model.seqtemp_config.to_dict()
+    config = hub.save_for_hub(
+        model, tmp_path / "again", held_out_dataset=as_dataset(_split()[1]), base_model="me/tiny-base"
+    )
+    fresh = _fresh_reports(trainer)[hub.ROW_NAMES["tempered"]]
+    assert config.eval_t_eff == pytest.approx(fresh["t_eff"], rel=1e-5)
+    assert config.base_model_id == "me/tiny-base"
+    with open(tmp_path / "again" / "README.md", encoding="utf-8") as handle:
+        card = handle.read()
+    assert "base_model: me/tiny-base" in card and "[`me/tiny-base`](https://huggingface.co/me/tiny-base)" in card
+    assert model.seqtemp_config.to_dict() == loaded  # the model's own config is left alone
+    # without held-out data: nothing is measured (the recorded figures stay), and the card says so
+    model.seqtemp_config.eval_t_eff = None
+    config = hub.save_for_hub(model, tmp_path / "bare")
+    assert config.eval_t_eff is None and not (tmp_path / "bare" / hub.PLOT_NAME).exists()
+    assert "No held-out evaluation was run" in (tmp_path / "bare" / "README.md").read_text(encoding="utf-8")
+
+
+def test_measure_held_out_full_model_against_itself():
+    model = tiny_causal_lm(VOCAB, seed=SEED)
+    reports, logps = hub.measure_held_out(model, as_dataset(_split()[1]), 2.0, base_model=model)
+    assert reports["tempered"]["t_eff"] == pytest.approx(1.0, abs=1e-6)
+    torch.testing.assert_close(logps["tempered"], logps["base"])
+    assert reports["myopic"]["t_eff"] > 1.2  # token temperature 2 flattens the sequence distribution
+
+
+def test_render_model_card_fills_every_placeholder():
+    card = hub.render_model_card(SequenceTemperatureConfig(0.25, base_model_id="a/b", loss_type="ssts"))
+    assert "$" not in card and "sequence-temperature-0.25" in card and "a at sequence" not in card
+    root = os.path.join(os.path.dirname(__file__), "..", "model_cards", "seqtemp_card.md")
+    package = os.path.join(os.path.dirname(hub.__file__), "templates", "seqtemp_card.md")
+    assert os.path.realpath(root) == os.path.realpath(package)  # one source of truth
+
+
+def test_config_push_to_hub_uploads_only_the_json(monkeypatch):
+    seen = {}
+
+    def record(folder, repo_id, **kwargs):
+        seen.update(repo_id=repo_id, files=os.listdir(folder), private=kwargs["private"])
+        with open(os.path.join(folder, "seqtemp_config.json"), encoding="utf-8") as handle:
+            seen["content"] = json.load(handle)
+
+    monkeypatch.setattr(hub, "push_to_hub", record)
+    SequenceTemperatureConfig(0.5, base_model_id="a/b").push_to_hub("me/cfg", private=True)
+    assert seen["repo_id"] == "me/cfg" and seen["files"] == ["seqtemp_config.json"] and seen["private"] is True
+    assert seen["content"]["target_temperature"] == 0.5 and seen["content"]["base_model_id"] == "a/b"
+
+
+def test_push_to_hub_calls_create_repo_then_upload_folder(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    log = []
+
+    class FakeApi:
+        def __init__(self, token=None):
+            log.append(("init", token))
+
+        def create_repo(self, repo_id, private=None, exist_ok=False):
+            log.append(("create_repo", repo_id, private, exist_ok))
+
+        def upload_folder(self, repo_id, folder_path, commit_message, revision=None):
+            log.append(("upload_folder", repo_id, folder_path, commit_message, revision))
+            return "commit"
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    assert hub.push_to_hub(tmp_path, "me/x", private=True, token="tok", commit_message="msg") == "commit"
+    assert log == [
+        ("init", "tok"),
+        ("create_repo", "me/x", True, True),
+        ("upload_folder", "me/x", str(tmp_path), "msg", None),
+    ]
+
+
+def test_errors(tmp_path):
+    model = tiny_causal_lm(VOCAB)
+    with pytest.raises(TypeError, match="`trainer_or_model` must be a SeqTempTrainer or a model carrying"):
+        hub.save_for_hub(model, tmp_path)
+    with pytest.raises(TypeError, match="`dataset_names` must be a list of Hub dataset ids"):
+        hub.save_for_hub(model, tmp_path, dataset_names="me/data")
+    held_out = as_dataset(_split()[1])
+    with pytest.raises(ValueError, match="`base_model` must be the base model object"):
+        hub.measure_held_out(model, held_out, T)
+    with pytest.raises(TypeError, match="`scorer` must be an AutoregressiveScorer"):
+        hub.measure_held_out(model, held_out, T, base_model=model, scorer=SequenceScorer())
+    with pytest.raises(ValueError, match="`repo_id` must be a Hub repository id"):
+        hub.push_to_hub(tmp_path, " ")
+    with pytest.raises(ValueError, match="`folder` must be an existing folder"):
+        hub.push_to_hub(tmp_path / "missing", "me/x")
