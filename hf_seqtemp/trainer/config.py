@@ -33,7 +33,24 @@ class SeqTempConfig(TrainingArguments):
         nll_weight (`float`, *optional*, defaults to `0.1`):
             λ: weight of the model's own token NLL added to the objective. It prevents *likelihood drift* (the ratio
             loss alone is also minimised by shifting every log q by a constant per length), at the price of pulling
-            the temperature back toward 1. The paper combines L_p with the NLL (Section 5.2.2). Must be ≥ 0.
+            the temperature back toward 1. The paper combines L_p with the NLL (Section 5.2.2). Must be ≥ 0. For a
+            diffusion model the term is its own diffusion objective L_diff (Eq. 4, the ELBO) instead of the token NLL.
+
+        > Parameters that control diffusion models (ignored for causal LMs)
+
+        likelihood_method (`str` or `None`, *optional*, defaults to `None`):
+            How log q(x) and log p(x) of a diffusion model are computed: `"exact"` is the block dynamic program
+            (Prop. 4.6, loss L_p; block diffusion only, cost O(L 2^B)), `"mc"` the k-order Monte-Carlo estimate
+            log p̃ (Eq. 23, loss L_k of Eq. 24). `None` picks `"exact"` for block diffusion and `"mc"` for masked
+            diffusion (whose exact likelihood sums over all L! orders).
+        num_orders (`int`, *optional*, defaults to `4`):
+            k: random unmasking orders per sequence and step for the trained model's estimate log q̃ (`"mc"`).
+            Fresh orders are drawn at every step. Must be ≥ 1.
+        ref_num_orders (`int` or `None`, *optional*, defaults to `None`):
+            k for the reference estimate log p̃ (`"mc"`), which is computed once, so it may be larger than
+            `num_orders`. The orders of example i are drawn from the seed `(seed · 1000003 + i) mod 2^63`
+            (`hf_seqtemp.trainer.families.order_seed`), stored in the `ref_order_seed` column, so the reference is
+            reproducible. `None` uses `num_orders`. Must be ≥ 1.
 
         > Parameters that control the data preprocessing
 
@@ -70,6 +87,22 @@ class SeqTempConfig(TrainingArguments):
     nll_weight: float = field(
         default=0.1,
         metadata={"help": "λ: weight of the model's own token NLL, preventing likelihood drift; ≥ 0."},
+    )
+    # Parameters that control diffusion models
+    likelihood_method: str | None = field(
+        default=None,
+        metadata={
+            "help": "Diffusion likelihood: 'exact' (block DP, L_p; block diffusion only) or 'mc' (k orders, L_k, "
+            "Eq. 23-24). Default: exact for block diffusion, mc for masked diffusion.",
+            "choices": ["exact", "mc"],
+        },
+    )
+    num_orders: int = field(
+        default=4, metadata={"help": "k: unmasking orders per sequence for the trained model's estimate (mc); ≥ 1."}
+    )
+    ref_num_orders: int | None = field(
+        default=None,
+        metadata={"help": "k for the precomputed reference estimate (mc), may exceed num_orders; default num_orders."},
     )
     # Parameters that control the data preprocessing
     max_length: int = field(
@@ -109,6 +142,16 @@ class SeqTempConfig(TrainingArguments):
             raise ValueError(
                 f"`max_length` must be an integer ≥ 2 (a first token and one scored token), got {self.max_length!r}."
             )
+        if self.likelihood_method is not None and self.likelihood_method not in ("exact", "mc"):
+            raise ValueError(
+                f"`likelihood_method` must be 'exact', 'mc' or None (pick by model family), got {self.likelihood_method!r}."
+            )
+        for name in ("num_orders", "ref_num_orders"):
+            value = getattr(self, name)
+            if (value is not None or name == "num_orders") and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(f"`{name}` must be an integer ≥ 1 (orders per sequence), got {value!r}.")
         if self.remove_unused_columns:
             raise ValueError(
                 "`remove_unused_columns=True` would drop the reference log-prob columns that the loss needs; "

@@ -17,11 +17,13 @@ from transformers import AutoModelForCausalLM, Trainer
 from transformers.trainer import TRAINING_ARGS_NAME
 
 from ..config import SequenceTemperatureConfig
-from ..likelihood import AutoregressiveScorer
 from ..losses import LOSSES, LossInputs
 from ..metrics.core import effective_temperature, kendall_tau
+from ..models.base import DiffusionLM
+from ..models.diffusion import _BLOCK_TYPES, _SHIFTED_TYPES, _UNSHIFTED_TYPES, wrap_diffusion_model
 from .config import SeqTempConfig
-from .data import SeqTempCollator, prepare_dataset
+from .data import EXAMPLE_ID, SeqTempCollator, prepare_dataset
+from .families import DiffusionFamily, family_for, order_seed
 
 
 def _is_peft_model(model) -> bool:
@@ -30,6 +32,18 @@ def _is_peft_model(model) -> bool:
     except ImportError:
         return False
     return isinstance(model, PeftModel)
+
+
+def _peft_of(model):
+    """The PeftModel of `model` (itself, or the inner model of a diffusion adapter), or `None`."""
+    inner = model.model if isinstance(model, DiffusionLM) else model
+    return inner if _is_peft_model(inner) else None
+
+
+def _is_raw_diffusion_model(model) -> bool:
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    known = _BLOCK_TYPES | _SHIFTED_TYPES | _UNSHIFTED_TYPES
+    return model_type in known or type(model).__name__.endswith("ForMaskedLM")
 
 
 class SeqTempTrainer(Trainer):
@@ -41,8 +55,14 @@ class SeqTempTrainer(Trainer):
     weights); without one, full fine-tuning uses a frozen copy only when reference values are not precomputed.
     Reference log-probabilities are computed once before training and stored per example.
 
+    The model family picks the scoring ([`~hf_seqtemp.trainer.families`]): a causal LM is scored exactly; a
+    [`~hf_seqtemp.models.base.DiffusionLM`] adapter (or a raw masked LM, wrapped with
+    [`~hf_seqtemp.models.diffusion.wrap_diffusion_model`] using the tokenizer's mask token) by the exact block DP
+    (L_p) or the k-order estimate (L_k, Eq. 24), see `SeqTempConfig.likelihood_method`, with the diffusion ELBO
+    L_diff (Eq. 4) as the `nll_weight` term. LoRA is then applied to the adapter's inner `.model`.
+
     Args:
-        model (`str` or `PreTrainedModel`): the model to temper, or a Hub id / path loaded with
+        model (`str`, `PreTrainedModel` or `DiffusionLM`): the model to temper, or a Hub id / path loaded with
             `AutoModelForCausalLM.from_pretrained`.
         args ([`SeqTempConfig`], *optional*): training configuration; defaults to `SeqTempConfig("<name>-SeqTemp")`.
         data_collator (*optional*): defaults to [`~hf_seqtemp.trainer.data.SeqTempCollator`].
@@ -51,8 +71,8 @@ class SeqTempTrainer(Trainer):
         processing_class (*optional*): the tokenizer (needed for text datasets).
         compute_metrics, callbacks, optimizers: as in [`~transformers.Trainer`].
         peft_config (`peft.PeftConfig`, *optional*): wraps the model with this adapter (e.g. `LoraConfig`).
-        scorer ([`SequenceScorer`], *optional*): sequence-likelihood estimator; defaults to
-            [`AutoregressiveScorer`] (exact).
+        scorer ([`SequenceScorer`], *optional*): sequence-likelihood estimator of a causal LM; defaults to
+            [`AutoregressiveScorer`] (exact). Diffusion models take theirs from `args` instead.
 
     Example:
     ```python
@@ -88,12 +108,20 @@ class SeqTempTrainer(Trainer):
         scorer=None,
     ):
         if args is None:
-            name = model if isinstance(model, str) else model.config._name_or_path
+            inner = model.model if isinstance(model, DiffusionLM) else model
+            name = model if isinstance(model, str) else getattr(getattr(inner, "config", None), "_name_or_path", "")
+            name = name or type(inner).__name__
             args = SeqTempConfig(f"{str(name).split('/')[-1]}-SeqTemp")
         if not isinstance(args, SeqTempConfig):
             raise TypeError(f"`args` must be a SeqTempConfig, got {type(args).__name__}.")
-        model = self._prepare_model(model, peft_config)
-        self.scorer = scorer if scorer is not None else AutoregressiveScorer()
+        model = self._prepare_model(model, peft_config, processing_class)
+        self.family = family_for(model, args, scorer)
+        if args.loss_type not in self.family.losses:
+            raise ValueError(
+                f"`loss_type={args.loss_type!r}` is not available for {self.family.name} models (available: "
+                f"{list(self.family.losses)}): loss_type='ssts' for diffusion models needs the diffusion "
+                "importance-sampling loss of Eq. 18, not wired yet. Use loss_type='ratio'."
+            )
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset")
         if eval_dataset is not None:
             eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset")
@@ -102,7 +130,7 @@ class SeqTempTrainer(Trainer):
             pad = pad if pad is not None else getattr(processing_class, "eos_token_id", None)
             data_collator = SeqTempCollator(pad_token_id=pad if isinstance(pad, int) else 0)
         self._ref_model = None
-        if not _is_peft_model(model) and not args.precompute_ref_logps:
+        if _peft_of(model) is None and not args.precompute_ref_logps:
             self._ref_model = copy.deepcopy(model).eval().requires_grad_(False)
         super().__init__(
             model=model, args=args, data_collator=data_collator, train_dataset=train_dataset,
@@ -119,20 +147,28 @@ class SeqTempTrainer(Trainer):
 
     # ------------------------------------------------------------------ preparation
     @staticmethod
-    def _prepare_model(model, peft_config):
+    def _prepare_model(model, peft_config, processing_class=None):
         if isinstance(model, str):
             model = AutoModelForCausalLM.from_pretrained(model)
-        if peft_config is not None:
-            if _is_peft_model(model):
-                raise ValueError("`model` is already a PeftModel; pass `peft_config=None` to train its adapter.")
-            from peft import get_peft_model
+        if not isinstance(model, DiffusionLM) and _is_raw_diffusion_model(model):
+            model = wrap_diffusion_model(model, processing_class)
+        if peft_config is None:
+            return model
+        if _peft_of(model) is not None:
+            raise ValueError("`model` is already a PeftModel; pass `peft_config=None` to train its adapter.")
+        from peft import get_peft_model
 
-            model = get_peft_model(model, peft_config)
-            for adapter_config in model.peft_config.values():
-                # PEFT leaves this empty for models built from a config; AutoPeftModel needs it to find the base.
-                if not adapter_config.base_model_name_or_path and model.config._name_or_path:
-                    adapter_config.base_model_name_or_path = model.config._name_or_path
-        return model
+        inner = model.model if isinstance(model, DiffusionLM) else model
+        peft_model = get_peft_model(inner, peft_config)
+        name = getattr(getattr(inner, "config", None), "_name_or_path", None)
+        for adapter_config in peft_model.peft_config.values():
+            # PEFT leaves this empty for models built from a config; AutoPeftModel needs it to find the base.
+            if not adapter_config.base_model_name_or_path and name:
+                adapter_config.base_model_name_or_path = name
+        if isinstance(model, DiffusionLM):
+            model.model = peft_model
+            return model
+        return peft_model
 
     @staticmethod
     def _prepare_dataset(dataset, processing_class, args: SeqTempConfig, name: str):
@@ -150,9 +186,9 @@ class SeqTempTrainer(Trainer):
     @contextlib.contextmanager
     def _reference_model(self):
         """Yields the reference p: the adapter disabled, the frozen copy, or the untouched model before training."""
-        model = self.model
-        if _is_peft_model(model):
-            with model.disable_adapter():
+        model, peft = self.model, _peft_of(self.model)
+        if peft is not None:
+            with peft.disable_adapter():
                 yield model
         else:
             yield self._ref_model if self._ref_model is not None else model
@@ -162,11 +198,9 @@ class SeqTempTrainer(Trainer):
         with self._reference_model() as reference:
             was_training = reference.training
             reference.eval()
-            token_logps, _ = self.scorer.token_logps(
-                reference, batch["input_ids"], batch["attention_mask"], batch["completion_mask"]
-            )
+            seq_logps, token_logps = self.family.reference(reference, batch)
             reference.train(was_training)
-        return token_logps.sum(1), token_logps
+        return seq_logps, token_logps
 
     def _add_reference_columns(self, dataset: Dataset, split: str) -> Dataset:
         """Scores the dataset under the reference once; each rank scores its share, then all ranks gather."""
@@ -179,7 +213,7 @@ class SeqTempTrainer(Trainer):
                 batch = {k: v.to(self.args.device) for k, v in batch.items()}
                 seq, tokens = self._reference_logps(batch)
                 for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
-                    rows.append((seq[row].item(), tokens[row, :n].float().cpu().tolist()))
+                    rows.append((seq[row].item(), tokens[row, :n].float().cpu().tolist() if tokens is not None else None))
         rows = [(i, *row) for i, row in zip(mine, rows)]
         if self.accelerator.num_processes > 1:
             from accelerate.utils import gather_object
@@ -188,6 +222,9 @@ class SeqTempTrainer(Trainer):
         dataset = dataset.add_column("ref_logps", [row[1] for row in rows])
         if LOSSES[self.args.loss_type].needs_ref_token_logps:
             dataset = dataset.add_column("ref_token_logps", [row[2] for row in rows])
+        if isinstance(self.family, DiffusionFamily) and self.family.method == "mc":
+            seeds = [order_seed(self.args.seed, i) for i in dataset[EXAMPLE_ID]]
+            dataset = dataset.add_column("ref_order_seed", seeds)
         return dataset
 
     # ------------------------------------------------------------------ loss
@@ -209,21 +246,22 @@ class SeqTempTrainer(Trainer):
             raise ValueError("SeqTempTrainer.compute_loss does not return model outputs; call it with return_outputs=False.")
         mode = "train" if self.model.training else "eval"
         # 1. score the batch under the trained model and fetch (or compute) the reference
-        token_logps, mask = self.scorer.token_logps(
-            model, inputs["input_ids"], inputs["attention_mask"], inputs["completion_mask"]
-        )
+        policy_logps, extra = self.family.score(model, inputs)
+        mask = extra["completion_mask"]
+        anti_drift = self.family.anti_drift_loss(model, inputs, extra) if self.args.nll_weight > 0 else None
         if "ref_logps" in inputs:
             ref_logps, ref_token_logps = inputs["ref_logps"], inputs.get("ref_token_logps")
         else:
             ref_logps, ref_token_logps = self._reference_logps(inputs)
         # 2. the loss, on sequence values gathered over ranks so that pairs cross devices
         loss_inputs = LossInputs(
-            policy_logps=self._gather_with_grad(token_logps.sum(1)),
+            policy_logps=self._gather_with_grad(policy_logps),
             ref_logps=self._gather_with_grad(ref_logps.float()),
-            policy_token_logps=token_logps,
+            policy_token_logps=extra.get("token_logps"),
             completion_mask=mask,
             ref_token_logps=ref_token_logps,
             world_size=self.accelerator.num_processes,
+            anti_drift=anti_drift,
         )
         output = LOSSES[self.args.loss_type].compute(loss_inputs, self.args.target_temperature, self.args.nll_weight)
         # 3. record what log() reports
@@ -282,19 +320,19 @@ class SeqTempTrainer(Trainer):
 
     def sequence_temperature_config(self) -> SequenceTemperatureConfig:
         """The config saved beside the adapter, with the figures of the last `evaluate()` (if any)."""
-        model = self.model
+        model = self.model.model if isinstance(self.model, DiffusionLM) else self.model
         base = getattr(getattr(model, "peft_config", {}).get("default"), "base_model_name_or_path", None)
         base = base or getattr(model.config, "_name_or_path", None)
         measured = self.last_eval_metrics
         peft_config = getattr(model, "peft_config", {}).get("default")
         hyper = {"nll_weight": self.args.nll_weight, "learning_rate": self.args.learning_rate,
-                 "max_steps": self.state.global_step if self.state else None}
+                 "max_steps": self.state.global_step if self.state else None, **self.family.hyperparameters()}
         if peft_config is not None:
             hyper.update(lora_r=getattr(peft_config, "r", None), lora_alpha=getattr(peft_config, "lora_alpha", None))
         return SequenceTemperatureConfig(
             target_temperature=self.args.target_temperature,
             base_model_id=base,
-            model_family="causal_lm",
+            model_family=self.family.name,
             loss_type=self.args.loss_type,
             training_hyperparameters=hyper,
             eval_t_eff=measured.get("eval_temp/t_eff"),
@@ -303,11 +341,22 @@ class SeqTempTrainer(Trainer):
         )
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
-        """Saves like `Trainer`, but only safetensors and JSON: the pickled `training_args.bin` becomes JSON."""
-        super()._save(output_dir, state_dict)
+        """Saves like `Trainer`, but only safetensors and JSON: the pickled `training_args.bin` becomes JSON.
+
+        A diffusion adapter is saved as its inner model (the PEFT adapter, or the full model), which is what
+        `from_pretrained` reloads; the adapter is rebuilt from `seqtemp_config.json`'s `model_family`.
+        """
+        output_dir = output_dir or self.args.output_dir
+        if isinstance(self.model, DiffusionLM):
+            if self.args.should_save:
+                os.makedirs(output_dir, exist_ok=True)
+                self.model.model.save_pretrained(output_dir, state_dict=state_dict)
+                if self.processing_class is not None:
+                    self.processing_class.save_pretrained(output_dir)
+        else:
+            super()._save(output_dir, state_dict)
         if not self.args.should_save:
             return
-        output_dir = output_dir or self.args.output_dir
         pickled = os.path.join(output_dir, TRAINING_ARGS_NAME)
         if os.path.exists(pickled):
             os.remove(pickled)
