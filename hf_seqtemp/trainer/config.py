@@ -35,6 +35,11 @@ class SeqTempConfig(TrainingArguments):
             loss alone is also minimised by shifting every log q by a constant per length), at the price of pulling
             the temperature back toward 1. The paper combines L_p with the NLL (Section 5.2.2). Must be ≥ 0. For a
             diffusion model the term is its own diffusion objective L_diff (Eq. 4, the ELBO) instead of the token NLL.
+        init_from_token_temperature (`bool`, *optional*, defaults to `False`):
+            Start the adapter at the myopic baseline: the decoder's final norm becomes a trainable PEFT
+            `modules_to_save` copy scaled by 1/T, which divides every logit by T (checked at start-up). Training then
+            only has to learn the sequence-level correction. Needs a `peft_config` and a causal LM whose final norm
+            feeds a bias-free linear head (Llama, Mistral, Qwen, SmolLM, GPT-2 style).
 
         > Parameters that control diffusion models (ignored for causal LMs)
 
@@ -103,6 +108,10 @@ class SeqTempConfig(TrainingArguments):
     ref_num_orders: int | None = field(
         default=None,
         metadata={"help": "k for the precomputed reference estimate (mc), may exceed num_orders; default num_orders."},
+    )
+    init_from_token_temperature: bool = field(
+        default=False,
+        metadata={"help": "Start the adapter at token temperature T (final norm scaled by 1/T, trained with LoRA)."},
     )
     # Parameters that control the data preprocessing
     max_length: int = field(

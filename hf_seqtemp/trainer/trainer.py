@@ -23,6 +23,7 @@ from ..models.base import DiffusionLM
 from ..models.diffusion import _BLOCK_TYPES, _SHIFTED_TYPES, _UNSHIFTED_TYPES, wrap_diffusion_model
 from .config import SeqTempConfig
 from .data import EXAMPLE_ID, SeqTempCollator, prepare_dataset
+from .token_temperature_init import fold_token_temperature, with_trainable_final_norm
 from .families import DiffusionFamily, family_for, order_seed
 
 
@@ -114,7 +115,7 @@ class SeqTempTrainer(Trainer):
             args = SeqTempConfig(f"{str(name).split('/')[-1]}-SeqTemp")
         if not isinstance(args, SeqTempConfig):
             raise TypeError(f"`args` must be a SeqTempConfig, got {type(args).__name__}.")
-        model = self._prepare_model(model, peft_config, processing_class)
+        model = self._prepare_model(model, peft_config, processing_class, args)
         self.family = family_for(model, args, scorer)
         if args.loss_type not in self.family.losses:
             raise ValueError(
@@ -147,11 +148,13 @@ class SeqTempTrainer(Trainer):
 
     # ------------------------------------------------------------------ preparation
     @staticmethod
-    def _prepare_model(model, peft_config, processing_class=None):
+    def _prepare_model(model, peft_config, processing_class, args: SeqTempConfig):
         if isinstance(model, str):
             model = AutoModelForCausalLM.from_pretrained(model)
         if not isinstance(model, DiffusionLM) and _is_raw_diffusion_model(model):
             model = wrap_diffusion_model(model, processing_class)
+        if args.init_from_token_temperature and (peft_config is None or isinstance(model, DiffusionLM)):
+            raise ValueError("`init_from_token_temperature=True` needs a causal LM and a `peft_config` (e.g. LoraConfig).")
         if peft_config is None:
             return model
         if _peft_of(model) is not None:
@@ -159,7 +162,11 @@ class SeqTempTrainer(Trainer):
         from peft import get_peft_model
 
         inner = model.model if isinstance(model, DiffusionLM) else model
+        if args.init_from_token_temperature:
+            peft_config = with_trainable_final_norm(peft_config, inner)
         peft_model = get_peft_model(inner, peft_config)
+        if args.init_from_token_temperature:
+            fold_token_temperature(peft_model, args.target_temperature)
         name = getattr(getattr(inner, "config", None), "_name_or_path", None)
         for adapter_config in peft_model.peft_config.values():
             # PEFT leaves this empty for models built from a config; AutoPeftModel needs it to find the base.

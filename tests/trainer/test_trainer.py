@@ -136,3 +136,25 @@ def test_precompute_off_uses_a_frozen_copy_without_peft(tmp_path):
     sequences = all_sequences(4, 3)
     torch.testing.assert_close(exact_logps(on.model.eval(), sequences), exact_logps(off.model.eval(), sequences),
                                atol=1e-4, rtol=0)
+
+
+def test_init_from_token_temperature_starts_at_the_myopic_baseline(tmp_path):
+    """Scaling the final norm by 1/T makes the adapter model *exactly* the token-temperature-T scorer."""
+    model = tiny_causal_lm(6, seed=3)
+    sequences = all_sequences(6, 2)
+    myopic = AutoregressiveScorer(token_temperature=0.5)(tiny_causal_lm(6, seed=3), sequences).detach()
+    lora = LoraConfig(r=2, target_modules=["q_proj", "v_proj"])
+    trainer = SeqTempTrainer(model, _config(tmp_path, max_steps=1, init_from_token_temperature=True),
+                             train_dataset=as_dataset(sequences), peft_config=lora)
+    assert any("norm.modules_to_save" in n for n, p in trainer.model.named_parameters() if p.requires_grad)
+    torch.testing.assert_close(AutoregressiveScorer()(trainer.model, sequences).detach(), myopic, atol=1e-5, rtol=0)
+    # the reference is still the base model (adapter and scaled norm disabled)
+    torch.testing.assert_close(torch.tensor(trainer.train_dataset["ref_logps"]),
+                               AutoregressiveScorer()(tiny_causal_lm(6, seed=3), sequences).detach())
+    with pytest.raises(ValueError, match="`init_from_token_temperature=True` needs a causal LM and a `peft_config`"):
+        SeqTempTrainer(tiny_causal_lm(6), _config(tmp_path, init_from_token_temperature=True),
+                       train_dataset=as_dataset(sequences))
+    with pytest.raises(ValueError, match="does not divide the logits"):
+        SeqTempTrainer(tiny_causal_lm(6), _config(tmp_path, init_from_token_temperature=True),
+                       train_dataset=as_dataset(sequences),
+                       peft_config=LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
