@@ -41,6 +41,17 @@ class SeqTempConfig(TrainingArguments):
             only has to learn the sequence-level correction. Needs a `peft_config` and a causal LM whose final norm
             feeds a bias-free linear head (Llama, Mistral, Qwen, SmolLM, GPT-2 style).
 
+        > Parameters of the recall-oriented losses (`loss_type` in `"c_div"`, `"trunc_r"`, `"lambda_pr"`)
+
+        c_div_alpha (`float`, *optional*, defaults to `1.4`):
+            α > 1 of the conditional Tsallis divergence of `loss_type="c_div"`; larger α weighs the tokens the
+            model under-covers more (recall), α → 1 recovers the NLL.
+        trunc_r_quantile (`float`, *optional*, defaults to `0.8`):
+            Level in (0, 1] of the rolling quantile of recent sequence log-likelihoods under which `"trunc_r"`
+            trains on a sequence; 1 trains on every sequence.
+        lambda_pr_lambda (`float`, *optional*, defaults to `0.5`):
+            λ > 0 of the precision–recall divergence of `"lambda_pr"`; λ < 1 favours recall, λ > 1 precision.
+
         > Parameters that control diffusion models (ignored for causal LMs)
 
         likelihood_method (`str` or `None`, *optional*, defaults to `None`):
@@ -113,6 +124,12 @@ class SeqTempConfig(TrainingArguments):
         default=False,
         metadata={"help": "Start the adapter at token temperature T (final norm scaled by 1/T, trained with LoRA)."},
     )
+    # Parameters of the recall-oriented losses
+    c_div_alpha: float = field(default=1.4, metadata={"help": "α > 1 of the Tsallis divergence of loss_type='c_div'."})
+    trunc_r_quantile: float = field(
+        default=0.8, metadata={"help": "Quantile in (0, 1] of recent log-likelihoods below which 'trunc_r' trains."}
+    )
+    lambda_pr_lambda: float = field(default=0.5, metadata={"help": "λ > 0 of the precision-recall divergence."})
     # Parameters that control the data preprocessing
     max_length: int = field(
         default=512,
@@ -147,6 +164,14 @@ class SeqTempConfig(TrainingArguments):
             self.nll_weight >= 0
         ):
             raise ValueError(f"`nll_weight` must be a float ≥ 0, got {self.nll_weight!r}.")
+        for name, low, high, closed_high in (("c_div_alpha", 1.0, float("inf"), False),
+                                             ("trunc_r_quantile", 0.0, 1.0, True),
+                                             ("lambda_pr_lambda", 0.0, float("inf"), False)):
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low < value
+            if not ok or not (value <= high if closed_high else value < high):
+                interval = f"({low:g}, {high:g}{']' if closed_high else ')'}"
+                raise ValueError(f"`{name}` must be in {interval}, got {value!r}.")
         if isinstance(self.max_length, bool) or not isinstance(self.max_length, int) or self.max_length < 2:
             raise ValueError(
                 f"`max_length` must be an integer ≥ 2 (a first token and one scored token), got {self.max_length!r}."

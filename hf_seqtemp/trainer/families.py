@@ -55,7 +55,7 @@ class CausalLMFamily:
     """
 
     name = "causal_lm"
-    losses = ("ratio", "ssts")
+    losses = ("ratio", "ssts", "c_div", "trunc_r", "lambda_pr")
 
     def __init__(self, scorer=None):
         self.scorer = scorer if scorer is not None else AutoregressiveScorer()

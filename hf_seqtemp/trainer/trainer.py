@@ -143,6 +143,7 @@ class SeqTempTrainer(Trainer):
         if hasattr(self.model, "add_model_tags"):
             self.model.add_model_tags(self._tag_names)
         self._buffers = {mode: defaultdict(list) for mode in ("train", "eval")}
+        self._loss_state: dict = {}  # objectives with memory (TruncR's rolling quantile)
         self.last_eval_metrics: dict[str, float] = {}
         self._prepare_reference()
 
@@ -269,8 +270,9 @@ class SeqTempTrainer(Trainer):
             ref_token_logps=ref_token_logps,
             world_size=self.accelerator.num_processes,
             anti_drift=anti_drift,
+            state=self._loss_state,
         )
-        output = LOSSES[self.args.loss_type].compute(loss_inputs, self.args.target_temperature, self.args.nll_weight)
+        output = LOSSES[self.args.loss_type].compute(loss_inputs, self.args)
         # 3. record what log() reports
         buffer = self._buffers[mode]
         buffer["policy"].append(loss_inputs.policy_logps.detach().float().cpu())

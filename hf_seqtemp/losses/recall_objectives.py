@@ -1,0 +1,50 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Registry entries for the recall-oriented losses of `recall.py` (c-Div, TruncR, λ-PR).
+
+The data distribution P of these divergences is the distribution the training sequences were drawn from. With a
+self-sampled dataset (`sample_dataset`) that is the reference model p itself, so P's per-token conditionals and
+sequence log-likelihoods are the precomputed reference columns.
+"""
+
+from __future__ import annotations
+
+from .recall import RollingQuantile, c_div_loss, lambda_pr_loss, trunc_r_loss
+from .spec import LossInputs, LossOutput, LossSpec
+from .temperature import token_nll
+
+
+def _with_nll(inputs: LossInputs, args, loss, diagnostics: dict, name: str) -> LossOutput:
+    nll = token_nll(inputs.policy_token_logps, inputs.completion_mask)
+    metrics = {f"loss/{name}": float(loss.detach()), "loss/nll": nll.item()}
+    metrics.update({f"{name}/{key}": float(value) for key, value in diagnostics.items() if key != "nll"})
+    return LossOutput(loss + args.nll_weight * nll, metrics)
+
+
+def _c_div_objective(inputs: LossInputs, args) -> LossOutput:
+    loss, diagnostics = c_div_loss(
+        inputs.policy_token_logps, inputs.completion_mask, alpha=args.c_div_alpha,
+        data_token_logps=inputs.ref_token_logps,
+    )
+    return _with_nll(inputs, args, loss, diagnostics, "c_div")
+
+
+def _trunc_r_objective(inputs: LossInputs, args) -> LossOutput:
+    buffer = inputs.state.setdefault("trunc_r_threshold", RollingQuantile(quantile=args.trunc_r_quantile))
+    loss, diagnostics = trunc_r_loss(inputs.policy_token_logps, inputs.completion_mask, threshold=buffer)
+    return _with_nll(inputs, args, loss, diagnostics, "trunc_r")
+
+
+def _lambda_pr_objective(inputs: LossInputs, args) -> LossOutput:
+    mask = inputs.completion_mask.bool()
+    data_logps = inputs.ref_token_logps.masked_fill(~mask, 0.0).sum(dim=1)
+    loss, diagnostics = lambda_pr_loss(
+        inputs.policy_token_logps, inputs.completion_mask, data_logps=data_logps, lam=args.lambda_pr_lambda
+    )
+    return _with_nll(inputs, args, loss, diagnostics, "lambda_pr")
+
+
+RECALL_LOSSES: dict[str, LossSpec] = {
+    "c_div": LossSpec(_c_div_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (c-Div, Tsallis α)"),
+    "trunc_r": LossSpec(_trunc_r_objective, paper="arXiv 2508.09654 (TruncR, rolling quantile)"),
+    "lambda_pr": LossSpec(_lambda_pr_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (λ-PR)"),
+}

@@ -1,0 +1,72 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""The contract between the trainer and the registered objectives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .temperature import token_nll
+
+
+@dataclass
+class LossInputs:
+    """What the trainer scored for one batch.
+
+    Attributes:
+        policy_logps (`torch.Tensor` of shape `(n,)`): sequence log q_T(x), with grad. Under several processes these
+            are gathered from every rank (grad flows through the local part only).
+        ref_logps (`torch.Tensor` of shape `(n,)`): sequence log p(x) of the same sequences (no grad).
+        policy_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): local per-token log q, with
+            grad; `None` for diffusion models, whose sequence likelihood has no per-token factorisation.
+        completion_mask (`torch.Tensor` of shape `(batch, length)`): local scored positions.
+        ref_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): local per-token log p.
+        world_size (`int`, *optional*, defaults to 1): number of processes. The *gradient* of a pair loss over
+            gathered values is multiplied by it (its value is kept), because data-parallel training averages the
+            per-rank gradients while each rank only back-propagates through its local part of the pairs.
+        anti_drift (`torch.Tensor`, *optional*): the model's own training objective on the local batch, added with
+            weight `nll_weight` against likelihood drift (e.g. the diffusion ELBO L_diff, Eq. 4). `None`: the token
+            NLL of `policy_token_logps` (autoregressive).
+        state (`dict`, *optional*): kept by the trainer across steps, for objectives with memory (TruncR's rolling
+            quantile of recent sequence log-likelihoods).
+    """
+
+    policy_logps: torch.Tensor
+    ref_logps: torch.Tensor
+    policy_token_logps: torch.Tensor | None
+    completion_mask: torch.Tensor
+    ref_token_logps: torch.Tensor | None = None
+    world_size: int = 1
+    anti_drift: torch.Tensor | None = None
+    state: dict = field(default_factory=dict)
+
+    def drift_term(self) -> torch.Tensor | None:
+        """`anti_drift` if given, else the token NLL of `policy_token_logps`, else `None` (nothing to add)."""
+        if self.anti_drift is not None:
+            return self.anti_drift
+        if self.policy_token_logps is None:
+            return None
+        return token_nll(self.policy_token_logps, self.completion_mask)
+
+
+@dataclass
+class LossOutput:
+    loss: torch.Tensor
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    """A registered objective and the reference values it needs precomputed."""
+
+    compute: Callable[[LossInputs, Any], LossOutput]
+    needs_ref_token_logps: bool = False
+    paper: str = ""
+
+
+def scale_gradient(value: torch.Tensor, factor: float) -> torch.Tensor:
+    """`value` unchanged, with its gradient multiplied by `factor`."""
+    return value if factor == 1 else value * factor - value.detach() * (factor - 1)
