@@ -2,7 +2,8 @@
 """Quick start: temper the embedded SmolLM2-135M-Instruct to sequence temperature T = 0.5 and measure it.
 
 1. sample a dataset of completions from the model itself (p is the distribution being tempered);
-2. train a LoRA adapter with the likelihood-ratio loss (L_p + λ·NLL);
+2. train a LoRA adapter with the likelihood-ratio loss (L_p + λ·NLL), started at the myopic solution (the final
+   norm scaled by 1/T, which divides every logit by T) so that training learns the sequence-level correction;
 3. print T_eff, Kendall τ and NLL on the held-out split for the base model, the myopic baseline (token
    temperature 0.5) and the trained adapter;
 4. save the adapter with its `seqtemp_config.json` and load it back with `load_tempered`.
@@ -48,8 +49,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max_new_tokens", type=int, default=10, help="longest sampled completion")
     parser.add_argument("--max_steps", type=int, default=40, help="optimisation steps")
     parser.add_argument("--batch_size", type=int, default=16, help="sequences per step")
-    parser.add_argument("--learning_rate", type=float, default=2e-3, help="LoRA learning rate")
-    parser.add_argument("--nll_weight", type=float, default=0.02, help="λ for the NLL term against drift")
+    parser.add_argument("--learning_rate", type=float, default=2e-4, help="LoRA learning rate")
+    parser.add_argument("--nll_weight", type=float, default=0.1, help="λ for the NLL term against drift")
+    parser.add_argument("--no_token_temperature_init", action="store_true",
+                        help="start the adapter at the base model instead of at token temperature T")
     parser.add_argument("--lora_r", type=int, default=16, help="LoRA rank")
     parser.add_argument("--output_dir", default="outputs/quickstart", help="where the adapter is saved")
     parser.add_argument("--seed", type=int, default=0)
@@ -82,6 +85,7 @@ def main() -> None:
         nll_weight=args.nll_weight, max_steps=args.max_steps, per_device_train_batch_size=args.batch_size,
         per_device_eval_batch_size=32, learning_rate=args.learning_rate, lr_scheduler_type="constant",
         logging_steps=10, save_strategy="no", seed=args.seed, use_cpu=not torch.cuda.is_available(),
+        init_from_token_temperature=not args.no_token_temperature_init,
     )
     lora = LoraConfig(r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0, target_modules="all-linear",
                       task_type="CAUSAL_LM")

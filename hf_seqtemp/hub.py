@@ -249,7 +249,7 @@ def _unpack(trainer_or_model, tokenizer, base_model):
             trainer.sequence_temperature_config(),
             tokenizer or trainer.processing_class,
             trainer.eval_dataset,
-            trainer.scorer,
+            trainer.family.scorer,
             base,
             lambda folder: trainer.save_model(folder, _internal_call=True),
         )

@@ -22,6 +22,7 @@ from ..metrics.core import effective_temperature, kendall_tau
 from ..models.base import DiffusionLM
 from ..models.diffusion import _BLOCK_TYPES, _SHIFTED_TYPES, _UNSHIFTED_TYPES, wrap_diffusion_model
 from .config import SeqTempConfig
+from .hub_mixin import HubMixin
 from .data import EXAMPLE_ID, SeqTempCollator, prepare_dataset
 from .token_temperature_init import fold_token_temperature, with_trainable_final_norm
 from .families import DiffusionFamily, family_for, order_seed
@@ -47,7 +48,7 @@ def _is_raw_diffusion_model(model) -> bool:
     return model_type in known or type(model).__name__.endswith("ForMaskedLM")
 
 
-class SeqTempTrainer(Trainer):
+class SeqTempTrainer(HubMixin, Trainer):
     """
     Trainer for sequence-level temperature scaling (Scheufele, Blohm, Garg, *Temperature Scaling in Discrete Sequence
     (Language) Models*, Section 5.2): fits q_T ∝ p^{1/T} over whole sequences, where p is the model before training.
@@ -372,49 +373,3 @@ class SeqTempTrainer(Trainer):
         with open(os.path.join(output_dir, "training_args.json"), "w", encoding="utf-8") as handle:
             handle.write(self.args.to_json_string())
         self.sequence_temperature_config().save_pretrained(output_dir)
-
-    # ------------------------------------------------------------------ Hub
-    def init_hf_repo(self, token: str | None = None, private: bool | None = None) -> None:
-        """Records the target repository (`hub_model_id`, else the output folder's name); `push_to_hub` creates it."""
-        self.hub_model_id = self.args.hub_model_id or os.path.basename(os.path.abspath(self.args.output_dir))
-        self.push_in_progress = None
-
-    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
-        """Checkpoints are not uploaded: `push_to_hub()` uploads the adapter with its measured model card."""
-
-    def push_to_hub(
-        self,
-        commit_message: str | None = "End of training",
-        blocking: bool = True,
-        token: str | None = None,
-        revision: str | None = None,
-        private: bool | None = None,
-        dataset_names: list[str] | None = None,
-        held_out_dataset: Dataset | None = None,
-    ):
-        """Writes [`~hf_seqtemp.hub.save_for_hub`]'s folder to `<output_dir>/hub` and uploads it to `hub_model_id`.
-
-        The card's figures are measured on `held_out_dataset` (the `eval_dataset` by default). `hub_model_id`,
-        `hub_private_repo`, `hub_token` and `hub_revision` come from the [`SeqTempConfig`] unless given here.
-
-        Example:
-        ```python
-        >>> trainer.push_to_hub(dataset_names=["me/prompts"])  # doctest: +SKIP
-        ```
-        """
-        from ..hub import push_to_hub, save_for_hub
-
-        if self.hub_model_id is None:
-            self.init_hf_repo()
-        if not self.is_world_process_zero():
-            return None
-        folder = os.path.join(self.args.output_dir, "hub")
-        save_for_hub(self, folder, held_out_dataset=held_out_dataset, dataset_names=dataset_names,
-                     repo_id=self.hub_model_id)
-        return push_to_hub(
-            folder, self.hub_model_id,
-            private=private if private is not None else self.args.hub_private_repo,
-            token=token if token is not None else self.args.hub_token,
-            commit_message=commit_message or "End of training",
-            revision=revision if revision is not None else self.args.hub_revision,
-        )
