@@ -1,0 +1,101 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""The flag dataclasses of the `hf-seqtemp` commands (parsed with [`~transformers.HfArgumentParser`])."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .generation.routing import STRATEGIES
+
+
+@dataclass
+class ModelArguments:
+    """Which base model to load (shared by every command)."""
+
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "Base causal LM: a Hub id or a local folder (model + tokenizer)."}
+    )
+    default_model: bool = field(
+        default=False, metadata={"help": "Use the embedded SmolLM2-135M-Instruct instead of --model_name_or_path."}
+    )
+
+
+@dataclass
+class DataArguments:
+    """Where the sequences come from: a dataset on disk, or completions sampled from the base model."""
+
+    dataset_path: str | None = field(
+        default=None, metadata={"help": "A `datasets.load_from_disk` folder, or a .json / .jsonl file."}
+    )
+    dataset_split: str = field(default="train", metadata={"help": "Split to use when --dataset_path holds several."})
+    sample_prompts_file: str | None = field(
+        default=None,
+        metadata={"help": "Text file with one prompt per line: sample the dataset from the base model instead."},
+    )
+    num_samples: int = field(
+        default=8, metadata={"help": "Completions sampled per prompt (with --sample_prompts_file)."}
+    )
+    max_new_tokens: int = field(default=32, metadata={"help": "Longest sampled completion."})
+    system_prompt: str | None = field(default=None, metadata={"help": "System prompt for the chat template."})
+    sample_seed: int = field(default=0, metadata={"help": "Seed of the dataset sampling."})
+
+
+@dataclass
+class TrainScriptArguments(ModelArguments, DataArguments):
+    """`hf-seqtemp train`: what to train on and the LoRA adapter (the training settings are SeqTempConfig's)."""
+
+    eval_fraction: float = field(
+        default=0.0,
+        metadata={"help": "Fraction of the data held out: measured after training and put in the card; 0 for none."},
+    )
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (the update is scaled by alpha / r)."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout."})
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["all-linear"], metadata={"help": "Modules to adapt, or 'all-linear'."}
+    )
+    dataset_names: list[str] = field(
+        default_factory=list, metadata={"help": "Hub dataset ids recorded in the model card (with --push_to_hub)."}
+    )
+
+
+@dataclass
+class EvalArguments(ModelArguments, DataArguments):
+    """`hf-seqtemp eval`: a tempered adapter against its base model on held-out sequences."""
+
+    adapter_path: str | None = field(default=None, metadata={"help": "Tempered adapter: a folder or a Hub repo id."})
+    token_temperature: float | None = field(
+        default=None, metadata={"help": "Token temperature of the myopic baseline; the adapter's T by default."}
+    )
+    dataset_text_field: str = field(default="text", metadata={"help": "Text column of plain-text datasets."})
+    max_length: int = field(default=4096, metadata={"help": "Longer sequences are skipped."})
+    batch_size: int = field(default=16, metadata={"help": "Sequences per forward pass."})
+    output_json: str | None = field(default=None, metadata={"help": "Also write the figures to this JSON file."})
+
+
+@dataclass
+class GenerateArguments(ModelArguments):
+    """`hf-seqtemp generate`: prompt → completions at a sequence temperature."""
+
+    prompt: list[str] = field(default_factory=list, metadata={"help": "One or more prompts."})
+    seq_temperature: float | None = field(default=None, metadata={"help": "Sequence temperature T > 0."})
+    adapter_path: str | None = field(
+        default=None, metadata={"help": "Tempered adapter (folder or Hub id) loaded with load_tempered."}
+    )
+    strategy: str = field(
+        default="auto",
+        metadata={
+            "help": "'auto', 'adapter', 'interpolate' (need --adapter_path) or 'mcmc' (power sampling).",
+            "choices": [s for s in STRATEGIES if s != "imh"],
+        },
+    )
+    num_samples: int = field(default=1, metadata={"help": "Completions per prompt."})
+    max_new_tokens: int = field(default=32, metadata={"help": "Tokens generated per completion."})
+    mcmc_steps: int = field(default=4, metadata={"help": "Metropolis-Hastings steps per block (mcmc)."})
+    block_size: int | None = field(default=None, metadata={"help": "MH block size (mcmc); one block by default."})
+    chat_template: bool = field(default=True, metadata={"help": "Wrap prompts in the tokenizer's chat template."})
+    seed: int = field(default=0, metadata={"help": "Random seed."})
+    output_json: str | None = field(default=None, metadata={"help": "Also write the samples to this JSON file."})
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
