@@ -73,6 +73,11 @@ def _token_rows(vocab_size: int, batch: int, length: int) -> tuple[list[list[int
     return ids, mask
 
 
+def plain_labels(ids: list[list[int]], mask: list[list[int]]) -> list[list[int]]:
+    """Causal-LM labels of the plain baseline: the input ids, -100 (ignored) on prompt positions."""
+    return [[t if m else -100 for t, m in zip(row, row_mask)] for row, row_mask in zip(ids, mask)]
+
+
 def _training_args(cls, out_dir: str, batch: int, device: torch.device, **extra):
     return cls(
         output_dir=out_dir, per_device_train_batch_size=batch, per_device_eval_batch_size=batch,
@@ -94,7 +99,7 @@ def build_variant(name: str, base, vocab_size: int, batch: int, length: int, dev
     model = copy.deepcopy(base)
     start = time.perf_counter()
     if name == "plain_nll":
-        labels = [[t if m else -100 for t, m in zip(row, row_mask)] for row, row_mask in zip(ids, mask)]
+        labels = plain_labels(ids, mask)
         data = Dataset.from_dict({"input_ids": ids, "attention_mask": [[1] * length] * batch, "labels": labels})
         args = _training_args(TrainingArguments, out_dir, batch, device)
         trainer = Trainer(get_peft_model(model, _lora_config()), args, train_dataset=data,
