@@ -27,7 +27,6 @@ from pathlib import Path
 
 import torch
 
-
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -114,7 +113,7 @@ def measure_peak(fn: Callable[[], object], device: torch.device) -> dict:
 def run_child(script: str, args: list[str]) -> dict:
     """Runs `python <script> <args>` in a fresh process; the child prints one JSON line last."""
     cmd = [sys.executable, str(REPO / "benchmarks" / script), *args]
-    result = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])

@@ -27,17 +27,15 @@ from pathlib import Path
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import default_output, pick_device, print_device, write_json  # noqa: E402
+from _common import default_output, pick_device, print_device, write_json
 
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
 from hf_seqtemp.likelihood.masked_diffusion import order_logps, real_positions
 from hf_seqtemp.models.diffusion import BlockDiffusionAdapter
-
 
 VOCAB, MASK = 1000, 999
 

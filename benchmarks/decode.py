@@ -26,13 +26,11 @@ from pathlib import Path
 
 import torch
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import REPO, default_output, pick_device, print_device, time_interleaved, write_json  # noqa: E402
-
+from _common import REPO, default_output, pick_device, print_device, time_interleaved, write_json
 
 SETTINGS = {
     "quick": {"mdlm_batch": 8, "mdlm_new": 16, "ar_new": 8, "ar_samples": 2, "warmup": 1, "repeats": 2,

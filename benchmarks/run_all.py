@@ -19,7 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ("train_step", "scoring", "decode", "block_dp")
 

@@ -29,12 +29,11 @@ from pathlib import Path
 
 import torch
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import (  # noqa: E402
+from _common import (
     default_output,
     measure_peak,
     pick_device,
@@ -44,8 +43,7 @@ from _common import (  # noqa: E402
     write_json,
 )
 
-from hf_seqtemp.likelihood import AutoregressiveScorer  # noqa: E402
-
+from hf_seqtemp.likelihood import AutoregressiveScorer
 
 SETTINGS = {
     "quick": {"num_seqs": 16, "min_len": 24, "max_len": 48, "warmup": 1, "repeats": 3, "mem_batch": 1,

@@ -33,12 +33,11 @@ from pathlib import Path
 
 import torch
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import (  # noqa: E402
+from _common import (
     default_output,
     measure_peak,
     pick_device,
@@ -47,7 +46,6 @@ from _common import (  # noqa: E402
     time_interleaved,
     write_json,
 )
-
 
 VARIANTS = ("plain_nll", "seqtemp_ratio", "seqtemp_ssts")
 SETTINGS = {
