@@ -72,9 +72,7 @@ def time_interleaved(fns: dict[str, Callable[[], object]], device, warmup: int, 
             fn()
             sync(device)
             times[name].append(time.perf_counter() - start)
-    return {
-        name: {"median_s": statistics.median(ts), "min_s": min(ts), "all_s": ts} for name, ts in times.items()
-    }
+    return {name: {"median_s": statistics.median(ts), "min_s": min(ts), "all_s": ts} for name, ts in times.items()}
 
 
 def _proc_kib(field: str) -> int | None:

@@ -180,7 +180,9 @@ def main():
     }
     largest = max(block_sizes)
     summary = {
-        f"speedup_B{largest}_batch{b}": r["speedup"] for b in batch_sizes for r in rows
+        f"speedup_B{largest}_batch{b}": r["speedup"]
+        for b in batch_sizes
+        for r in rows
         if r["block_size"] == largest and r["batch"] == b
     }
     summary["max_abs_diff"] = max(r["max_abs_diff"] for r in rows)

@@ -33,10 +33,26 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _common import REPO, default_output, pick_device, print_device, time_interleaved, write_json
 
 SETTINGS = {
-    "quick": {"mdlm_batch": 8, "mdlm_new": 16, "ar_new": 8, "ar_samples": 2, "warmup": 1, "repeats": 2,
-              "ar_warmup": 0, "ar_repeats": 1},
-    "full": {"mdlm_batch": 32, "mdlm_new": 32, "ar_new": 32, "ar_samples": 4, "warmup": 1, "repeats": 5,
-             "ar_warmup": 1, "ar_repeats": 3},
+    "quick": {
+        "mdlm_batch": 8,
+        "mdlm_new": 16,
+        "ar_new": 8,
+        "ar_samples": 2,
+        "warmup": 1,
+        "repeats": 2,
+        "ar_warmup": 0,
+        "ar_repeats": 1,
+    },
+    "full": {
+        "mdlm_batch": 32,
+        "mdlm_new": 32,
+        "ar_new": 32,
+        "ar_samples": 4,
+        "warmup": 1,
+        "repeats": 5,
+        "ar_warmup": 1,
+        "ar_repeats": 3,
+    },
 }
 
 
@@ -55,8 +71,14 @@ def _mdlm(device, batch: int, new_tokens: int, path: Path):
         new_tokens = model.config.max_position_embeddings - prompt.shape[1]
         return MaskedLMAdapter(model, mask_token_id=1), prompt.to(device), new_tokens, f"trained {path}"
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=128, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=1000,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=64,
+    )
     model = BertForMaskedLM(config).to(device).eval()
     prompt = torch.randint(0, 999, (batch, 4), generator=generator).to(device)
     return MaskedLMAdapter(model, mask_token_id=999), prompt, new_tokens, "random BertForMaskedLM(vocab 1000, h 64)"
@@ -72,9 +94,16 @@ def diffusion_part(device, settings: dict, path: Path) -> dict:
 
     def runner(key):
         def run():
-            outs[key] = diffusion_generate(model, prompt, max_new_tokens=new_tokens, policy="confidence",
-                                           generator=torch.Generator().manual_seed(0), return_dict_in_generate=True,
-                                           **configs[key])
+            outs[key] = diffusion_generate(
+                model,
+                prompt,
+                max_new_tokens=new_tokens,
+                policy="confidence",
+                generator=torch.Generator().manual_seed(0),
+                return_dict_in_generate=True,
+                **configs[key],
+            )
+
         return run
 
     timings = time_interleaved({k: runner(k) for k in configs}, device, settings["warmup"], settings["repeats"])
@@ -82,14 +111,20 @@ def diffusion_part(device, settings: dict, path: Path) -> dict:
     print(f"{'sampler':<11} | {'calls/token':>11} {'states/token':>12} {'tokens/s':>9} {'median s':>9} | accept")
     for key in configs:
         out, t = outs[key], timings[key]
-        row = {"sampler": key, **t, "calls_per_token": out.num_model_calls / new_tokens,
-               "states_per_token": out.num_evaluated_states / new_tokens,
-               "tokens_per_s": prompt.shape[0] * new_tokens / t["median_s"],
-               "acceptance": None if out.acceptance_rate is None else out.acceptance_rate.mean().item()}
+        row = {
+            "sampler": key,
+            **t,
+            "calls_per_token": out.num_model_calls / new_tokens,
+            "states_per_token": out.num_evaluated_states / new_tokens,
+            "tokens_per_s": prompt.shape[0] * new_tokens / t["median_s"],
+            "acceptance": None if out.acceptance_rate is None else out.acceptance_rate.mean().item(),
+        }
         rows.append(row)
         acc = "-" if row["acceptance"] is None else f"{row['acceptance']:.2f}"
-        print(f"{key:<11} | {row['calls_per_token']:>11.2f} {row['states_per_token']:>12.1f} "
-              f"{row['tokens_per_s']:>9.1f} {t['median_s']:>9.4f} | {acc}")
+        print(
+            f"{key:<11} | {row['calls_per_token']:>11.2f} {row['states_per_token']:>12.1f} "
+            f"{row['tokens_per_s']:>9.1f} {t['median_s']:>9.4f} | {acc}"
+        )
     calls = rows[1]["calls_per_token"] / rows[0]["calls_per_token"]
     speed = rows[1]["median_s"] / rows[0]["median_s"]
     print(f"IMH / confidence: {calls:.2f}x sequential calls per token, {speed:.2f}x wall time")
@@ -108,14 +143,29 @@ def _ar_variants(model, ids, attn, new_tokens: int, pad_id: int, outs: dict) -> 
     from hf_seqtemp.generation import power_sample
 
     def plain():
-        outs["plain_ar"] = model.generate(input_ids=ids, attention_mask=attn, do_sample=True, top_k=0, top_p=1.0,
-                                          temperature=1.0, max_new_tokens=new_tokens, min_new_tokens=new_tokens,
-                                          pad_token_id=pad_id)
+        outs["plain_ar"] = model.generate(
+            input_ids=ids,
+            attention_mask=attn,
+            do_sample=True,
+            top_k=0,
+            top_p=1.0,
+            temperature=1.0,
+            max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens,
+            pad_token_id=pad_id,
+        )
 
     def power():
-        outs["power_T0.5"] = power_sample(model, ids, attn, max_new_tokens=new_tokens, seq_temperature=0.5,
-                                          mcmc_steps=2, block_size=max(1, new_tokens // 2),
-                                          generator=torch.Generator().manual_seed(0))
+        outs["power_T0.5"] = power_sample(
+            model,
+            ids,
+            attn,
+            max_new_tokens=new_tokens,
+            seq_temperature=0.5,
+            mcmc_steps=2,
+            block_size=max(1, new_tokens // 2),
+            generator=torch.Generator().manual_seed(0),
+        )
 
     variants = {"plain_ar": plain, "power_T0.5": power}
     glauber_refine = _glauber()
@@ -123,12 +173,20 @@ def _ar_variants(model, ids, attn, new_tokens: int, pad_id: int, outs: dict) -> 
         draft = torch.cat([ids, ids.new_zeros(ids.shape[0], new_tokens)], dim=1)
         draft_attn = torch.cat([attn, attn.new_ones(ids.shape[0], new_tokens)], dim=1)
         cmask = torch.zeros_like(draft, dtype=torch.bool)
-        cmask[:, ids.shape[1]:] = True
+        cmask[:, ids.shape[1] :] = True
 
         def glauber():
-            outs["glauber_T0.5"] = glauber_refine(model, draft, draft_attn, cmask, seq_temperature=0.5,
-                                                  num_rounds=1, num_candidates=8, draft="ancestral",
-                                                  generator=torch.Generator().manual_seed(0))
+            outs["glauber_T0.5"] = glauber_refine(
+                model,
+                draft,
+                draft_attn,
+                cmask,
+                seq_temperature=0.5,
+                num_rounds=1,
+                num_candidates=8,
+                draft="ancestral",
+                generator=torch.Generator().manual_seed(0),
+            )
 
         variants["glauber_T0.5"] = glauber
     return variants
@@ -150,23 +208,34 @@ def ar_part(device, settings: dict) -> dict:
             calls.clear()
             fn()
             counted[name] = len(calls)
+
         return run
 
     hook = model.register_forward_pre_hook(lambda module, args: calls.append(1))
     with torch.no_grad():
         variants["plain_ar"]()  # warms the model up; quick mode has no full warm-up round (MCMC is slow on CPU)
-        timings = time_interleaved({k: counting(k, f) for k, f in variants.items()}, device, settings["ar_warmup"],
-                                   settings["ar_repeats"])
+        timings = time_interleaved(
+            {k: counting(k, f) for k, f in variants.items()}, device, settings["ar_warmup"], settings["ar_repeats"]
+        )
     hook.remove()
     rows = []
-    print(f"{'sampler':<13} | {'model calls':>11} {'x plain':>8} {'s/sample':>9} {'x plain':>8}  (calls batched over samples)")
+    print(
+        f"{'sampler':<13} | {'model calls':>11} {'x plain':>8} {'s/sample':>9} {'x plain':>8}  (calls batched over samples)"
+    )
     for name, t in timings.items():
-        row = {"sampler": name, **t, "model_calls": counted[name],
-               "calls_ratio": counted[name] / counted["plain_ar"], "seconds_per_sample": t["median_s"] / samples,
-               "time_ratio": t["median_s"] / timings["plain_ar"]["median_s"]}
+        row = {
+            "sampler": name,
+            **t,
+            "model_calls": counted[name],
+            "calls_ratio": counted[name] / counted["plain_ar"],
+            "seconds_per_sample": t["median_s"] / samples,
+            "time_ratio": t["median_s"] / timings["plain_ar"]["median_s"],
+        }
         rows.append(row)
-        print(f"{name:<13} | {row['model_calls']:>11} {row['calls_ratio']:>7.2f}x {row['seconds_per_sample']:>9.3f} "
-              f"{row['time_ratio']:>7.2f}x")
+        print(
+            f"{name:<13} | {row['model_calls']:>11} {row['calls_ratio']:>7.2f}x {row['seconds_per_sample']:>9.3f} "
+            f"{row['time_ratio']:>7.2f}x"
+        )
     if "glauber_T0.5" not in variants:
         print("glauber_refine: skipped: not available")
     return {"rows": rows, "glauber_available": "glauber_T0.5" in variants}
@@ -177,23 +246,34 @@ def main():
     parser.add_argument("--quick", action="store_true", help="MDLM batch 8; AR: 2 samples x 8 new tokens")
     parser.add_argument("--output", default=default_output("decode"))
     parser.add_argument("--device", default=None)
-    parser.add_argument("--mdlm-path", default=str(REPO / "outputs" / "tiny_mdlm"),
-                        help="trained tiny masked diffusion LM (falls back to a random BERT when missing)")
+    parser.add_argument(
+        "--mdlm-path",
+        default=str(REPO / "outputs" / "tiny_mdlm"),
+        help="trained tiny masked diffusion LM (falls back to a random BERT when missing)",
+    )
     args = parser.parse_args()
     settings = SETTINGS["quick" if args.quick else "full"]
     device = pick_device(args.device)
     info = print_device(device)
     diffusion = diffusion_part(device, settings, Path(args.mdlm_path))
     ar = ar_part(device, settings)
-    summary = {"imh_over_confidence_calls_per_token": diffusion["imh_calls_ratio"],
-               "imh_over_confidence_time": diffusion["imh_time_ratio"]}
+    summary = {
+        "imh_over_confidence_calls_per_token": diffusion["imh_calls_ratio"],
+        "imh_over_confidence_time": diffusion["imh_time_ratio"],
+    }
     for row in ar["rows"]:
         if row["sampler"] != "plain_ar":
             summary[f"{row['sampler']}_over_plain_time"] = row["time_ratio"]
             summary[f"{row['sampler']}_over_plain_calls"] = row["calls_ratio"]
     rows = [{"part": "diffusion", **r} for r in diffusion["rows"]] + [{"part": "ar", **r} for r in ar["rows"]]
-    write_json(args.output, "decode", info, {**settings, "mdlm": diffusion["model"],
-                                             "glauber_available": ar["glauber_available"]}, rows, summary)
+    write_json(
+        args.output,
+        "decode",
+        info,
+        {**settings, "mdlm": diffusion["model"], "glauber_available": ar["glauber_available"]},
+        rows,
+        summary,
+    )
 
 
 if __name__ == "__main__":

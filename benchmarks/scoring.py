@@ -46,10 +46,24 @@ from _common import (
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
 SETTINGS = {
-    "quick": {"num_seqs": 16, "min_len": 24, "max_len": 48, "warmup": 1, "repeats": 3, "mem_batch": 1,
-              "mem_length": 2048},
-    "full": {"num_seqs": 64, "min_len": 64, "max_len": 256, "warmup": 1, "repeats": 5, "mem_batch": 4,
-             "mem_length": 2048},
+    "quick": {
+        "num_seqs": 16,
+        "min_len": 24,
+        "max_len": 48,
+        "warmup": 1,
+        "repeats": 3,
+        "mem_batch": 1,
+        "mem_length": 2048,
+    },
+    "full": {
+        "num_seqs": 64,
+        "min_len": 64,
+        "max_len": 256,
+        "warmup": 1,
+        "repeats": 5,
+        "mem_batch": 4,
+        "mem_length": 2048,
+    },
 }
 WAYS = ("forward_only", "scorer_chunked", "full_fp32")
 VOCAB, CHUNK = 32768, 256
@@ -111,8 +125,15 @@ def tiny_long_model(dtype, device, length: int):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=length)
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=length,
+    )
     return LlamaForCausalLM(config).to(device=device, dtype=dtype).eval()
 
 
@@ -143,27 +164,45 @@ def memory_child(way: str, dtype, device, batch: int, length: int) -> None:
 def memory(device, settings: dict) -> dict:
     batch, length = settings["mem_batch"], settings["mem_length"]
     full_fp32 = batch * (length - 1) * VOCAB * 4 / 2**20
-    print(f"tiny Llama (hidden 64, 2 layers), vocab {VOCAB}, batch {batch} x {length} tokens: one full float32 "
-          f"logits tensor = {full_fp32:.0f} MiB, one scorer chunk = {batch * CHUNK * VOCAB * 4 / 2**20:.0f} MiB")
+    print(
+        f"tiny Llama (hidden 64, 2 layers), vocab {VOCAB}, batch {batch} x {length} tokens: one full float32 "
+        f"logits tensor = {full_fp32:.0f} MiB, one scorer chunk = {batch * CHUNK * VOCAB * 4 / 2**20:.0f} MiB"
+    )
     print(f"{'dtype':<9} {'way':<15} | {'peak MiB':>9} {'seconds':>8} | score")
     rows = []
     for dtype in ("float32", "bfloat16"):
         for way in WAYS:
-            args = ["--device", device.type, "--mem-child", way, "--dtype", dtype, "--mem-batch", str(batch),
-                    "--mem-length", str(length)]
+            args = [
+                "--device",
+                device.type,
+                "--mem-child",
+                way,
+                "--dtype",
+                dtype,
+                "--mem-batch",
+                str(batch),
+                "--mem-length",
+                str(length),
+            ]
             r = {"dtype": dtype, "way": way, **run_child("scoring.py", args)}
             rows.append(r)
-            print(f"{dtype:<9} {way:<15} | {r['peak_mib']:>9.1f} {r['seconds']:>8.3f} | "
-                  f"{r.get('score', r.get('logits_dtype'))}")
+            print(
+                f"{dtype:<9} {way:<15} | {r['peak_mib']:>9.1f} {r['seconds']:>8.3f} | "
+                f"{r.get('score', r.get('logits_dtype'))}"
+            )
     peaks = {(r["dtype"], r["way"]): r["peak_mib"] for r in rows}
-    summary = {f"{d}_full_over_chunked_peak": peaks[(d, "full_fp32")] / peaks[(d, "scorer_chunked")]
-               for d in ("float32", "bfloat16")}
+    summary = {
+        f"{d}_full_over_chunked_peak": peaks[(d, "full_fp32")] / peaks[(d, "scorer_chunked")]
+        for d in ("float32", "bfloat16")
+    }
     for d in ("float32", "bfloat16"):
         extra_chunked = peaks[(d, "scorer_chunked")] - peaks[(d, "forward_only")]
         extra_full = peaks[(d, "full_fp32")] - peaks[(d, "forward_only")]
         summary[f"{d}_extra_over_forward_mib"] = {"scorer_chunked": extra_chunked, "full_fp32": extra_full}
-        print(f"{d}: beyond the forward itself, chunked scorer +{extra_chunked:.0f} MiB, full float32 log-softmax "
-              f"+{extra_full:.0f} MiB (peak ratio full/chunked {summary[f'{d}_full_over_chunked_peak']:.2f}x)")
+        print(
+            f"{d}: beyond the forward itself, chunked scorer +{extra_chunked:.0f} MiB, full float32 log-softmax "
+            f"+{extra_full:.0f} MiB (peak ratio full/chunked {summary[f'{d}_full_over_chunked_peak']:.2f}x)"
+        )
     return {"rows": rows, "summary": summary, "full_fp32_logits_mib": full_fp32}
 
 
@@ -182,13 +221,18 @@ def main():
         return memory_child(args.mem_child, dtype, device, args.mem_batch, args.mem_length)
     settings = SETTINGS["quick" if args.quick else "full"]
     info = print_device(device)
-    print(f"[1] throughput, SmolLM2-135M-Instruct ({args.dtype}), {settings['num_seqs']} sequences of "
-          f"{settings['min_len']}-{settings['max_len']} tokens")
+    print(
+        f"[1] throughput, SmolLM2-135M-Instruct ({args.dtype}), {settings['num_seqs']} sequences of "
+        f"{settings['min_len']}-{settings['max_len']} tokens"
+    )
     speed = throughput(device, settings, dtype)
     print("[2] peak memory of scoring long sequences")
     mem = memory(device, settings)
-    summary = {"batched_over_naive_throughput": speed["speedup"], "batched_naive_max_abs_diff": speed["max_abs_diff"],
-               **mem["summary"]}
+    summary = {
+        "batched_over_naive_throughput": speed["speedup"],
+        "batched_naive_max_abs_diff": speed["max_abs_diff"],
+        **mem["summary"],
+    }
     rows = [{"part": "throughput", **r} for r in speed["rows"]] + [{"part": "memory", **r} for r in mem["rows"]]
     write_json(args.output, "scoring", info, {**settings, "dtype": args.dtype, "chunk_size": CHUNK}, rows, summary)
 

@@ -58,7 +58,10 @@ def _lora_config():
     from peft import LoraConfig
 
     return LoraConfig(
-        r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+        r=8,
+        lora_alpha=16,
+        lora_dropout=0.0,
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
         task_type="CAUSAL_LM",
     )
 
@@ -78,9 +81,17 @@ def plain_labels(ids: list[list[int]], mask: list[list[int]]) -> list[list[int]]
 
 def _training_args(cls, out_dir: str, batch: int, device: torch.device, **extra):
     return cls(
-        output_dir=out_dir, per_device_train_batch_size=batch, per_device_eval_batch_size=batch,
-        use_cpu=device.type == "cpu", report_to="none", save_strategy="no", logging_steps=10**6, seed=0,
-        dataloader_num_workers=0, disable_tqdm=True, **extra,
+        output_dir=out_dir,
+        per_device_train_batch_size=batch,
+        per_device_eval_batch_size=batch,
+        use_cpu=device.type == "cpu",
+        report_to="none",
+        save_strategy="no",
+        logging_steps=10**6,
+        seed=0,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        **extra,
     )
 
 
@@ -100,12 +111,14 @@ def build_variant(name: str, base, vocab_size: int, batch: int, length: int, dev
         labels = plain_labels(ids, mask)
         data = Dataset.from_dict({"input_ids": ids, "attention_mask": [[1] * length] * batch, "labels": labels})
         args = _training_args(TrainingArguments, out_dir, batch, device)
-        trainer = Trainer(get_peft_model(model, _lora_config()), args, train_dataset=data,
-                          data_collator=default_data_collator)
+        trainer = Trainer(
+            get_peft_model(model, _lora_config()), args, train_dataset=data, data_collator=default_data_collator
+        )
     else:
         data = Dataset.from_dict({"input_ids": ids, "completion_mask": mask})
-        args = _training_args(SeqTempConfig, out_dir, batch, device, loss_type=name.split("_")[1],
-                              target_temperature=0.5)
+        args = _training_args(
+            SeqTempConfig, out_dir, batch, device, loss_type=name.split("_")[1], target_temperature=0.5
+        )
         trainer = SeqTempTrainer(model, args, train_dataset=data, peft_config=_lora_config())
     setup = time.perf_counter() - start
     inputs = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
@@ -151,8 +164,10 @@ def main():
     if args.child:
         return child(args.child, settings, device, dtype)
     info = print_device(device)
-    print(f"model: SmolLM2-135M-Instruct ({args.dtype}), LoRA r=8 on q,k,v,o; batch {settings['batch']} x "
-          f"{settings['length']} tokens; {settings['warmup']} warm-up + {settings['repeats']} timed steps each")
+    print(
+        f"model: SmolLM2-135M-Instruct ({args.dtype}), LoRA r=8 on q,k,v,o; batch {settings['batch']} x "
+        f"{settings['length']} tokens; {settings['warmup']} warm-up + {settings['repeats']} timed steps each"
+    )
     base, vocab = _load(device, dtype)
     steps, setups = {}, {}
     with tempfile.TemporaryDirectory() as out_dir:
@@ -167,32 +182,53 @@ def main():
         child_args = ["--device", device.type, "--dtype", args.dtype] + (["--quick"] if args.quick else [])
         memory = {name: run_child("train_step.py", [*child_args, "--child", name]) for name in VARIANTS}
     rows, summary = _report(timings, memory, setups)
-    write_json(args.output, "train_step", info, {**settings, "dtype": args.dtype, "model": "SmolLM2-135M-Instruct"},
-               rows, summary)
+    write_json(
+        args.output,
+        "train_step",
+        info,
+        {**settings, "dtype": args.dtype, "model": "SmolLM2-135M-Instruct"},
+        rows,
+        summary,
+    )
 
 
 def _report(timings: dict, memory: dict, setups: dict) -> tuple[list, dict]:
     base_t = timings["plain_nll"]["median_s"]
     base_m = memory.get("plain_nll", {}).get("peak_mib")
-    print(f"{'variant':<14} | {'median s/step':>13} {'min s':>8} {'x plain':>8} | {'peak MiB':>9} {'x plain':>8} "
-          f"| {'setup s':>7}")
+    print(
+        f"{'variant':<14} | {'median s/step':>13} {'min s':>8} {'x plain':>8} | {'peak MiB':>9} {'x plain':>8} "
+        f"| {'setup s':>7}"
+    )
     rows, summary = [], {}
     for name in VARIANTS:
         t, m = timings[name], memory.get(name, {}).get("peak_mib")
         ratio_t = t["median_s"] / base_t
         ratio_m = m / base_m if m is not None and base_m else None
-        rows.append({"variant": name, **t, "time_ratio": ratio_t, "peak_mib": m, "memory_ratio": ratio_m,
-                     "memory_method": memory.get(name, {}).get("method"), "setup_s": setups[name]})
+        rows.append(
+            {
+                "variant": name,
+                **t,
+                "time_ratio": ratio_t,
+                "peak_mib": m,
+                "memory_ratio": ratio_m,
+                "memory_method": memory.get(name, {}).get("method"),
+                "setup_s": setups[name],
+            }
+        )
         m_text = f"{m:>9.1f} {ratio_m:>7.3f}x" if m is not None else f"{'-':>9} {'-':>8}"
-        print(f"{name:<14} | {t['median_s']:>13.4f} {t['min_s']:>8.4f} {ratio_t:>7.3f}x | {m_text} | "
-              f"{setups[name]:>7.2f}")
+        print(
+            f"{name:<14} | {t['median_s']:>13.4f} {t['min_s']:>8.4f} {ratio_t:>7.3f}x | {m_text} | "
+            f"{setups[name]:>7.2f}"
+        )
         if name != "plain_nll":
             summary[f"{name}_time_ratio"] = ratio_t
             summary[f"{name}_memory_ratio"] = ratio_m
     target = all(v <= 1.05 for k, v in summary.items() if k.endswith("time_ratio"))
     summary["time_target_1.05_met"] = target
-    print(f"target <= 1.05x step time: {'met' if target else 'MISSED'} "
-          "(setup s = trainer construction incl. the one-off reference precompute; not part of a step)")
+    print(
+        f"target <= 1.05x step time: {'met' if target else 'MISSED'} "
+        "(setup s = trainer construction incl. the one-off reference precompute; not part of a step)"
+    )
     return rows, summary
 
 
