@@ -6,7 +6,8 @@ BERT wrapped as a block-diffusion model (a prompt of one block + a completion of
 already the cheapest exact enumeration: it exploits that earlier blocks are fully revealed, enumerating the m! orders
 of each block separately (Σ_j m_j! · m_j partial states per row) instead of the (B!)^blocks joint orders (whose
 count is printed for reference). The DP needs Σ_j (2^m_j - 1) partial states. Model calls are counted by a forward
-pre-hook on the wrapped model; both methods stack states `--max-batch` at a time.
+pre-hook on the wrapped model; both methods stack states `--max-batch` at a time. DP time: median of `--repeats`
+runs after one warm-up; the (slow) enumeration runs once. The batch sweep shows how both scale with rows.
 
 Usage:
     python benchmarks/block_dp.py [--quick] [--output benchmarks/results/block_dp.json]
@@ -16,19 +17,25 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
-import platform
+import os
+import statistics
+import sys
 import time
 from pathlib import Path
 
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _common import default_output, pick_device, print_device, write_json
+
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
 from hf_seqtemp.likelihood.masked_diffusion import order_logps, real_positions
 from hf_seqtemp.models.diffusion import BlockDiffusionAdapter
-
 
 VOCAB, MASK = 1000, 999
 
@@ -52,16 +59,20 @@ def enumerate_block_orders(model, input_ids, attention_mask, completion_mask, bl
     return total
 
 
-def _timed(fn, calls, repeats):
-    best, result, count = math.inf, None, 0
-    for _ in range(repeats):
+def _timed(fn, calls, repeats, warmup=1):
+    """Median seconds of `repeats` calls after `warmup` untimed ones; also the result and the model calls of one."""
+    times, result, count = [], None, 0
+    for index in range(warmup + repeats):
         calls.clear()
         start = time.perf_counter()
         with torch.no_grad():
             result = fn()
-        best = min(best, time.perf_counter() - start)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        if index >= warmup:
+            times.append(time.perf_counter() - start)
         count = len(calls)
-    return best, result, count
+    return statistics.median(times), result, count
 
 
 def run(block_sizes, batch_sizes, max_batch, repeats, device):
@@ -90,7 +101,7 @@ def run(block_sizes, batch_sizes, max_batch, repeats, device):
             scorer = BlockDiffusionScorer(block_size, max_batch=max_batch)
             dp_s, dp, dp_calls = _timed(lambda s=scorer, x=inputs: s(*x), calls, repeats)
             en_s, en, en_calls = _timed(
-                lambda x=inputs, b=block_size: enumerate_block_orders(*x, b, max_batch), calls, 1
+                lambda x=inputs, b=block_size: enumerate_block_orders(*x, b, max_batch), calls, 1, warmup=0
             )
             rows.append(
                 {
@@ -147,34 +158,35 @@ def _format(r):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="B = 2..4, batch 1 only")
-    parser.add_argument("--output", default="benchmarks/results/block_dp.json")
+    parser.add_argument("--quick", action="store_true", help="B = 2..4, batch 1 and 4")
+    parser.add_argument("--output", default=default_output("block_dp"))
     parser.add_argument("--max-batch", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=3, help="DP timings take the best of this many runs")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--repeats", type=int, default=3, help="DP timings: median of this many runs after a warm-up")
+    parser.add_argument("--device", default=None)
     args = parser.parse_args()
-    block_sizes, batch_sizes = ([2, 3, 4], [1]) if args.quick else ([2, 3, 4, 5, 6], [1, 8])
-    device = torch.device(args.device)
-    name = (
-        torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else f"cpu ({platform.processor() or platform.machine()})"
-    )
-    print(f"device: {name}, torch {torch.__version__}, threads {torch.get_num_threads()}, max_batch {args.max_batch}")
+    block_sizes, batch_sizes = ([2, 3, 4], [1, 4]) if args.quick else ([2, 3, 4, 5, 6], [1, 8, 32])
+    device = pick_device(args.device)
+    info = print_device(device)
+    print(f"max_batch {args.max_batch}; batch sweep {batch_sizes}")
     print(HEADER)
     rows = run(block_sizes, batch_sizes, args.max_batch, args.repeats, device)
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {
-        "device": name,
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
+    settings = {
+        "block_sizes": block_sizes,
+        "batch_sizes": batch_sizes,
         "max_batch": args.max_batch,
+        "repeats": args.repeats,
         "model": "BertForMaskedLM(vocab=1000, hidden=128, layers=2) random, BlockDiffusionAdapter",
         "layout": "prompt = 1 block, completion = 2 blocks",
     }
-    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    print(f"wrote {out}")
+    largest = max(block_sizes)
+    summary = {
+        f"speedup_B{largest}_batch{b}": r["speedup"]
+        for b in batch_sizes
+        for r in rows
+        if r["block_size"] == largest and r["batch"] == b
+    }
+    summary["max_abs_diff"] = max(r["max_abs_diff"] for r in rows)
+    write_json(args.output, "block_dp", info, settings, rows, summary)
 
 
 if __name__ == "__main__":

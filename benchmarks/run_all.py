@@ -1,0 +1,74 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Runs every benchmark, each in its own subprocess, then prints a summary of the key ratios.
+
+Each benchmark prints its own table and writes `benchmarks/results/<name>.json`; this script streams their output
+in sequence and reads the `summary` of each JSON file. The same command runs on a GPU unchanged (each benchmark picks
+`cuda` when available). On a shared CPU the timings are noisy; the memory figures and model-call counts are not.
+
+Usage:
+    python benchmarks/run_all.py [--quick] [--only train_step scoring ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS = ("train_step", "scoring", "decode", "block_dp")
+
+
+def run_one(name: str, quick: bool, results: Path) -> dict:
+    output = results / f"{name}.json"
+    cmd = [sys.executable, str(HERE / f"{name}.py"), "--output", str(output)] + (["--quick"] if quick else [])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    print(f"\n{'=' * 30} {name} {'=' * 30}\n$ {' '.join(cmd)}", flush=True)
+    start = time.perf_counter()
+    code = subprocess.call(cmd, cwd=HERE.parent, env=env)
+    seconds = time.perf_counter() - start
+    print(f"[{name}: exit {code}, {seconds:.0f} s]", flush=True)
+    summary = json.loads(output.read_text())["summary"] if code == 0 and output.is_file() else None
+    return {"exit_code": code, "seconds": seconds, "summary": summary}
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_format(v)}" for k, v in value.items())
+    return str(value)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
+    parser.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these benchmarks")
+    parser.add_argument("--results", default=str(HERE / "results"), help="folder for the JSON files")
+    args = parser.parse_args()
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    outcomes = {name: run_one(name, args.quick, results) for name in (args.only or BENCHMARKS)}
+    total = time.perf_counter() - start
+    print(f"\n{'=' * 30} summary ({'quick' if args.quick else 'full'}, {total:.0f} s in all) {'=' * 30}")
+    for name, outcome in outcomes.items():
+        if outcome["summary"] is None:
+            print(f"{name}: FAILED (exit {outcome['exit_code']})")
+            continue
+        print(f"{name} ({outcome['seconds']:.0f} s):")
+        for key, value in outcome["summary"].items():
+            print(f"  {key:<45} {_format(value)}")
+    (results / "run_all.json").write_text(json.dumps({"quick": args.quick, "seconds": total, **outcomes}, indent=2))
+    sys.exit(max(o["exit_code"] for o in outcomes.values()))
+
+
+if __name__ == "__main__":
+    main()
