@@ -123,7 +123,7 @@ def main() -> None:
                 print(
                     f"{policy:<10} {name:<16} {result['pass@1']:>7.3f} {result['pass@8']:>7.3f} "
                     f"{result['distinct_answers']:>8.2f} {stats['calls'] / stats['tokens']:>9.2f} "
-                    f"{stats["states"] / stats["tokens"]:>8.2f} {accept:>7.3f}",
+                    f"{stats['states'] / stats['tokens']:>8.2f} {accept:>7.3f}",
                     flush=True,
                 )
     print("\ndistinct: mean number of different completions per problem (exactly one is correct, so > 1 = errors).")
