@@ -224,7 +224,9 @@ def _validate(model, input_ids, seq_temperature, num_rounds, proposal, num_candi
     if num_candidates is not None and (
         isinstance(num_candidates, bool) or not isinstance(num_candidates, int) or num_candidates < 1
     ):
-        raise ValueError(f"`num_candidates` must be None (all |V| tokens) or a positive integer, got {num_candidates!r}.")
+        raise ValueError(
+            f"`num_candidates` must be None (all |V| tokens) or a positive integer, got {num_candidates!r}."
+        )
     if draft not in ("input", "ancestral"):
         raise ValueError(f"`draft` must be 'input' (refine the given ids) or 'ancestral', got {draft!r}.")
     return float(seq_temperature), mask_token_id

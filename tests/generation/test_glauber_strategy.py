@@ -34,8 +34,16 @@ def _mode_of_p(model, prompt):
 def test_glauber_strategy_keeps_the_prompt_and_returns_its_extras():
     model = tiny_llama(vocab_size=8, seed=1)
     prompt = torch.tensor([[1, 2, 3], [4, 5, 6]])
-    out = _generate(model, prompt, seq_temperature=0.5, strategy="glauber", glauber_rounds=3, num_candidates=2,
-                    generator=torch.Generator().manual_seed(0), return_dict_in_generate=True)
+    out = _generate(
+        model,
+        prompt,
+        seq_temperature=0.5,
+        strategy="glauber",
+        glauber_rounds=3,
+        num_candidates=2,
+        generator=torch.Generator().manual_seed(0),
+        return_dict_in_generate=True,
+    )
     assert isinstance(out, GlauberGenerateOutput)
     assert out.sequences.shape == (2, 3 + NEW) and torch.equal(out.sequences[:, :3], prompt)
     assert torch.equal(out.draft_sequences[:, :3], prompt)
@@ -43,12 +51,20 @@ def test_glauber_strategy_keeps_the_prompt_and_returns_its_extras():
     cmask = torch.zeros_like(out.sequences, dtype=torch.bool)
     cmask[:, 3:] = True
     with torch.no_grad():
-        torch.testing.assert_close(out.sequence_logps, AutoregressiveScorer()(model, out.sequences, completion_mask=cmask))
+        torch.testing.assert_close(
+            out.sequence_logps, AutoregressiveScorer()(model, out.sequences, completion_mask=cmask)
+        )
     # the default call returns a tensor; zero rounds return exactly the draft of a run with the same seed
     plain = _generate(model, PROMPT, seq_temperature=0.5, strategy="glauber")
     assert isinstance(plain, torch.Tensor) and plain.shape == (1, 2 + NEW) and torch.equal(plain[:, :2], PROMPT)
-    zero = _generate(model, prompt, seq_temperature=0.5, strategy="glauber", glauber_rounds=0,
-                     generator=torch.Generator().manual_seed(0))
+    zero = _generate(
+        model,
+        prompt,
+        seq_temperature=0.5,
+        strategy="glauber",
+        glauber_rounds=0,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert torch.equal(zero, out.draft_sequences)
 
 
@@ -60,8 +76,15 @@ def test_cold_glauber_concentrates_on_the_mode_of_p_more_than_the_draft():
     mode, target_mass = _mode_of_p(model, PROMPT)
     assert target_mass > 0.95  # p^(1/0.05) sits on the mode: the test can tell a concentrated sampler
     n = 200
-    out = _generate(model, PROMPT.repeat(n, 1), seq_temperature=0.05, strategy="glauber", glauber_rounds=12,
-                    generator=torch.Generator().manual_seed(0), return_dict_in_generate=True)
+    out = _generate(
+        model,
+        PROMPT.repeat(n, 1),
+        seq_temperature=0.05,
+        strategy="glauber",
+        glauber_rounds=12,
+        generator=torch.Generator().manual_seed(0),
+        return_dict_in_generate=True,
+    )
     draft_hits = (out.draft_sequences == mode).all(dim=1).float().mean().item()
     refined_hits = (out.sequences == mode).all(dim=1).float().mean().item()
     assert draft_hits < 0.2  # the draft samples p itself, which is not concentrated
@@ -85,13 +108,24 @@ def test_glauber_strategy_errors():
 def test_glauber_strategy_on_the_embedded_model():
     from hf_seqtemp import load_default_model
 
-    torch.set_num_threads(2)
     model, tokenizer = load_default_model()
     inputs = tokenizer(["Name a colour:"], return_tensors="pt")
-    out = model.generate(**inputs, max_new_tokens=3, pad_token_id=tokenizer.pad_token_id,
-                         custom_generate=seqtemp_generate, seq_temperature=0.5, strategy="glauber",
-                         num_candidates=4, glauber_rounds=1, generator=torch.Generator().manual_seed(0),
-                         return_dict_in_generate=True)
+    torch.set_num_threads(2)
+    try:
+        out = model.generate(
+            **inputs,
+            max_new_tokens=3,
+            pad_token_id=tokenizer.pad_token_id,
+            custom_generate=seqtemp_generate,
+            seq_temperature=0.5,
+            strategy="glauber",
+            num_candidates=4,
+            glauber_rounds=1,
+            generator=torch.Generator().manual_seed(0),
+            return_dict_in_generate=True,
+        )
+    finally:
+        torch.set_num_threads(1)
     length = inputs["input_ids"].shape[1]
     assert out.sequences.shape == (1, length + 3) and torch.equal(out.sequences[:, :length], inputs["input_ids"])
     assert out.acceptance_rate.shape == (1,) and 0.0 <= float(out.acceptance_rate[0]) <= 1.0
@@ -100,4 +134,3 @@ def test_glauber_strategy_on_the_embedded_model():
     with torch.no_grad():
         expected = AutoregressiveScorer()(model, out.sequences, completion_mask=cmask)
     torch.testing.assert_close(out.sequence_logps, expected, rtol=1e-4, atol=1e-3)
-    torch.set_num_threads(1)
