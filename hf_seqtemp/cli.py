@@ -218,6 +218,8 @@ def run_generate(args: GenerateArguments) -> int:
             max_new_tokens=args.max_new_tokens,
             mcmc_steps=args.mcmc_steps,
             block_size=args.block_size,
+            glauber_rounds=args.glauber_rounds,
+            num_candidates=args.num_candidates,
             pad_token_id=pad,
         )
         sequences = out.sequences if hasattr(out, "sequences") else out

@@ -85,7 +85,7 @@ class GenerateArguments(ModelArguments):
     strategy: str = field(
         default="auto",
         metadata={
-            "help": "'auto', 'adapter', 'interpolate' (need --adapter_path) or 'mcmc' (power sampling).",
+            "help": "'auto', 'adapter', 'interpolate' (need --adapter_path), 'mcmc' (power sampling) or 'glauber'.",
             "choices": [s for s in STRATEGIES if s != "imh"],
         },
     )
@@ -93,9 +93,10 @@ class GenerateArguments(ModelArguments):
     max_new_tokens: int = field(default=32, metadata={"help": "Tokens generated per completion."})
     mcmc_steps: int = field(default=4, metadata={"help": "Metropolis-Hastings steps per block (mcmc)."})
     block_size: int | None = field(default=None, metadata={"help": "MH block size (mcmc); one block by default."})
+    glauber_rounds: int = field(default=2, metadata={"help": "Glauber sweeps over the completion (glauber)."})
+    num_candidates: int | None = field(
+        default=8, metadata={"help": "Proposals scored per site (glauber); None scores the whole vocabulary."}
+    )
     chat_template: bool = field(default=True, metadata={"help": "Wrap prompts in the tokenizer's chat template."})
     seed: int = field(default=0, metadata={"help": "Random seed."})
     output_json: str | None = field(default=None, metadata={"help": "Also write the samples to this JSON file."})
-
-
-# ---------------------------------------------------------------------------------------------------- helpers

@@ -4,6 +4,7 @@
 from .adapters import register_tempered_adapter, tempered_adapters
 from .custom_generate import write_custom_generate
 from .diffusion import DiffusionGenerateOutput, diffusion_generate
+from .glauber import GlauberGenerateOutput, GlauberOutput, glauber_refine
 from .imh import imh_chain, imh_transition_matrix, lookahead_correction
 from .logits_process import PowerLogitsWarper
 from .policies import POSITION_POLICIES, select_positions
@@ -14,10 +15,13 @@ __all__ = [
     "POSITION_POLICIES",
     "STRATEGIES",
     "DiffusionGenerateOutput",
+    "GlauberGenerateOutput",
+    "GlauberOutput",
     "PowerLogitsWarper",
     "PowerSamplingOutput",
     "diffusion_generate",
     "generate_tempered",
+    "glauber_refine",
     "imh_chain",
     "imh_transition_matrix",
     "lookahead_correction",

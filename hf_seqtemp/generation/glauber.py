@@ -21,6 +21,7 @@ import inspect
 from dataclasses import dataclass
 
 import torch
+from transformers.utils import ModelOutput
 
 from ..likelihood.autoregressive import AutoregressiveScorer, position_ids_from_attention_mask
 
@@ -38,6 +39,26 @@ class GlauberOutput:
     sequences: torch.Tensor
     acceptance_rates: torch.Tensor
     log_likelihoods: torch.Tensor
+
+
+@dataclass
+class GlauberGenerateOutput(ModelOutput):
+    """Output of `generate(..., custom_generate=seqtemp_generate, strategy="glauber", return_dict_in_generate=True)`.
+
+    Args:
+        sequences (`torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`): prompts and refined
+            completions.
+        draft_sequences (`torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`): the ancestral
+            drafts the chains started from.
+        acceptance_rate (`torch.FloatTensor` of shape `(glauber_rounds,)`): accepted / proposed site updates per
+            round, over the whole batch.
+        sequence_logps (`torch.FloatTensor` of shape `(batch,)`): `log p(completion | prompt)` at temperature 1.
+    """
+
+    sequences: torch.LongTensor | None = None
+    draft_sequences: torch.LongTensor | None = None
+    acceptance_rate: torch.FloatTensor | None = None
+    sequence_logps: torch.FloatTensor | None = None
 
 
 def _forward_logits(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -203,7 +224,9 @@ def _validate(model, input_ids, seq_temperature, num_rounds, proposal, num_candi
     if num_candidates is not None and (
         isinstance(num_candidates, bool) or not isinstance(num_candidates, int) or num_candidates < 1
     ):
-        raise ValueError(f"`num_candidates` must be None (all |V| tokens) or a positive integer, got {num_candidates!r}.")
+        raise ValueError(
+            f"`num_candidates` must be None (all |V| tokens) or a positive integer, got {num_candidates!r}."
+        )
     if draft not in ("input", "ancestral"):
         raise ValueError(f"`draft` must be 'input' (refine the given ids) or 'ancestral', got {draft!r}.")
     return float(seq_temperature), mask_token_id

@@ -28,9 +28,13 @@ from transformers.generation.logits_process import (
 from ..models.base import DiffusionLM
 from .adapters import active_adapter, calibration_points, interpolate_scale, tempered_adapters
 from .diffusion import diffusion_generate, validate_seq_temperature
+from .glauber import GlauberGenerateOutput, glauber_refine
 from .power_sampling import power_sample
 
-STRATEGIES = ("auto", "adapter", "interpolate", "mcmc", "imh")
+
+STRATEGIES = ("auto", "adapter", "interpolate", "mcmc", "glauber", "imh")
+# `strategy="glauber"` with `num_candidates=None` runs `batch * |V|` sequences per site; above this, ask for N
+_MAX_FULL_SITE_ROWS = 1 << 16
 # token-level reshaping that would distort the sequence-tempered target
 _DROPPED_WARPERS = (
     TemperatureLogitsWarper,
@@ -121,6 +125,39 @@ def _plain_sampling(
     )
 
 
+def _glauber_generate(model, input_ids, attention_mask, max_new_tokens, seq_temperature, rounds, options):
+    """Ancestral draft of `max_new_tokens` tokens, then `rounds` Glauber sweeps targeting `p^(1/T)` (fixed length)."""
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
+        raise ValueError(f"`glauber_rounds` must be a non-negative integer, got {rounds!r}; 0 returns the draft.")
+    if max_new_tokens < 1:
+        raise ValueError(f"`max_new_tokens` must be >= 1 for `strategy='glauber'`, got {max_new_tokens}.")
+    batch, prompt_length = input_ids.shape
+    vocab = int(model.get_output_embeddings().weight.shape[0])
+    if options["num_candidates"] is None and batch * vocab > _MAX_FULL_SITE_ROWS:
+        raise ValueError(
+            f"`num_candidates=None` scores all {vocab} tokens at every site, {batch * vocab} sequences per forward "
+            f"pass (limit {_MAX_FULL_SITE_ROWS}). Pass e.g. `num_candidates=8` (multiple-try Metropolis)."
+        )
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    ids = torch.cat([input_ids, input_ids.new_zeros(batch, max_new_tokens)], dim=1)
+    attn = torch.cat([attention_mask, attention_mask.new_ones(batch, max_new_tokens)], dim=1)
+    cmask = torch.zeros_like(ids, dtype=torch.bool)
+    cmask[:, prompt_length:] = True
+    common = {"attention_mask": attn, "completion_mask": cmask, "seq_temperature": seq_temperature}
+    common.update(num_candidates=options["num_candidates"], generator=options["generator"])
+    draft = glauber_refine(model, ids, num_rounds=0, draft="ancestral", **common)
+    out = glauber_refine(model, draft.sequences, num_rounds=rounds, **common)
+    if not options["return_dict"]:
+        return out.sequences
+    return GlauberGenerateOutput(
+        sequences=out.sequences,
+        draft_sequences=draft.sequences,
+        acceptance_rate=out.acceptance_rates,
+        sequence_logps=out.log_likelihoods,
+    )
+
+
 def seqtemp_generate(
     model,
     input_ids: torch.LongTensor,
@@ -133,6 +170,8 @@ def seqtemp_generate(
     strategy: str | None = "auto",
     mcmc_steps: int = 4,
     block_size: int | None = None,
+    glauber_rounds: int = 2,
+    num_candidates: int | None = None,
     generator: torch.Generator | None = None,
     **model_kwargs,
 ):
@@ -149,6 +188,9 @@ def seqtemp_generate(
       model), `(1, eval_t_eff)` and any `scale_calibration` measurements in its config. No extrapolation.
     - `"mcmc"`: training-free power sampling ([`power_sample`]), `mcmc_steps` MH steps per block of `block_size`
       tokens; completions have exactly `max_new_tokens` tokens.
+    - `"glauber"`: training-free Glauber dynamics ([`glauber_refine`]): an ancestral draft of exactly
+      `max_new_tokens` tokens, then `glauber_rounds` sweeps of single-site Metropolis-Hastings updates whose
+      stationary law is `p^(1/T)` over completions (the draft is the chain's start, so few rounds are approximate).
 
     When `seq_temperature` is given, sampling is forced (`do_sample=True`) with `top_k=0`, `top_p=1.0` and token
     `temperature=1.0`: the temperature, top-k, top-p, min-p, typical, epsilon and eta warpers are removed, since any
@@ -158,11 +200,22 @@ def seqtemp_generate(
 
     Args:
         seq_temperature (`float`, *optional*): sequence temperature `T > 0` of the target `p(x)^(1/T)`.
-        strategy (`str`, *optional*, defaults to `"auto"`): `"auto"`, `"adapter"`, `"interpolate"` or `"mcmc"`
-            (`"imh"` is for diffusion models, see [`diffusion_generate`]).
+        strategy (`str`, *optional*, defaults to `"auto"`): `"auto"`, `"adapter"`, `"interpolate"`, `"mcmc"` or
+            `"glauber"` (`"imh"` is for diffusion models, see [`diffusion_generate`]).
         mcmc_steps (`int`, *optional*, defaults to `4`): MH steps per block (`"mcmc"` only).
         block_size (`int`, *optional*): MH block size (`"mcmc"` only); `None` is one block.
-        generator (`torch.Generator`, *optional*): randomness of `"mcmc"` (other strategies use the global RNG).
+        glauber_rounds (`int`, *optional*, defaults to `2`): sweeps over the completion (`"glauber"` only); each
+            visits every position once in a fresh random order.
+        num_candidates (`int`, *optional*): `"glauber"` only: `None` scores all `|V|` substitutions of a site in
+            one pass; `N` scores `N` proposals plus the current token (multiple-try Metropolis, for large
+            vocabularies).
+        generator (`torch.Generator`, *optional*): randomness of `"mcmc"` and `"glauber"` (other strategies use the
+            global RNG).
+
+    Returns:
+        `torch.LongTensor` of shape `(batch, prompt_length + new_tokens)`; with `return_dict_in_generate=True` the
+        strategy's output ([`PowerSamplingOutput`] for `"mcmc"`, [`GlauberGenerateOutput`] for `"glauber"`, the
+        usual `generate` output otherwise).
 
     Example:
     ```python
@@ -205,6 +258,14 @@ def seqtemp_generate(
             block_size=block_size,
             generator=generator,
             return_dict_in_generate=bool(generation_config.return_dict_in_generate),
+        )
+    if strategy == "glauber":
+        options = {"num_candidates": num_candidates, "generator": generator}
+        options["return_dict"] = bool(generation_config.return_dict_in_generate)
+        max_new_tokens = generation_config.max_length - input_ids.shape[1]
+        attention_mask = model_kwargs.get("attention_mask")
+        return _glauber_generate(
+            model, input_ids, attention_mask, max_new_tokens, seq_temperature, glauber_rounds, options
         )
     if strategy == "adapter":
         with active_adapter(model, _matching_adapter(adapters, seq_temperature)):

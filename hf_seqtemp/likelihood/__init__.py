@@ -5,7 +5,7 @@ from .autoregressive import AutoregressiveScorer
 from .base import SequenceScorer
 from .block_diffusion import MAX_EXACT_BLOCK_SIZE, BlockDiffusionScorer
 from .masked_diffusion import MaskedDiffusionScorer, sample_orders
-from .schedule_variance import schedule_variance
+from .schedule_variance import order_logp_variance, schedule_variance
 
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "BlockDiffusionScorer",
     "MaskedDiffusionScorer",
     "SequenceScorer",
+    "order_logp_variance",
     "sample_orders",
     "schedule_variance",
 ]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from .base import SequenceScorer
@@ -36,6 +38,45 @@ def moment_dp(table: torch.Tensor, scorable: torch.Tensor, block_size: int) -> t
         q_level = torch.where(legal, lp * lp + 2 * lp * a_next + q_next, 0.0).sum(-1) / count
         a, q = a.index_copy(1, subsets, a_level), q.index_copy(1, subsets, q_level)
     return a[:, 0], q[:, 0] - a[:, 0] ** 2
+
+
+def order_logp_variance(
+    order_logps: torch.Tensor | Sequence[Sequence[float]], unbiased: bool = True
+) -> torch.DoubleTensor:
+    """Per-sequence variance of given per-order log-likelihoods `log p(x; π_j)`, in float64.
+
+    The aggregation step of the sampled (`method="mc"`) branch of [`schedule_variance`], usable on values computed
+    elsewhere (e.g. [`~hf_seqtemp.likelihood.MaskedDiffusionScorer.order_logps`] on several machines). Rows may hold
+    different numbers of orders when given as a list of lists.
+
+    Args:
+        order_logps (`torch.Tensor` of shape `(batch, k)` or a list of per-sequence lists of `float`): the values.
+        unbiased (`bool`, *optional*, defaults to `True`): divisor `k - 1` (needs `k >= 2`); `False` divides by `k`.
+
+    Returns:
+        `torch.DoubleTensor` of shape `(batch,)`.
+
+    Example:
+    ```python
+    >>> order_logp_variance([[-1.0, -3.0], [-2.0, -2.0, -2.0]]).tolist()
+    [2.0, 0.0]
+    ```
+    """
+    rows = list(order_logps) if not isinstance(order_logps, torch.Tensor) or order_logps.dim() == 2 else None
+    if rows is None or not rows:
+        shape = getattr(order_logps, "shape", None)
+        raise ValueError(f"`order_logps` must be a non-empty (batch, k) tensor or list of lists, got shape {shape}.")
+    minimum = 2 if unbiased else 1
+    variances = []
+    for index, row in enumerate(rows):
+        values = torch.as_tensor(row, dtype=torch.float64).reshape(-1)
+        if values.numel() < minimum:
+            raise ValueError(
+                f"`order_logps[{index}]` holds {values.numel()} value(s); the {'unbiased ' if unbiased else ''}"
+                f"variance needs at least {minimum}. Score more orders per sequence or pass `unbiased=False`."
+            )
+        variances.append(values.var(unbiased=unbiased))
+    return torch.stack(variances)
 
 
 def schedule_variance(
@@ -106,4 +147,4 @@ def schedule_variance(
     sampler._block_size = block_size
     with torch.no_grad():
         logps = sampler.order_logps(model, input_ids, attention_mask, completion_mask)
-    return logps.double().var(dim=1, unbiased=True)
+    return order_logp_variance(logps)

@@ -6,6 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from .core import effective_temperature, kendall_tau, sequence_nll, temperature_log_ratio
+from .pass_at_k import pass_at_k
+from .precision_recall import (
+    embedding_precision_recall,
+    knn_precision_recall,
+    precision_recall_curve,
+    support_precision,
+    support_recall,
+)
 
 
 _MODULE_DIR = Path(__file__).resolve().parent
@@ -37,8 +45,14 @@ def module_path(name: str) -> str:
 __all__ = [
     "available_modules",
     "effective_temperature",
+    "embedding_precision_recall",
     "kendall_tau",
+    "knn_precision_recall",
     "module_path",
+    "pass_at_k",
+    "precision_recall_curve",
     "sequence_nll",
+    "support_precision",
+    "support_recall",
     "temperature_log_ratio",
 ]
