@@ -4,10 +4,12 @@
 from .config import SequenceTemperatureConfig
 from .generation import (
     DiffusionGenerateOutput,
+    GlauberGenerateOutput,
     PowerLogitsWarper,
     PowerSamplingOutput,
     diffusion_generate,
     generate_tempered,
+    glauber_refine,
     power_sample,
     seqtemp_generate,
     write_custom_generate,
@@ -19,10 +21,12 @@ from .likelihood import (
     SequenceScorer,
     schedule_variance,
 )
+from .hub import push_to_hub, save_for_hub
 from .loading import adapter_name_for, load_tempered
 from .losses import LOSSES
 from .metrics import effective_temperature, kendall_tau, module_path, sequence_nll, temperature_log_ratio
 from .metrics.pass_at_k import pass_at_k
+from .metrics.precision_recall import knn_precision_recall, precision_recall_curve
 from .models import (
     DEFAULT_MODEL_ID,
     BlockDiffusionAdapter,
@@ -46,6 +50,7 @@ __all__ = [
     "BlockDiffusionScorer",
     "DiffusionGenerateOutput",
     "DiffusionLM",
+    "GlauberGenerateOutput",
     "LLaDAAdapter",
     "MaskedDiffusionScorer",
     "MaskedLMAdapter",
@@ -60,13 +65,18 @@ __all__ = [
     "diffusion_generate",
     "effective_temperature",
     "generate_tempered",
+    "glauber_refine",
     "kendall_tau",
+    "knn_precision_recall",
     "load_default_model",
     "load_tempered",
     "module_path",
     "pass_at_k",
     "power_sample",
+    "precision_recall_curve",
+    "push_to_hub",
     "sample_dataset",
+    "save_for_hub",
     "schedule_variance",
     "seqtemp_generate",
     "sequence_nll",
