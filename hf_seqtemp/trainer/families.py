@@ -103,7 +103,8 @@ class DiffusionFamily:
     The trained model q_T is scored with `num_orders` fresh random orders per step (`method="mc"`) or exactly by
     the block DP (`method="exact"`, block diffusion only). The reference p uses `ref_num_orders` orders drawn from
     [`order_seed`]`(seed, example_id)`, so its precomputed values are reproducible. The anti-drift term is the
-    model's own diffusion objective L_diff (Eq. 4, [`diffusion_elbo_loss`]).
+    model's own diffusion objective L_diff (Eq. 4, [`diffusion_elbo_loss`]). Objectives over the unmasking steps
+    (`loss_type="ssts"`) use [`SteppedDiffusionFamily`] instead ([`family_for`] picks it).
 
     Args:
         family (`str`): `"masked_diffusion"` or `"block_diffusion"`.
