@@ -49,10 +49,35 @@ def reference_conditionals(ref_step_logps: torch.Tensor, step_mask: torch.Tensor
 
 
 def step_mask_of(step_logps: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
-    """`(batch, k, steps)` mask of the steps that exist: row b has one step per completion position."""
+    """`(batch, k, steps)` mask of the steps that exist: row b has one step per completion position.
+
+    Example:
+    ```python
+    >>> step_mask_of(torch.zeros(2, 1, 2), torch.tensor([[0, 1, 1], [0, 1, 0]])).tolist()
+    [[[True, True]], [[True, False]]]
+    ```
+    """
     m = completion_mask.bool().sum(dim=1)
     steps = torch.arange(step_logps.shape[-1], device=step_logps.device)
     return (steps[None, :] < m[:, None])[:, None, :].expand_as(step_logps)
+
+
+def ess_fraction(log_weights: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:
+    """Kish's `(Σw)² / Σw²` of each step over the (row, order) samples that have it, divided by their number,
+    averaged over the steps: 1 for uniform weights, → 1/n when one sample carries all the weight.
+
+    Example:
+    ```python
+    >>> log_w = torch.log(torch.tensor([[[1.0, 2.0]], [[1.0, 0.0]]]))
+    >>> ess_fraction(log_w, torch.tensor([[[True, True]], [[True, False]]])).item()
+    1.0
+    ```
+    """
+    weights = log_weights.exp().masked_fill(~step_mask, 0.0)
+    count = step_mask.sum(dim=(0, 1))
+    ess = weights.sum(dim=(0, 1)) ** 2 / (weights**2).sum(dim=(0, 1)).clamp(min=1e-30)
+    active = count > 0
+    return (ess[active] / count[active]).mean() if active.any() else torch.tensor(float("nan"))
 
 
 def _diffusion_ssts_objective(inputs: LossInputs, args) -> LossOutput:
@@ -65,8 +90,7 @@ def _diffusion_ssts_objective(inputs: LossInputs, args) -> LossOutput:
     # diffusion_ssts_loss is a sum over steps (nats per sequence); per completion token, like L_diff and the
     # autoregressive objective, so that `nll_weight` means the same there (at T = 1 both terms estimate one thing).
     ssts = out.loss * completion.shape[0] / completion.bool().sum().clamp(min=1)
-    samples = step_logq.shape[0] * step_logq.shape[1]
-    metrics = {"loss/ssts": ssts.item(), "ess/fraction": (out.effective_sample_size / samples).item()}
+    metrics = {"loss/ssts": ssts.item(), "ess/fraction": ess_fraction(out.log_weights, step_mask).item()}
     if inputs.anti_drift is None:
         return LossOutput(ssts, {**metrics, "loss/nll": float("nan")})
     return LossOutput(ssts + args.nll_weight * inputs.anti_drift, {**metrics, "loss/nll": inputs.anti_drift.item()})
