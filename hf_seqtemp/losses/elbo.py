@@ -33,10 +33,10 @@ def diffusion_elbo_loss(
     """Negative ELBO of a masked / block diffusion LM (L_diff, Eq. 4), one model call per batch, token-mean.
 
     For a masked-diffusion model (one block): draw t ~ U(min_time, 1) per row, mask each completion position
-    independently with probability t, and score `(1/t) Σ_{masked i} −log p(x_i | x_t)` ([`mdlm_elbo_loss`]). Its expectation over t and
-    the masks is the order ELBO `E_π Σ_t −log p(x_{π_t} | x_{π_<t})` of Eq. 4 (a set S of k masked positions has
-    weight `∫ t^{k-1} (1-t)^{m-k} dt = (k-1)!(m-k)!/m!`, the probability that a uniform order reaches S and
-    reveals a given i ∈ S next), up to the O(`min_time`) truncation that keeps 1/t bounded.
+    independently with probability t, and score `(1/t) Σ_{masked i} −log p(x_i | x_t)` ([`mdlm_elbo_loss`]). Its
+    expectation over t and the masks is the order ELBO `E_π Σ_t −log p(x_{π_t} | x_{π_<t})` of Eq. 4 (a set S of
+    k masked positions has weight `∫ t^{k-1} (1-t)^{m-k} dt = (k-1)!(m-k)!/m!`, the probability that a uniform
+    order reaches S and reveals a given i ∈ S next), up to the O(`min_time`) truncation that keeps 1/t bounded.
 
     For a block-diffusion model the ELBO is the sum over blocks of that term with earlier blocks clean: each row
     draws one of its n blocks holding completion positions uniformly and the term is multiplied by n (unbiased).

@@ -10,7 +10,10 @@ import torch
 from ..likelihood import AutoregressiveScorer
 from ..likelihood.block_diffusion import BlockDiffusionScorer
 from ..likelihood.masked_diffusion import (
-    MaskedDiffusionScorer, check_diffusion_inputs, order_step_logps, sample_orders,
+    MaskedDiffusionScorer,
+    check_diffusion_inputs,
+    order_step_logps,
+    sample_orders,
 )
 from ..losses import DIFFUSION_LOSSES, LOSSES, token_nll
 from ..losses.elbo import diffusion_elbo_loss

@@ -119,8 +119,8 @@ class SeqTempTrainer(Trainer):
         self.family = family_for(model, args, scorer)
         if args.loss_type not in self.family.objectives:
             raise ValueError(
-                f"`loss_type={args.loss_type!r}` is not available for {self.family.name} models: its objective is "
-                f"defined on per-token conditionals. Use one of {list(self.family.losses)}."
+                f"`loss_type={args.loss_type!r}` is not available for {self.family.name} models (it is defined on "
+                f"autoregressive per-token conditionals). Use one of {list(self.family.losses)}."
             )
         self.objective = self.family.objectives[args.loss_type]
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset")

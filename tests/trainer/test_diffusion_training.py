@@ -268,8 +268,12 @@ def test_ssts_reference_steps_equal_a_fresh_computation_for_the_stored_seeds(tmp
     for eval_batch in (4, 1):
         args = _config(tmp_path, loss_type="ssts", seed=7, num_orders=3, nll_weight=0.0,
                        per_device_eval_batch_size=eval_batch)
-        trainer = SeqTempTrainer(model, args, train_dataset=data)
+        trainer = SeqTempTrainer(model, args, train_dataset=data, eval_dataset=data)
         stored.append(trainer.train_dataset["ref_step_logps"])
+    assert trainer.eval_dataset["ref_step_logps"] == trainer.train_dataset["ref_step_logps"]
+    metrics = trainer.evaluate()
+    assert metrics["eval_temp/t_eff"] == pytest.approx(1.0, abs=1e-3)  # untrained: q = p along the same orders
+    assert metrics["eval_ess/fraction"] < 1.0
     for a, b in zip(*stored):
         torch.testing.assert_close(torch.tensor(a), torch.tensor(b), atol=1e-5, rtol=0)
     assert trainer.train_dataset["ref_order_seed"] == [order_seed(7, i) for i in range(4)]
