@@ -113,7 +113,7 @@ def _check_orders(orders: torch.Tensor, completion_mask: torch.Tensor) -> torch.
     return torch.where(comp, orders, torch.full_like(orders, -1))
 
 
-def order_logps(
+def order_step_logps(
     model: torch.nn.Module,
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
@@ -122,13 +122,36 @@ def order_logps(
     token_temperature: float = 1.0,
     max_batch: int = 64,
 ) -> torch.Tensor:
-    """`log p(x; π)` of Eq. 2 for each given order: the sum of the sequential conditionals along the order.
+    """The sequential conditionals of Eq. 2 along each given order, one per reveal step.
 
-    Every partial state (a row, an order, a step) is one masked copy of the row; all states of the batch are stacked
-    and run `max_batch` at a time, so a batch costs `ceil(sum_rows k * m_row / max_batch)` forward calls.
+    `[b, j, s] = log p(x_{π_s} | x_{π_<s}, prompt)`: the log-probability of the token revealed at step `s` of order
+    `j`, given the state before that step (the completion positions revealed at steps `< s` visible, the others
+    masked). Every partial state (a row, an order, a step) is one masked copy of the row; all states of the batch
+    are stacked and run `max_batch` at a time, so a batch costs `ceil(sum_rows k * m_row / max_batch)` forward calls.
+
+    Args:
+        model ([`~hf_seqtemp.models.base.DiffusionLM`]): adapter with `mask_token_id`.
+        input_ids, attention_mask, completion_mask (`torch.Tensor` of shape `(batch, length)`): the batch.
+        orders (`torch.LongTensor` of shape `(batch, k, length)`): reveal steps, see [`sample_orders`].
+        token_temperature (`float`, *optional*, defaults to `1.0`): logits / T at every step.
+        max_batch (`int`, *optional*, defaults to `64`): partial states per forward call.
 
     Returns:
-        `torch.FloatTensor` of shape `(batch, k)`, differentiable with respect to the model's parameters.
+        `torch.FloatTensor` of shape `(batch, k, length)`, 0 at steps `s >= m_b` (row b has `m_b` completion
+        positions), differentiable with respect to the model's parameters.
+
+    Example:
+    ```python
+    >>> import torch
+    >>> from transformers import BertConfig, BertForMaskedLM
+    >>> from hf_seqtemp.models.diffusion import MaskedLMAdapter
+    >>> model = MaskedLMAdapter(BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
+    ...                         num_attention_heads=2, intermediate_size=32)).eval(), mask_token_id=5)
+    >>> ids, completion = torch.tensor([[1, 2, 3]]), torch.tensor([[False, True, True]])
+    >>> orders = sample_orders(torch.ones_like(ids), completion, 2)
+    >>> order_step_logps(model, ids, torch.ones_like(ids), completion, orders)[0, :, 2].tolist()
+    [0.0, 0.0]
+    ```
     """
     batch, k, length = orders.shape
     m = completion_mask.sum(dim=1)
@@ -150,10 +173,28 @@ def order_logps(
         here = torch.arange(b.numel(), device=ids.device)
         step_logits = logits[here, target_pos].float() / token_temperature
         values.append(step_logits.log_softmax(dim=-1).gather(-1, ids[here, target_pos][:, None]).squeeze(-1))
-    flat = torch.zeros(batch * k, device=input_ids.device)
+    flat = torch.zeros(batch * k * length, device=input_ids.device)
     if values:
-        flat = flat.index_add(0, rows * k + order_idx, torch.cat(values))
-    return flat.view(batch, k)
+        flat = flat.index_copy(0, (rows * k + order_idx) * length + steps, torch.cat(values))
+    return flat.view(batch, k, length)
+
+
+def order_logps(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    completion_mask: torch.Tensor,
+    orders: torch.Tensor,
+    token_temperature: float = 1.0,
+    max_batch: int = 64,
+) -> torch.Tensor:
+    """`log p(x; π)` of Eq. 2 for each given order: the sum of [`order_step_logps`] over the steps.
+
+    Returns:
+        `torch.FloatTensor` of shape `(batch, k)`, differentiable with respect to the model's parameters.
+    """
+    steps = order_step_logps(model, input_ids, attention_mask, completion_mask, orders, token_temperature, max_batch)
+    return steps.sum(dim=2)
 
 
 class MaskedDiffusionScorer(SequenceScorer):

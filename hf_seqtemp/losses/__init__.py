@@ -8,6 +8,7 @@ calls a model.
 
 from __future__ import annotations
 
+from .diffusion_objectives import DIFFUSION_SSTS, reference_conditionals
 from .recall_objectives import RECALL_LOSSES
 from .spec import LossInputs, LossOutput, LossSpec, scale_gradient
 from .temperature import lhts_loss, lhts_weights, ratio_loss, suffix_logps, temperature_log_ratio, token_nll
@@ -48,8 +49,12 @@ LOSSES: dict[str, LossSpec] = {
     **RECALL_LOSSES,
 }
 
+DIFFUSION_LOSSES: dict[str, LossSpec] = {"ratio": LOSSES["ratio"], "ssts": DIFFUSION_SSTS}
+"""What a masked / block diffusion model trains with: the same names, with per-step (not per-token) values."""
+
 
 __all__ = [
+    "DIFFUSION_LOSSES",
     "LOSSES",
     "LossInputs",
     "LossOutput",
@@ -57,6 +62,7 @@ __all__ = [
     "lhts_loss",
     "lhts_weights",
     "ratio_loss",
+    "reference_conditionals",
     "suffix_logps",
     "temperature_log_ratio",
     "token_nll",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from ..likelihood.masked_diffusion import real_positions
+from .diffusion import mdlm_elbo_loss
 
 
 def _pick_blocks(block: torch.Tensor, completion: torch.Tensor, generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -32,10 +33,10 @@ def diffusion_elbo_loss(
     """Negative ELBO of a masked / block diffusion LM (L_diff, Eq. 4), one model call per batch, token-mean.
 
     For a masked-diffusion model (one block): draw t ~ U(min_time, 1) per row, mask each completion position
-    independently with probability t, and score `(1/t) Σ_{masked i} −log p(x_i | x_t)`. Its expectation over t and
-    the masks is the order ELBO `E_π Σ_t −log p(x_{π_t} | x_{π_<t})` of Eq. 4 (a set S of k masked positions has
-    weight `∫ t^{k-1} (1-t)^{m-k} dt = (k-1)!(m-k)!/m!`, the probability that a uniform order reaches S and
-    reveals a given i ∈ S next), up to the O(`min_time`) truncation that keeps 1/t bounded.
+    independently with probability t, and score `(1/t) Σ_{masked i} −log p(x_i | x_t)` ([`mdlm_elbo_loss`]). Its
+    expectation over t and the masks is the order ELBO `E_π Σ_t −log p(x_{π_t} | x_{π_<t})` of Eq. 4 (a set S of
+    k masked positions has weight `∫ t^{k-1} (1-t)^{m-k} dt = (k-1)!(m-k)!/m!`, the probability that a uniform
+    order reaches S and reveals a given i ∈ S next), up to the O(`min_time`) truncation that keeps 1/t bounded.
 
     For a block-diffusion model the ELBO is the sum over blocks of that term with earlier blocks clean: each row
     draws one of its n blocks holding completion positions uniformly and the term is multiplied by n (unbiased).
@@ -81,5 +82,5 @@ def diffusion_elbo_loss(
     states = torch.where(masked, torch.full_like(input_ids, model.mask_token_id), input_ids)
     logits = model(states, attention_mask).float()
     logps = logits.log_softmax(dim=-1).gather(-1, input_ids[..., None]).squeeze(-1)
-    per_row = -(logps * masked).sum(dim=1) / t * num_blocks
+    per_row = mdlm_elbo_loss(logps, masked, t, reduction="none") * num_blocks
     return per_row.sum() / completion.sum().clamp(min=1)

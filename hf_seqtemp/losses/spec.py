@@ -21,9 +21,12 @@ class LossInputs:
             are gathered from every rank (grad flows through the local part only).
         ref_logps (`torch.Tensor` of shape `(n,)`): sequence log p(x) of the same sequences (no grad).
         policy_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): local per-token log q, with
-            grad; `None` for diffusion models, whose sequence likelihood has no per-token factorisation.
+            grad. Diffusion models have no per-token factorisation: `None`, or, for an objective over unmasking
+            steps (`DIFFUSION_LOSSES["ssts"]`), the per-step conditionals `(batch, k, steps)` along k orders.
         completion_mask (`torch.Tensor` of shape `(batch, length)`): local scored positions.
-        ref_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): local per-token log p.
+        ref_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): local per-token log p; for a
+            diffusion objective over steps, the reference's per-step conditionals `(batch, k, steps)` along the
+            same orders.
         world_size (`int`, *optional*, defaults to 1): number of processes. The *gradient* of a pair loss over
             gathered values is multiplied by it (its value is kept), because data-parallel training averages the
             per-rank gradients while each rank only back-propagates through its local part of the pairs.

@@ -30,6 +30,11 @@ class SeqTempConfig(TrainingArguments):
             Objective, a key of `hf_seqtemp.losses.LOSSES`: `"ratio"` is the likelihood-ratio variance loss
             L_ratio / L_p (Eq. 19-20) over all pairs of sequences in the (cross-rank) batch; `"ssts"` is the
             importance-sampling loss L_SSTS / LHTS (Eq. 8, 18), a token NLL weighted by self-normalised weights.
+            For a diffusion model `"ssts"` is Eq. 18 / 28 over the unmasking steps of k orders per example, drawn
+            from its order seed and shared with the reference, whose per-step conditionals are precomputed into the
+            `ref_step_logps` column (k·m values per example); log p(x | state before step s) is their suffix sum
+            along the order, a one-order estimate (`hf_seqtemp.losses.reference_conditionals`). It is scaled per
+            completion token and logs `ess/fraction`; `likelihood_method` must then be `None` or `"mc"`.
         nll_weight (`float`, *optional*, defaults to `0.1`):
             λ: weight of the model's own token NLL added to the objective. It prevents *likelihood drift* (the ratio
             loss alone is also minimised by shifting every log q by a constant per length), at the price of pulling
@@ -66,7 +71,8 @@ class SeqTempConfig(TrainingArguments):
             k for the reference estimate log p̃ (`"mc"`), which is computed once, so it may be larger than
             `num_orders`. The orders of example i are drawn from the seed `(seed · 1000003 + i) mod 2^63`
             (`hf_seqtemp.trainer.families.order_seed`), stored in the `ref_order_seed` column, so the reference is
-            reproducible. `None` uses `num_orders`. Must be ≥ 1.
+            reproducible. `None` uses `num_orders`. Must be ≥ 1. With `loss_type="ssts"` the trained model is
+            scored along these same seeded orders (not fresh ones), so it must be `None` or equal `num_orders`.
 
         > Parameters that control the data preprocessing
 

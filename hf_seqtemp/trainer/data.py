@@ -16,6 +16,8 @@ from tqdm.auto import tqdm
 logger = logging.getLogger(__name__)
 
 EXAMPLE_ID = "example_id"
+RAGGED_COLUMNS = frozenset({"ref_step_logps"})
+"""Reference columns whose length is not the token count (diffusion: k orders × m steps), padded to the longest."""
 
 
 def _tokenize_text(tokenizer, text: str) -> tuple[list[int], list[int]]:
@@ -117,6 +119,10 @@ class SeqTempCollator:
             batch["completion_mask"][row, :n] = torch.as_tensor(example["completion_mask"], dtype=torch.bool)
             if "ref_token_logps" in batch:
                 batch["ref_token_logps"][row, :n] = torch.as_tensor(example["ref_token_logps"])
+        for key in RAGGED_COLUMNS & examples[0].keys():  # per-example lists of their own lengths, 0-padded
+            batch[key] = torch.zeros(len(examples), max(len(e[key]) for e in examples), dtype=torch.float32)
+            for row, example in enumerate(examples):
+                batch[key][row, : len(example[key])] = torch.as_tensor(example[key])
         if "ref_logps" in examples[0]:
             batch["ref_logps"] = torch.tensor([e["ref_logps"] for e in examples], dtype=torch.float32)
         return batch

@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..likelihood import AutoregressiveScorer
 from ..likelihood.block_diffusion import BlockDiffusionScorer
-from ..likelihood.masked_diffusion import MaskedDiffusionScorer, sample_orders
-from ..losses import token_nll
+from ..likelihood.masked_diffusion import (
+    MaskedDiffusionScorer,
+    check_diffusion_inputs,
+    order_step_logps,
+    sample_orders,
+)
+from ..losses import DIFFUSION_LOSSES, LOSSES, token_nll
 from ..losses.elbo import diffusion_elbo_loss
 from ..models.base import DiffusionLM
 
@@ -55,7 +62,9 @@ class CausalLMFamily:
     """
 
     name = "causal_lm"
-    losses = ("ratio", "ssts", "c_div", "trunc_r", "lambda_pr")
+    objectives = LOSSES
+    losses = tuple(LOSSES)
+    reference_column = "ref_token_logps"
 
     def __init__(self, scorer=None):
         self.scorer = scorer if scorer is not None else AutoregressiveScorer()
@@ -81,6 +90,15 @@ class CausalLMFamily:
         )
         return token_logps.sum(1), token_logps
 
+    def reference_rows(self, values: torch.Tensor, batch) -> list[list[float]]:
+        """The per-token reference values of each row, as stored in the `ref_token_logps` column."""
+        lengths = batch["attention_mask"].sum(1).tolist()
+        return [values[row, :n].float().cpu().tolist() for row, n in enumerate(lengths)]
+
+    def stored_reference(self, batch) -> torch.Tensor | None:
+        """The stored per-token reference values of a collated batch, `(batch, length)`, or `None`."""
+        return batch.get(self.reference_column)
+
 
 class DiffusionFamily:
     """Masked- or block-diffusion scoring (Section 4) for L_p (exact block DP, Prop. 4.6) or L_k (Eq. 23-24).
@@ -88,7 +106,8 @@ class DiffusionFamily:
     The trained model q_T is scored with `num_orders` fresh random orders per step (`method="mc"`) or exactly by
     the block DP (`method="exact"`, block diffusion only). The reference p uses `ref_num_orders` orders drawn from
     [`order_seed`]`(seed, example_id)`, so its precomputed values are reproducible. The anti-drift term is the
-    model's own diffusion objective L_diff (Eq. 4, [`diffusion_elbo_loss`]).
+    model's own diffusion objective L_diff (Eq. 4, [`diffusion_elbo_loss`]). Objectives over the unmasking steps
+    (`loss_type="ssts"`) use [`SteppedDiffusionFamily`] instead ([`family_for`] picks it).
 
     Args:
         family (`str`): `"masked_diffusion"` or `"block_diffusion"`.
@@ -106,7 +125,9 @@ class DiffusionFamily:
     ```
     """
 
-    losses = ("ratio",)
+    objectives = DIFFUSION_LOSSES
+    losses = tuple(DIFFUSION_LOSSES)
+    reference_column = "ref_step_logps"
 
     def __init__(self, family, block_size=None, method=None, num_orders=4, ref_num_orders=None, seed=0):
         if family not in ("masked_diffusion", "block_diffusion"):
@@ -158,6 +179,78 @@ class DiffusionFamily:
         orders = _per_example_orders(batch, self.ref_num_orders, self.block_size, self.seed)
         return mc.score_orders(model, ids, attention, completion, orders), None
 
+    def reference_rows(self, values: torch.Tensor, batch) -> list[list[float]]:
+        """Per-step values `(batch, k, steps)` stored per example as one flat list of length k·m, order-major."""
+        lengths = batch["completion_mask"].bool().sum(1).tolist()
+        return [values[row, :, :m].reshape(-1).float().cpu().tolist() for row, m in enumerate(lengths)]
+
+    def stored_reference(self, batch) -> torch.Tensor | None:
+        """The stored per-step reference values of a collated batch, `(batch, k, max m)`, or `None`."""
+        flat = batch.get(self.reference_column)
+        if flat is None:
+            return None
+        lengths = batch["completion_mask"].bool().sum(1).tolist()
+        k = self.ref_num_orders
+        values = flat.new_zeros(len(lengths), k, max(lengths))
+        for row, m in enumerate(lengths):
+            values[row, :, :m] = flat[row, : k * m].view(k, m)
+        return values
+
+
+class SteppedDiffusionFamily(DiffusionFamily):
+    """Diffusion scoring for objectives over the unmasking steps (`loss_type="ssts"`, Eq. 18 / 28).
+
+    Each example is scored along its k orders drawn from [`order_seed`]`(seed, example_id)` (block-respecting for
+    block diffusion), by the trained model (with grad, at every step) and by the reference (once, stored in the
+    `ref_step_logps` column as k·m values): `[b, j, s] = log q(x_{Δ_s} | x_{π_{s-1}})` along order j. Both sides use
+    the *same* orders, because the importance weight of a step refers to the state that step conditions on. The
+    sequence log-likelihoods (for the logged T_eff, τ and the `ref_logps` column) are the k-order estimates of
+    Eq. 23 along those orders, from the same model calls.
+
+    Args:
+        family, block_size, num_orders, seed: as for [`DiffusionFamily`]; k = `num_orders` for both sides.
+        method (`str`, *optional*): `None` or `"mc"`; the exact block DP has no per-step values.
+        ref_num_orders (`int`, *optional*): `None` or equal to `num_orders`.
+
+    Example:
+    ```python
+    >>> SteppedDiffusionFamily("masked_diffusion", num_orders=2).ref_num_orders
+    2
+    ```
+    """
+
+    def __init__(self, family, block_size=None, method=None, num_orders=4, ref_num_orders=None, seed=0):
+        if method == "exact":
+            raise ValueError(
+                "`likelihood_method='exact'` cannot be used with loss_type='ssts': its importance weights need the "
+                "per-step conditionals along sampled orders, which the block DP does not give. Use "
+                "`likelihood_method=None` or 'mc'."
+            )
+        if ref_num_orders is not None and ref_num_orders != num_orders:
+            raise ValueError(
+                f"`ref_num_orders`={ref_num_orders} differs from `num_orders`={num_orders}, but loss_type='ssts' "
+                "scores the trained model along the reference's own orders. Leave `ref_num_orders=None`."
+            )
+        super().__init__(family, block_size, "mc", num_orders, num_orders, seed)
+
+    def _step_logps(self, model, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, attention, completion = batch["input_ids"], batch["attention_mask"], batch["completion_mask"].bool()
+        check_diffusion_inputs(model, ids, attention, completion)
+        orders = _per_example_orders(batch, self.ref_num_orders, self.block_size, self.seed)
+        steps = order_step_logps(model, ids, attention, completion, orders)[..., : int(completion.sum(1).max())]
+        sequence = torch.logsumexp(steps.sum(-1), dim=1) - math.log(self.ref_num_orders)
+        return sequence, steps
+
+    def score(self, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """k-order estimate of log q(x) and the per-step conditionals `(batch, k, steps)`, both with grad."""
+        sequence, steps = self._step_logps(model, batch)
+        return sequence, {"token_logps": steps, "completion_mask": batch["completion_mask"].bool()}
+
+    @torch.no_grad()
+    def reference(self, model, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """k-order estimate of log p(x) and the reference's per-step conditionals along the seeded orders."""
+        return self._step_logps(model, batch)
+
 
 def family_for(model, args, scorer=None) -> CausalLMFamily | DiffusionFamily:
     """The family strategy of a (possibly PEFT-wrapped) model: a [`DiffusionLM`] adapter is diffusion.
@@ -171,7 +264,10 @@ def family_for(model, args, scorer=None) -> CausalLMFamily | DiffusionFamily:
                 "`scorer` is only used for causal LMs; a diffusion model is scored as `args.likelihood_method`, "
                 "`args.num_orders` and `args.ref_num_orders` say. Pass `scorer=None`."
             )
-        return DiffusionFamily(
+        objective = DIFFUSION_LOSSES.get(args.loss_type)
+        # an objective that needs reference values per step is trained on the model's values per step
+        stepped = objective is not None and objective.needs_ref_token_logps
+        return (SteppedDiffusionFamily if stepped else DiffusionFamily)(
             model.family, model.block_size, args.likelihood_method, args.num_orders, args.ref_num_orders, args.seed
         )
     return CausalLMFamily(scorer)

@@ -17,7 +17,7 @@ from transformers import AutoModelForCausalLM, Trainer
 from transformers.trainer import TRAINING_ARGS_NAME
 
 from ..config import SequenceTemperatureConfig
-from ..losses import LOSSES, LossInputs
+from ..losses import LossInputs
 from ..metrics.core import effective_temperature, kendall_tau
 from ..models.base import DiffusionLM
 from ..models.diffusion import _BLOCK_TYPES, _SHIFTED_TYPES, _UNSHIFTED_TYPES, wrap_diffusion_model
@@ -118,12 +118,12 @@ class SeqTempTrainer(HubMixin, Trainer):
             raise TypeError(f"`args` must be a SeqTempConfig, got {type(args).__name__}.")
         model = self._prepare_model(model, peft_config, processing_class, args)
         self.family = family_for(model, args, scorer)
-        if args.loss_type not in self.family.losses:
+        if args.loss_type not in self.family.objectives:
             raise ValueError(
-                f"`loss_type={args.loss_type!r}` is not available for {self.family.name} models (available: "
-                f"{list(self.family.losses)}): loss_type='ssts' for diffusion models needs the diffusion "
-                "importance-sampling loss of Eq. 18, not wired yet. Use loss_type='ratio'."
+                f"`loss_type={args.loss_type!r}` is not available for {self.family.name} models (it is defined on "
+                f"autoregressive per-token conditionals). Use one of {list(self.family.losses)}."
             )
+        self.objective = self.family.objectives[args.loss_type]
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset")
         if eval_dataset is not None:
             eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset")
@@ -220,17 +220,17 @@ class SeqTempTrainer(HubMixin, Trainer):
             rows = []
             for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_local_process_zero()):
                 batch = {k: v.to(self.args.device) for k, v in batch.items()}
-                seq, tokens = self._reference_logps(batch)
-                for row, n in enumerate(batch["attention_mask"].sum(1).tolist()):
-                    rows.append((seq[row].item(), tokens[row, :n].float().cpu().tolist() if tokens is not None else None))
+                seq, values = self._reference_logps(batch)
+                stored = self.family.reference_rows(values, batch) if values is not None else [None] * len(seq)
+                rows.extend(zip(seq.tolist(), stored))
         rows = [(i, *row) for i, row in zip(mine, rows)]
         if self.accelerator.num_processes > 1:
             from accelerate.utils import gather_object
 
             rows = sorted(gather_object(rows))
         dataset = dataset.add_column("ref_logps", [row[1] for row in rows])
-        if LOSSES[self.args.loss_type].needs_ref_token_logps:
-            dataset = dataset.add_column("ref_token_logps", [row[2] for row in rows])
+        if self.objective.needs_ref_token_logps:
+            dataset = dataset.add_column(self.family.reference_column, [row[2] for row in rows])
         if isinstance(self.family, DiffusionFamily) and self.family.method == "mc":
             seeds = [order_seed(self.args.seed, i) for i in dataset[EXAMPLE_ID]]
             dataset = dataset.add_column("ref_order_seed", seeds)
@@ -259,7 +259,7 @@ class SeqTempTrainer(HubMixin, Trainer):
         mask = extra["completion_mask"]
         anti_drift = self.family.anti_drift_loss(model, inputs, extra) if self.args.nll_weight > 0 else None
         if "ref_logps" in inputs:
-            ref_logps, ref_token_logps = inputs["ref_logps"], inputs.get("ref_token_logps")
+            ref_logps, ref_token_logps = inputs["ref_logps"], self.family.stored_reference(inputs)
         else:
             ref_logps, ref_token_logps = self._reference_logps(inputs)
         # 2. the loss, on sequence values gathered over ranks so that pairs cross devices
@@ -273,7 +273,7 @@ class SeqTempTrainer(HubMixin, Trainer):
             anti_drift=anti_drift,
             state=self._loss_state,
         )
-        output = LOSSES[self.args.loss_type].compute(loss_inputs, self.args)
+        output = self.objective.compute(loss_inputs, self.args)
         # 3. record what log() reports
         buffer = self._buffers[mode]
         buffer["policy"].append(loss_inputs.policy_logps.detach().float().cpu())
