@@ -4,9 +4,10 @@
 1. sample a dataset of completions from the model itself (p is the distribution being tempered);
 2. train a LoRA adapter with the likelihood-ratio loss (L_p + λ·NLL), started at the myopic solution (the final
    norm scaled by 1/T, which divides every logit by T) so that training learns the sequence-level correction;
-3. print T_eff, Kendall τ and NLL on the held-out split for the base model, the myopic baseline (token
-   temperature 0.5) and the trained adapter;
-4. save the adapter with its `seqtemp_config.json` and load it back with `load_tempered`.
+3. save the adapter with its `seqtemp_config.json`, and write the folder `push_to_hub` would upload, whose model
+   card holds T_eff, Kendall τ and NLL on the held-out split for the base model, the myopic baseline (token
+   temperature 0.5) and the trained adapter (printed too);
+4. load the adapter back with `load_tempered`.
 
 Run with `make demo` (or `python examples/quickstart.py --help`).
 """
@@ -20,14 +21,13 @@ import torch
 from peft import LoraConfig
 
 from hf_seqtemp import (
-    AutoregressiveScorer,
     SeqTempConfig,
     SeqTempTrainer,
     load_default_model,
     load_tempered,
     sample_dataset,
+    save_for_hub,
 )
-from hf_seqtemp.measure import format_table, score_dataset, temperature_report
 
 
 PROMPTS = [
@@ -74,12 +74,7 @@ def main() -> None:
     print(f"sampled {len(data)} completions ({len(train)} train / {len(held_out)} held-out), "
           f"e.g. {data[0]['prompt']!r} -> {data[0]['completion']!r}")
 
-    # 2. baselines on the held-out split: the base model and token temperature T (myopic)
-    base_logps, lengths = score_dataset(model, held_out, desc="Scoring base")
-    myopic_logps, _ = score_dataset(model, held_out, AutoregressiveScorer(token_temperature=args.temperature),
-                                    desc="Scoring myopic")
-
-    # 3. train the adapter
+    # 2. train the adapter
     config = SeqTempConfig(
         output_dir=args.output_dir, target_temperature=args.temperature, loss_type="ratio",
         nll_weight=args.nll_weight, max_steps=args.max_steps, per_device_train_batch_size=args.batch_size,
@@ -93,24 +88,24 @@ def main() -> None:
                              processing_class=tokenizer, peft_config=lora)
     trainer.train()
     trainer.evaluate()
-    tempered_logps, _ = score_dataset(trainer.model, held_out, desc="Scoring adapter")
 
-    # 4. save, reload, and check the reloaded adapter scores identically
-    adapter_dir = f"{args.output_dir}/adapter"
+    # 3. save the adapter; write the folder `push_to_hub` would upload, with its card measured on the held-out
+    #    split: base model, myopic baseline (token temperature T) and the adapter
+    adapter_dir, hub_dir = f"{args.output_dir}/adapter", f"{args.output_dir}/hub"
     trainer.save_model(adapter_dir)
-    reloaded = load_tempered(adapter_dir)
-    reloaded_logps, _ = score_dataset(reloaded, held_out, desc="Scoring reloaded")
+    measured = save_for_hub(trainer, hub_dir, held_out_dataset=held_out)
+    card = open(f"{hub_dir}/README.md", encoding="utf-8").read()
+    table = card[card.index("## Held-out evaluation"):card.index("Metrics (paper Section 5.1)")].strip()
+    print(f"\nTarget sequence temperature T = {args.temperature:g}.\n{table}")
 
-    rows = {
-        "base model (T=1)": temperature_report(base_logps, base_logps, lengths),
-        f"myopic token T={args.temperature:g}": temperature_report(base_logps, myopic_logps, lengths),
-        f"seqtemp adapter T={args.temperature:g}": temperature_report(base_logps, tempered_logps, lengths),
-    }
-    print(f"\nHeld-out split ({len(held_out)} sequences), target sequence temperature T = {args.temperature:g}:")
-    print(format_table(rows))
-    print(f"\nadapter saved to {adapter_dir} (seqtemp_config.json: T = "
-          f"{reloaded.seqtemp_config.target_temperature:g}, measured T_eff = {reloaded.seqtemp_config.eval_t_eff:.4f});"
-          f" reloaded max |Δ log q| = {(reloaded_logps - tempered_logps).abs().max().item():.2e}")
+    # 4. reload with `load_tempered` and check it is the trained model
+    reloaded = load_tempered(adapter_dir)
+    probe = torch.tensor([held_out[0]["input_ids"]])
+    with torch.no_grad():
+        gap = (reloaded(input_ids=probe).logits - trainer.model(input_ids=probe).logits).abs().max().item()
+    print(f"\nadapter: {adapter_dir} (seqtemp_config.json T = {reloaded.seqtemp_config.target_temperature:g}); "
+          f"hub folder with card and plot: {hub_dir} (measured T_eff = {measured.eval_t_eff:.4f}); "
+          f"reloaded max |Δ logit| = {gap:.2e}")
     print(f"wall time: {time.time() - start:.0f} s")
 
 
