@@ -29,14 +29,15 @@ def _ssts_objective(inputs: LossInputs, args) -> LossOutput:
     weights, ess = lhts_weights(inputs.ref_token_logps, inputs.completion_mask, args.target_temperature)
     weighted = lhts_loss(inputs.policy_token_logps, weights, inputs.completion_mask)
     nll = token_nll(inputs.policy_token_logps, inputs.completion_mask)
-    scored = inputs.completion_mask.bool().any(0)
-    batch = inputs.completion_mask.shape[0]
+    count = inputs.completion_mask.bool().sum(0)  # sequences scored at each step
+    scored = count > 0
     return LossOutput(
         weighted + args.nll_weight * nll,
         {
             "loss/ssts": weighted.item(),
             "loss/nll": nll.item(),
-            "ess/fraction": (ess[scored].mean() / batch).item() if scored.any() else float("nan"),
+            # per step ESS over the sequences that have the step (1 for uniform weights), as for diffusion
+            "ess/fraction": (ess[scored] / count[scored]).mean().item() if scored.any() else float("nan"),
         },
     )
 
