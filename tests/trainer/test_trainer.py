@@ -3,7 +3,6 @@ import os
 
 import pytest
 import torch
-from datasets import Dataset
 from peft import AutoPeftModelForCausalLM, LoraConfig, PeftModel
 from toy import all_sequences, as_dataset, exact_logps, sample_sequences, tempered_kl, tiny_causal_lm
 
