@@ -27,8 +27,15 @@ from hf_seqtemp.tasks.multiplication import MultiplicationTask
 
 
 def build_model(task: MultiplicationTask) -> LlamaForCausalLM:
-    config = LlamaConfig(vocab_size=task.vocab_size, hidden_size=64, intermediate_size=192, num_hidden_layers=3,
-                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=16)
+    config = LlamaConfig(
+        vocab_size=task.vocab_size,
+        hidden_size=64,
+        intermediate_size=192,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=16,
+    )
     return LlamaForCausalLM(config)
 
 
@@ -93,8 +100,16 @@ def evaluate_model(name, model, task, args, generator, rows):
     cmask = torch.zeros_like(start, dtype=torch.bool)
     cmask[:, task.prompt_length :] = True
     for t in args.temperatures:
-        out = glauber_refine(model, start, completion_mask=cmask, seq_temperature=t, num_rounds=args.rounds,
-                             draft="ancestral", num_candidates=args.candidates, generator=generator)
+        out = glauber_refine(
+            model,
+            start,
+            completion_mask=cmask,
+            seq_temperature=t,
+            num_rounds=args.rounds,
+            draft="ancestral",
+            num_candidates=args.candidates,
+            generator=generator,
+        )
         pr = task.precision_recall(pairs, out.sequences)
         rate = f"{float(out.acceptance_rates.mean()):.2f}"
         rows.append((name, "sequence", t, pr["precision"], pr["recall"], "-", "-", rate))
@@ -110,7 +125,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=2, help="Glauber rounds after the ancestral draft")
     parser.add_argument("--candidates", type=int, default=4, help="proposals scored per Glauber site")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (tiny matrices: 1 avoids oversubscription)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (tiny matrices: 1 avoids oversubscription)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -122,8 +139,9 @@ def main():
     base = train(base, task, make_loss("nll"), args.pretrain_steps, 3e-3, args.batch_size, generator)
     rows = []
     for name in ("nll", "c_div", "trunc_r", "lambda_pr"):
-        model = train(copy.deepcopy(base), task, make_loss(name), args.finetune_steps, 1e-3, args.batch_size,
-                      generator)
+        model = train(
+            copy.deepcopy(base), task, make_loss(name), args.finetune_steps, 1e-3, args.batch_size, generator
+        )
         evaluate_model(name, model, task, args, generator, rows)
         print(f"[{time.perf_counter() - start:6.1f}s] {name} done", flush=True)
     header = ("loss", "temp kind", "T", "precision", "recall", "exact P", "exact beta0.2", "accept")

@@ -97,7 +97,10 @@ class SequenceTemperatureConfig:
         return path
 
     def push_to_hub(
-        self, repo_id: str, private: bool | None = False, token: str | None = None,
+        self,
+        repo_id: str,
+        private: bool | None = False,
+        token: str | None = None,
         commit_message: str = "Upload seqtemp_config.json",
     ):
         """Uploads `seqtemp_config.json` alone to `repo_id` (created if needed) through `hf_seqtemp.hub.push_to_hub`.
@@ -125,7 +128,7 @@ class SequenceTemperatureConfig:
 
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike, **hub_kwargs) -> SequenceTemperatureConfig:
-        """Reads `seqtemp_config.json` from a local folder, or from a Hub repo id (downloaded with `hf_hub_download`)."""
+        """Reads `seqtemp_config.json` from a local folder, or from a Hub repo id (via `hf_hub_download`)."""
         if os.path.isdir(path):
             file = os.path.join(path, CONFIG_NAME)
             if not os.path.isfile(file):

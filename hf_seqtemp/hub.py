@@ -170,8 +170,8 @@ def _evaluation_section(reports, num_sequences: int | None, dataset_names, plot_
     source = f" from {', '.join(f'`{d}`' for d in dataset_names)}" if dataset_names else ""
     lines = [
         (
-            f"Measured on {num_sequences} held-out sequences{source}, never used for training. Every model is compared "
-            "with the base model p on the same sequences."
+            f"Measured on {num_sequences} held-out sequences{source}, never used for training. Every model is"
+            " compared with the base model p on the same sequences."
         ),
         "",
         "| model | T_eff | Kendall τ | NLL / token |",

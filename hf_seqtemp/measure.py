@@ -51,7 +51,9 @@ def score_dataset(
     logps, lengths = [], []
     for batch in tqdm(loader, desc=desc):
         batch = {k: v.to(device) for k, v in batch.items()}
-        logps.append(scorer(model, batch["input_ids"], batch["attention_mask"], batch["completion_mask"]).float().cpu())
+        logps.append(
+            scorer(model, batch["input_ids"], batch["attention_mask"], batch["completion_mask"]).float().cpu()
+        )
         lengths.append(batch["completion_mask"].sum(1).cpu())
     model.train(was_training)
     return torch.cat(logps), torch.cat(lengths)
@@ -75,7 +77,9 @@ def temperature_report(base_logps: torch.Tensor, logps: torch.Tensor, lengths: t
     }
 
 
-def format_table(rows: dict[str, dict[str, float]], columns: tuple[str, ...] = ("t_eff", "kendall_tau", "nll_per_token")) -> str:
+def format_table(
+    rows: dict[str, dict[str, float]], columns: tuple[str, ...] = ("t_eff", "kendall_tau", "nll_per_token")
+) -> str:
     """Renders `{row name: {column: value}}` as a fixed-width text table."""
     width = max(len(name) for name in rows) + 2
     lines = ["model".ljust(width) + "".join(c.rjust(15) for c in columns)]

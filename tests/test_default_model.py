@@ -45,9 +45,9 @@ def test_generate_with_seq_temperature_through_an_adapter_and_by_mcmc(smollm, tm
     model, tokenizer = smollm
     lora = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
     lora.save_pretrained(tmp_path)
-    SequenceTemperatureConfig(target_temperature=0.5, base_model_id="HuggingFaceTB/SmolLM2-135M-Instruct").save_pretrained(
-        tmp_path
-    )
+    SequenceTemperatureConfig(
+        target_temperature=0.5, base_model_id="HuggingFaceTB/SmolLM2-135M-Instruct"
+    ).save_pretrained(tmp_path)
     model = lora.unload()  # the base model again, for load_tempered to wrap
     tempered = load_tempered(tmp_path, base_model=model)
     inputs = tokenizer(["Name a colour:"], return_tensors="pt")
@@ -56,8 +56,15 @@ def test_generate_with_seq_temperature_through_an_adapter_and_by_mcmc(smollm, tm
     assert out.shape == (1, inputs["input_ids"].shape[1] + 3) and torch.equal(out[:, :-3], inputs["input_ids"])
     with pytest.raises(ValueError, match=r"available temperatures: \[0.5\]"):
         tempered.generate(**inputs, seq_temperature=0.25, max_new_tokens=2)
-    mcmc = tempered.generate(**inputs, seq_temperature=0.5, strategy="mcmc", mcmc_steps=1, block_size=2,
-                             max_new_tokens=2, pad_token_id=tokenizer.pad_token_id)
+    mcmc = tempered.generate(
+        **inputs,
+        seq_temperature=0.5,
+        strategy="mcmc",
+        mcmc_steps=1,
+        block_size=2,
+        max_new_tokens=2,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     assert mcmc.shape == (1, inputs["input_ids"].shape[1] + 2)
 
 
@@ -67,12 +74,32 @@ def test_train_save_reload_on_the_embedded_model(smollm, tmp_path):
     from hf_seqtemp.measure import score_dataset
 
     model, tokenizer = smollm
-    data = sample_dataset(model, tokenizer, ["Name a colour.", "Name a fruit."], num_samples=4, max_new_tokens=6,
-                          system_prompt="Answer briefly.")
-    args = SeqTempConfig(str(tmp_path), target_temperature=0.5, max_steps=2, per_device_train_batch_size=4,
-                         learning_rate=1e-3, save_strategy="no", use_cpu=True, disable_tqdm=True)
-    trainer = SeqTempTrainer(model, args, train_dataset=data, eval_dataset=data, processing_class=tokenizer,
-                             peft_config=LoraConfig(r=4, target_modules="all-linear", task_type="CAUSAL_LM"))
+    data = sample_dataset(
+        model,
+        tokenizer,
+        ["Name a colour.", "Name a fruit."],
+        num_samples=4,
+        max_new_tokens=6,
+        system_prompt="Answer briefly.",
+    )
+    args = SeqTempConfig(
+        str(tmp_path),
+        target_temperature=0.5,
+        max_steps=2,
+        per_device_train_batch_size=4,
+        learning_rate=1e-3,
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = SeqTempTrainer(
+        model,
+        args,
+        train_dataset=data,
+        eval_dataset=data,
+        processing_class=tokenizer,
+        peft_config=LoraConfig(r=4, target_modules="all-linear", task_type="CAUSAL_LM"),
+    )
     trainer.train()
     metrics = trainer.evaluate()
     assert metrics["eval_temp/t_eff"] < 1.0  # two steps toward T = 0.5 already sharpen

@@ -17,9 +17,18 @@ def tiny_causal_lm(vocab_size: int = 4, seed: int = 0, init_range: float = 0.6, 
     """A random 1-layer Llama whose conditionals are far from uniform (large init), in float32."""
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=1,
-        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=16, initializer_range=init_range,
-        bos_token_id=BOS, eos_token_id=None, pad_token_id=None, tie_word_embeddings=False,
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=16,
+        initializer_range=init_range,
+        bos_token_id=BOS,
+        eos_token_id=None,
+        pad_token_id=None,
+        tie_word_embeddings=False,
     )
     return LlamaForCausalLM(config).eval()
 

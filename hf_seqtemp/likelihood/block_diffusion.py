@@ -187,8 +187,8 @@ class BlockDiffusionScorer(SequenceScorer):
             raise ValueError(f"`method` must be 'exact' or 'mc', got {method!r}.")
         if method == "exact" and block_size > MAX_EXACT_BLOCK_SIZE:
             raise ValueError(
-                f"`block_size` {block_size} is above {MAX_EXACT_BLOCK_SIZE}, the largest the exact DP accepts (it needs "
-                f'2^B - 1 model calls per block). Use `method="mc"` to estimate with sampled orders.'
+                f"`block_size` {block_size} is above {MAX_EXACT_BLOCK_SIZE}, the largest the exact DP accepts"
+                f' (it needs 2^B - 1 model calls per block). Use `method="mc"` to estimate with sampled orders.'
             )
         self.method = method
         self.max_batch = check_positive_int("max_batch", max_batch)

@@ -214,7 +214,8 @@ def monte_carlo_ratio_loss(
         ref_order_logps (`torch.FloatTensor` of shape `(batch, k_p)`): `log p(x; pi)` of the reference per order.
         order_logq (`torch.FloatTensor` of shape `(batch, k_q)`): `log q_T(x; pi)` of the trained model, with grad.
         temperature (`float`): the target temperature `T > 0`.
-        ratio_loss (`Callable`, *optional*): the pair loss of `h`; defaults to `hf_seqtemp.losses.temperature.ratio_loss`.
+        ratio_loss (`Callable`, *optional*): the pair loss of `h`; defaults to
+            `hf_seqtemp.losses.temperature.ratio_loss`.
 
     Returns:
         `torch.FloatTensor`: a scalar.

@@ -22,7 +22,9 @@ def _with_nll(inputs: LossInputs, args, loss, diagnostics: dict, name: str) -> L
 
 def _c_div_objective(inputs: LossInputs, args) -> LossOutput:
     loss, diagnostics = c_div_loss(
-        inputs.policy_token_logps, inputs.completion_mask, alpha=args.c_div_alpha,
+        inputs.policy_token_logps,
+        inputs.completion_mask,
+        alpha=args.c_div_alpha,
         data_token_logps=inputs.ref_token_logps,
     )
     return _with_nll(inputs, args, loss, diagnostics, "c_div")

@@ -34,7 +34,9 @@ def _paired(base_logp, tempered_logp, minimum: int = 2) -> tuple[torch.Tensor, t
     return base, tempered
 
 
-def effective_temperature(base_logp: Sequence[float] | torch.Tensor, tempered_logp: Sequence[float] | torch.Tensor) -> float:
+def effective_temperature(
+    base_logp: Sequence[float] | torch.Tensor, tempered_logp: Sequence[float] | torch.Tensor
+) -> float:
     """Effective temperature T_eff of Eq. 17: the homogeneous least-squares slope of base log-ratios on tempered ones.
 
     `T_eff = Σ_{x,x'} log(p(x)/p(x')) log(q(x)/q(x')) / Σ_{x,x'} log(q(x)/q(x'))²` over all pairs. Since

@@ -20,7 +20,9 @@ import torch
 
 def _check_distribution(name: str, probs: torch.Tensor) -> torch.Tensor:
     if not isinstance(probs, torch.Tensor) or probs.dim() != 1:
-        raise ValueError(f"`{name}` must be a 1-D tensor of probabilities, got {getattr(probs, 'shape', type(probs))}.")
+        raise ValueError(
+            f"`{name}` must be a 1-D tensor of probabilities, got {getattr(probs, 'shape', type(probs))}."
+        )
     probs = probs.double()
     if (probs < 0).any() or abs(float(probs.sum()) - 1.0) > 1e-6:
         raise ValueError(

@@ -82,7 +82,8 @@ class _AdapterBase(DiffusionLM):
 
 
 class MaskedLMAdapter(_AdapterBase):
-    """[`DiffusionLM`] for any bidirectional `AutoModelForMaskedLM` (BERT, RoBERTa, ModernBERT, ...) or MDLM-style model.
+    """[`DiffusionLM`] for any bidirectional `AutoModelForMaskedLM` (BERT, RoBERTa, ModernBERT, ...) or MDLM-style
+    model.
 
     The logits at position `i` are the model's distribution for token `i` given every unmasked, non-padding token.
 

@@ -48,7 +48,7 @@ def decode(ids) -> str:
     ```
     """
     out = []
-    for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+    for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:
         if i == EOS:
             break
         if i >= 3:
@@ -127,7 +127,8 @@ class MultiplicationTask:
         ids = encode(completion) + [EOS]
         if len(ids) > self.completion_width:
             raise ValueError(
-                f"completion {completion!r} needs {len(ids)} tokens with eos; the window holds {self.completion_width}."
+                f"completion {completion!r} needs {len(ids)} tokens with eos; the window holds"
+                f" {self.completion_width}."
             )
         return [BOS, *encode(f"{a}*{b}=")] + ids + [PAD] * (self.completion_width - len(ids))
 

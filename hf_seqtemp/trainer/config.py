@@ -166,13 +166,17 @@ class SeqTempConfig(TrainingArguments):
         self.target_temperature = validate_temperature(self.target_temperature, "target_temperature")
         if self.loss_type not in LOSSES:
             raise ValueError(f"`loss_type` must be one of {sorted(LOSSES)}, got {self.loss_type!r}.")
-        if isinstance(self.nll_weight, bool) or not isinstance(self.nll_weight, (int, float)) or not (
-            self.nll_weight >= 0
+        if (
+            isinstance(self.nll_weight, bool)
+            or not isinstance(self.nll_weight, (int, float))
+            or not (self.nll_weight >= 0)
         ):
             raise ValueError(f"`nll_weight` must be a float ≥ 0, got {self.nll_weight!r}.")
-        for name, low, high, closed_high in (("c_div_alpha", 1.0, float("inf"), False),
-                                             ("trunc_r_quantile", 0.0, 1.0, True),
-                                             ("lambda_pr_lambda", 0.0, float("inf"), False)):
+        for name, low, high, closed_high in (
+            ("c_div_alpha", 1.0, float("inf"), False),
+            ("trunc_r_quantile", 0.0, 1.0, True),
+            ("lambda_pr_lambda", 0.0, float("inf"), False),
+        ):
             value = getattr(self, name)
             ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low < value
             if not ok or not (value <= high if closed_high else value < high):
@@ -184,7 +188,8 @@ class SeqTempConfig(TrainingArguments):
             )
         if self.likelihood_method is not None and self.likelihood_method not in ("exact", "mc"):
             raise ValueError(
-                f"`likelihood_method` must be 'exact', 'mc' or None (pick by model family), got {self.likelihood_method!r}."
+                f"`likelihood_method` must be 'exact', 'mc' or None (pick by model family),"
+                f" got {self.likelihood_method!r}."
             )
         for name in ("num_orders", "ref_num_orders"):
             value = getattr(self, name)

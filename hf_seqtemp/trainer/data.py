@@ -133,7 +133,9 @@ def _format_prompts(tokenizer, prompts: Sequence[str], chat_template: bool, syst
         return list(prompts)
     system = [{"role": "system", "content": system_prompt}] if system_prompt is not None else []
     return [
-        tokenizer.apply_chat_template(system + [{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+        tokenizer.apply_chat_template(
+            system + [{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True
+        )
         for p in prompts
     ]
 
@@ -210,7 +212,12 @@ def sample_dataset(
             chunk = jobs[start : start + batch_size]
             enc = tokenizer([t for _, t in chunk], return_tensors="pt", padding=True).to(model.device)
             out = model.generate(
-                **enc, do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=max_new_tokens,
+                **enc,
+                do_sample=True,
+                temperature=1.0,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=max_new_tokens,
                 pad_token_id=pad_id,
             )
             width = enc["input_ids"].shape[1]
@@ -219,12 +226,14 @@ def sample_dataset(
                 completion = _strip_completion(out[row, width:].tolist(), eos_ids, pad_id)
                 if not completion:
                     continue
-                rows.append({
-                    "prompt": prompt,
-                    "completion": tokenizer.decode(completion, skip_special_tokens=True),
-                    "input_ids": prompt_ids + completion,
-                    "completion_mask": [0] * len(prompt_ids) + [1] * len(completion),
-                })
+                rows.append(
+                    {
+                        "prompt": prompt,
+                        "completion": tokenizer.decode(completion, skip_special_tokens=True),
+                        "input_ids": prompt_ids + completion,
+                        "completion_mask": [0] * len(prompt_ids) + [1] * len(completion),
+                    }
+                )
     finally:
         tokenizer.padding_side = side
     return Dataset.from_list(rows)

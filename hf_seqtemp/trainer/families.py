@@ -41,7 +41,10 @@ def _per_example_orders(batch, num_orders: int, block_size: int | None, seed: in
         real = attention[row].bool().nonzero(as_tuple=True)[0].cpu()
         generator = torch.Generator().manual_seed(order_seed(seed, example_id))
         drawn = sample_orders(
-            torch.ones(1, real.numel(), dtype=torch.long), completion[row, real][None].cpu(), num_orders, block_size,
+            torch.ones(1, real.numel(), dtype=torch.long),
+            completion[row, real][None].cpu(),
+            num_orders,
+            block_size,
             generator,
         )
         orders[row, :, real] = drawn[0]
@@ -160,8 +163,11 @@ class DiffusionFamily:
         """What is saved in `SequenceTemperatureConfig.training_hyperparameters` about the likelihood."""
         values = {"likelihood_method": self.method, "block_size": self.block_size}
         if self.method == "mc":
-            values.update(num_orders=self.scorer.mc.num_orders if self.block_size else self.scorer.num_orders,
-                          ref_num_orders=self.ref_num_orders, ref_order_seed=self.seed)
+            values.update(
+                num_orders=self.scorer.mc.num_orders if self.block_size else self.scorer.num_orders,
+                ref_num_orders=self.ref_num_orders,
+                ref_order_seed=self.seed,
+            )
         return values
 
     def anti_drift_loss(self, model, batch, extra: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -47,10 +47,12 @@ class HubMixin:
         if not self.is_world_process_zero():
             return None
         folder = os.path.join(self.args.output_dir, "hub")
-        save_for_hub(self, folder, held_out_dataset=held_out_dataset, dataset_names=dataset_names,
-                     repo_id=self.hub_model_id)
+        save_for_hub(
+            self, folder, held_out_dataset=held_out_dataset, dataset_names=dataset_names, repo_id=self.hub_model_id
+        )
         return push_to_hub(
-            folder, self.hub_model_id,
+            folder,
+            self.hub_model_id,
             private=private if private is not None else self.args.hub_private_repo,
             token=token if token is not None else self.args.hub_token,
             commit_message=commit_message or "End of training",

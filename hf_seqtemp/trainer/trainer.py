@@ -135,9 +135,15 @@ class SeqTempTrainer(HubMixin, Trainer):
         if _peft_of(model) is None and not args.precompute_ref_logps:
             self._ref_model = copy.deepcopy(model).eval().requires_grad_(False)
         super().__init__(
-            model=model, args=args, data_collator=data_collator, train_dataset=train_dataset,
-            eval_dataset=eval_dataset, processing_class=processing_class, compute_metrics=compute_metrics,
-            callbacks=callbacks, optimizers=optimizers,
+            model=model,
+            args=args,
+            data_collator=data_collator,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=processing_class,
+            compute_metrics=compute_metrics,
+            callbacks=callbacks,
+            optimizers=optimizers,
         )
         # Our loss is a batch mean, so Trainer must divide it by the accumulation steps (see test_trainer.py).
         self.loss_is_scaled_for_ga = False
@@ -156,7 +162,9 @@ class SeqTempTrainer(HubMixin, Trainer):
         if not isinstance(model, DiffusionLM) and _is_raw_diffusion_model(model):
             model = wrap_diffusion_model(model, processing_class)
         if args.init_from_token_temperature and (peft_config is None or isinstance(model, DiffusionLM)):
-            raise ValueError("`init_from_token_temperature=True` needs a causal LM and a `peft_config` (e.g. LoraConfig).")
+            raise ValueError(
+                "`init_from_token_temperature=True` needs a causal LM and a `peft_config` (e.g. LoraConfig)."
+            )
         if peft_config is None:
             return model
         if _peft_of(model) is not None:
@@ -215,8 +223,9 @@ class SeqTempTrainer(HubMixin, Trainer):
         """Scores the dataset under the reference once; each rank scores its share, then all ranks gather."""
         indices = list(range(len(dataset)))
         with self.accelerator.split_between_processes(indices) as mine:
-            loader = DataLoader(dataset.select(mine), batch_size=self.args.per_device_eval_batch_size,
-                                collate_fn=self.data_collator)
+            loader = DataLoader(
+                dataset.select(mine), batch_size=self.args.per_device_eval_batch_size, collate_fn=self.data_collator
+            )
             rows = []
             for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_local_process_zero()):
                 batch = {k: v.to(self.args.device) for k, v in batch.items()}
@@ -252,7 +261,9 @@ class SeqTempTrainer(HubMixin, Trainer):
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if return_outputs:
-            raise ValueError("SeqTempTrainer.compute_loss does not return model outputs; call it with return_outputs=False.")
+            raise ValueError(
+                "SeqTempTrainer.compute_loss does not return model outputs; call it with return_outputs=False."
+            )
         mode = "train" if self.model.training else "eval"
         # 1. score the batch under the trained model and fetch (or compute) the reference
         policy_logps, extra = self.family.score(model, inputs)
@@ -335,8 +346,12 @@ class SeqTempTrainer(HubMixin, Trainer):
         base = base or getattr(model.config, "_name_or_path", None)
         measured = self.last_eval_metrics
         peft_config = getattr(model, "peft_config", {}).get("default")
-        hyper = {"nll_weight": self.args.nll_weight, "learning_rate": self.args.learning_rate,
-                 "max_steps": self.state.global_step if self.state else None, **self.family.hyperparameters()}
+        hyper = {
+            "nll_weight": self.args.nll_weight,
+            "learning_rate": self.args.learning_rate,
+            "max_steps": self.state.global_step if self.state else None,
+            **self.family.hyperparameters(),
+        }
         if peft_config is not None:
             hyper.update(lora_r=getattr(peft_config, "r", None), lora_alpha=getattr(peft_config, "lora_alpha", None))
         return SequenceTemperatureConfig(

@@ -28,16 +28,29 @@ SITES = (1, 2, 3)
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=V, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, initializer_range=0.6)
+    config = LlamaConfig(
+        vocab_size=V,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        initializer_range=0.6,
+    )
     return LlamaForCausalLM(config).eval()
 
 
 @pytest.fixture(scope="module")
 def masked_lm():
     torch.manual_seed(1)
-    config = BertConfig(vocab_size=V + 1, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, initializer_range=0.6)
+    config = BertConfig(
+        vocab_size=V + 1,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        initializer_range=0.6,
+    )
     return BertForMaskedLM(config).eval()
 
 
@@ -52,8 +65,9 @@ def _site_kernel(model, site, temperature, proposal="model", mask_token_id=None,
     cmask[:, 1:] = True
     sites = torch.full((len(STATES),), site)
     with torch.no_grad():
-        energies, ar_log_q = _site_energies(model, AutoregressiveScorer(), STATES, attn, cmask, sites, temperature,
-                                            torch.arange(V))
+        energies, ar_log_q = _site_energies(
+            model, AutoregressiveScorer(), STATES, attn, cmask, sites, temperature, torch.arange(V)
+        )
         log_q = _proposal_log_q(proposal, STATES, attn, sites, ar_log_q, V, mask_token_id)
     kernel = torch.zeros(len(STATES), len(STATES), dtype=torch.float64)
     current = STATES[:, site]
@@ -87,8 +101,9 @@ def test_single_site_and_sweep_kernels_leave_tempered_distribution_invariant(mod
     sweep = _sweep(kernels)
     assert (pi @ sweep - pi).abs().max() < 1e-6
     assert (sweep > 0).all()  # irreducible and aperiodic: pi is the unique stationary distribution
-    assert (_pi(model, 1.0 if temperature != 1.0 else 0.5) @ sweep - _pi(model, 1.0 if temperature != 1.0 else 0.5)
-            ).abs().max() > 1e-3  # and another temperature's distribution is not
+    assert (
+        _pi(model, 1.0 if temperature != 1.0 else 0.5) @ sweep - _pi(model, 1.0 if temperature != 1.0 else 0.5)
+    ).abs().max() > 1e-3  # and another temperature's distribution is not
 
 
 def test_masked_lm_proposal_is_exact(model, masked_lm):
@@ -116,7 +131,9 @@ def test_multiple_try_kernel_is_exact(model):
         for tries in itertools.product(range(V), repeat=n):
             tries_t = torch.tensor(tries)
             prob = log_q[:, tries_t].sum(1).exp()
-            select, accept = mtm_probabilities(log_w[:, tries_t], log_w.gather(1, STATES[:, site:site + 1]).squeeze(1))
+            select, accept = mtm_probabilities(
+                log_w[:, tries_t], log_w.gather(1, STATES[:, site : site + 1]).squeeze(1)
+            )
             for i, state in enumerate(STATES):
                 for j, v in enumerate(tries):
                     target = state.clone()
@@ -143,8 +160,15 @@ def test_sampled_chains_match_exact_distribution(model, num_candidates, proposal
     kernels = [_site_kernel(model, s, temperature, proposal)[0] for s in SITES]
     start = INDEX[(0, 2, 2, 2)]
     law = torch.linalg.matrix_power(_sweep(kernels), rounds)[start]
-    out = glauber_refine(model, STATES[start].repeat(n, 1), seq_temperature=temperature, num_rounds=rounds,
-                         proposal=proposal, num_candidates=num_candidates, generator=torch.Generator().manual_seed(0))
+    out = glauber_refine(
+        model,
+        STATES[start].repeat(n, 1),
+        seq_temperature=temperature,
+        num_rounds=rounds,
+        proposal=proposal,
+        num_candidates=num_candidates,
+        generator=torch.Generator().manual_seed(0),
+    )
     counts = torch.bincount(torch.tensor([INDEX[tuple(r.tolist())] for r in out.sequences]), minlength=len(STATES))
     empirical = counts.double() / n
     tolerance = 0.5 * float((law * (1 - law) / n).sqrt().sum()) + 0.04
@@ -159,16 +183,26 @@ def test_last_site_with_model_proposal_at_t1_always_accepts(model):
     """At the last position p(v | x_<i) is the exact conditional of p: MH accepts every proposal at T = 1."""
     cmask = torch.zeros(64, L, dtype=torch.bool)
     cmask[:, -1] = True
-    out = glauber_refine(model, STATES[torch.arange(64) % 27], completion_mask=cmask, num_rounds=3,
-                         generator=torch.Generator().manual_seed(0))
+    out = glauber_refine(
+        model,
+        STATES[torch.arange(64) % 27],
+        completion_mask=cmask,
+        num_rounds=3,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert out.acceptance_rates.tolist() == [1.0, 1.0, 1.0]
     torch.testing.assert_close(out.sequences[:, :-1], STATES[torch.arange(64) % 27][:, :-1])
 
 
 def test_ancestral_draft_then_zero_rounds_samples_the_model(model):
     n = 4000
-    out = glauber_refine(model, torch.zeros(n, L, dtype=torch.long), num_rounds=0, draft="ancestral",
-                         generator=torch.Generator().manual_seed(1))
+    out = glauber_refine(
+        model,
+        torch.zeros(n, L, dtype=torch.long),
+        num_rounds=0,
+        draft="ancestral",
+        generator=torch.Generator().manual_seed(1),
+    )
     counts = torch.bincount(torch.tensor([INDEX[tuple(r.tolist())] for r in out.sequences]), minlength=len(STATES))
     pi = _pi(model, 1.0)
     assert _tv(counts.double() / n, pi) < 0.5 * float((pi * (1 - pi) / n).sqrt().sum()) + 0.04

@@ -24,8 +24,9 @@ def oracle(step_logq, ref_steps, lengths, temperature, anti_drift, nll_weight):
         samples = [(b, j) for b in range(batch) for j in range(k) if s < lengths[b]]
         if not samples:
             continue
-        raw = torch.stack([(1 - temperature) / temperature * ref_steps[b, j, s : lengths[b]].sum()
-                           for b, j in samples])
+        raw = torch.stack(
+            [(1 - temperature) / temperature * ref_steps[b, j, s : lengths[b]].sum() for b, j in samples]
+        )
         weights = raw.exp() / raw.exp().mean()
         ess.append((weights.sum() ** 2 / (weights**2).sum()).item() / len(samples))
         total = total - sum(w * step_logq[b, j, s] for w, (b, j) in zip(weights, samples))
@@ -42,8 +43,14 @@ def test_diffusion_ssts_objective_matches_the_oracle(temperature):
     step_logq = (-torch.rand(2, 2, 3, generator=generator) * 3).masked_fill(~valid, 0.0).requires_grad_()
     ref_steps = (-torch.rand(2, 2, 3, generator=generator) * 3).masked_fill(~valid, 0.0)
     args = SimpleNamespace(target_temperature=temperature, nll_weight=0.2)
-    inputs = LossInputs(policy_logps=torch.zeros(2), ref_logps=torch.zeros(2), policy_token_logps=step_logq,
-                        completion_mask=completion, ref_token_logps=ref_steps, anti_drift=torch.tensor(0.7))
+    inputs = LossInputs(
+        policy_logps=torch.zeros(2),
+        ref_logps=torch.zeros(2),
+        policy_token_logps=step_logq,
+        completion_mask=completion,
+        ref_token_logps=ref_steps,
+        anti_drift=torch.tensor(0.7),
+    )
     out = DIFFUSION_LOSSES["ssts"].compute(inputs, args)
     expected, ess = oracle(step_logq, ref_steps, lengths, temperature, 0.7, 0.2)
     assert out.loss.item() == pytest.approx(expected.item(), abs=1e-5)

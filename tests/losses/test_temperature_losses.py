@@ -56,8 +56,15 @@ def test_ssts_objective_reports_ess_fraction_one_for_uniform_weights(tmp_path):
     mask = torch.tensor([[0, 1, 1], [0, 1, 1], [0, 1, 0], [0, 1, 1]], dtype=torch.bool)
     args = SeqTempConfig(str(tmp_path), target_temperature=0.5)
     out = LOSSES["ssts"].compute(
-        LossInputs(policy_logps=lp.sum(1), ref_logps=lp.sum(1), policy_token_logps=lp, completion_mask=mask,
-                   ref_token_logps=torch.zeros(4, 3)), args)
+        LossInputs(
+            policy_logps=lp.sum(1),
+            ref_logps=lp.sum(1),
+            policy_token_logps=lp,
+            completion_mask=mask,
+            ref_token_logps=torch.zeros(4, 3),
+        ),
+        args,
+    )
     # a reference with log p = 0 everywhere gives every suffix the same weight, whatever the row lengths: the
     # ESS of each step is the number of sequences scored there (4 at step 1, 3 at step 2), a fraction of 1
     assert out.metrics["ess/fraction"] == pytest.approx(1.0)

@@ -23,8 +23,9 @@ def test_valid_sets_match_brute_force_enumeration():
     assert len(TASK.pairs) == 64
     for a, b in TASK.pairs:
         assert set(TASK.valid_completions(a, b)) == _brute_valid(a * b)
-    assert TASK.valid_completions(8, 9) == sorted(["72", "2*36", "36*2", "3*24", "24*3", "4*18", "18*4",
-                                                   "6*12", "12*6", "8*9", "9*8"])
+    assert TASK.valid_completions(8, 9) == sorted(
+        ["72", "2*36", "36*2", "3*24", "24*3", "4*18", "18*4", "6*12", "12*6", "8*9", "9*8"]
+    )
     assert TASK.data_logp(2, 2, "4") == pytest.approx(-math.log(2))
     assert TASK.data_logp(2, 2, "2*3") == -math.inf
 

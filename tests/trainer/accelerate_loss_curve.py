@@ -21,10 +21,21 @@ def main(output_dir: str, per_device_batch: int, loss_type: str) -> None:
     model = tiny_causal_lm(4, seed=0)
     data = as_dataset(sample_sequences(model, 8, 3, seed=5))
     args = SeqTempConfig(
-        output_dir=output_dir, target_temperature=0.5, loss_type=loss_type, nll_weight=0.1, max_steps=6,
-        per_device_train_batch_size=per_device_batch, learning_rate=5e-3, lr_scheduler_type="constant",
-        save_strategy="no", use_cpu=True, disable_tqdm=True, report_to="none", logging_steps=1,
-        max_grad_norm=0, ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
+        output_dir=output_dir,
+        target_temperature=0.5,
+        loss_type=loss_type,
+        nll_weight=0.1,
+        max_steps=6,
+        per_device_train_batch_size=per_device_batch,
+        learning_rate=5e-3,
+        lr_scheduler_type="constant",
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        report_to="none",
+        logging_steps=1,
+        max_grad_norm=0,
+        ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
     )
     trainer = SeqTempTrainer(model, args, train_dataset=data)
     trainer.train()

@@ -24,17 +24,32 @@ def main(output_dir: str) -> None:
     before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
     data = as_dataset(sample_sequences(model, 8, 3, seed=3))
     args = SeqTempConfig(
-        output_dir=output_dir, target_temperature=0.5, nll_weight=0.0, max_steps=3, per_device_train_batch_size=1,
-        learning_rate=1e-2, save_strategy="no", use_cpu=True, ddp_backend="gloo", disable_tqdm=True,
-        report_to="none", logging_steps=1,
+        output_dir=output_dir,
+        target_temperature=0.5,
+        nll_weight=0.0,
+        max_steps=3,
+        per_device_train_batch_size=1,
+        learning_rate=1e-2,
+        save_strategy="no",
+        use_cpu=True,
+        ddp_backend="gloo",
+        disable_tqdm=True,
+        report_to="none",
+        logging_steps=1,
     )
     trainer = SeqTempTrainer(model, args, train_dataset=data)
     trainer.train()
     after = torch.cat([p.detach().flatten() for p in model.parameters()])
     checksum = after.double().sum().item()
-    record = json.dumps({"rank": dist.get_rank(), "world": dist.get_world_size(),
-                      "max_change": (after - before).abs().max().item(), "checksum": checksum,
-                      "ratio_losses": [e["loss/ratio"] for e in trainer.state.log_history if "loss/ratio" in e]})
+    record = json.dumps(
+        {
+            "rank": dist.get_rank(),
+            "world": dist.get_world_size(),
+            "max_change": (after - before).abs().max().item(),
+            "checksum": checksum,
+            "ratio_losses": [e["loss/ratio"] for e in trainer.state.log_history if "loss/ratio" in e],
+        }
+    )
     with open(f"{output_dir}/rank{dist.get_rank()}.json", "w") as handle:
         handle.write(record)
 

@@ -31,9 +31,25 @@ def test_accelerate_two_processes_match_one_process_loss_curve(tmp_path):
     # `--multi_gpu` selects accelerate's multi-process launcher; on a machine without GPUs each process uses the
     # CPU with the gloo backend (`--cpu` would start a single process).
     multi = _run(
-        [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-         "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29531",
-         str(SCRIPT), str(multi_dir), "4", "ratio"],
+        [
+            str(accelerate),
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            "2",
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            "29531",
+            str(SCRIPT),
+            str(multi_dir),
+            "4",
+            "ratio",
+        ],
         multi_dir,
     )
     assert single["world"] == 1 and multi["world"] == 2

@@ -40,8 +40,9 @@ def test_text_dataset_scores_every_token_after_bos(tmp_path):
     tok = _tokenizer()
     model = tiny_causal_lm(6, seed=4)
     data = Dataset.from_dict({"body": ["a b c", "d d"]})
-    trainer = SeqTempTrainer(model, _args(tmp_path, dataset_text_field="body"), train_dataset=data,
-                             processing_class=tok)
+    trainer = SeqTempTrainer(
+        model, _args(tmp_path, dataset_text_field="body"), train_dataset=data, processing_class=tok
+    )
     assert trainer.train_dataset["completion_mask"] == [[0, 1, 1, 1], [0, 1, 1]]
 
 
@@ -80,11 +81,18 @@ def test_bad_datasets(tmp_path):
     with pytest.raises(ValueError, match=r"`train_dataset` has columns \['body'\] but needs a text column `text`"):
         SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"body": ["a"]}))
     with pytest.raises(ValueError, match="`max_length`=3 is shorter than every example of `train_dataset`"):
-        SeqTempTrainer(model, _args(tmp_path, max_length=3),
-                       train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2, 3], [0, 1, 2, 3, 0]]}))
+        SeqTempTrainer(
+            model,
+            _args(tmp_path, max_length=3),
+            train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2, 3], [0, 1, 2, 3, 0]]}),
+        )
     with pytest.raises(ValueError, match="`eval_dataset` is empty"):
-        SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2]]}),
-                       eval_dataset=Dataset.from_dict({"input_ids": []}))
+        SeqTempTrainer(
+            model,
+            _args(tmp_path),
+            train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2]]}),
+            eval_dataset=Dataset.from_dict({"input_ids": []}),
+        )
     with pytest.raises(ValueError, match="text datasets need a tokenizer"):
         SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"text": ["a b"]}))
     with pytest.raises(TypeError, match="`args` must be a SeqTempConfig"):
@@ -92,17 +100,29 @@ def test_bad_datasets(tmp_path):
 
 
 def test_compute_loss_refuses_return_outputs(tmp_path):
-    trainer = SeqTempTrainer(tiny_causal_lm(4), _args(tmp_path), train_dataset=Dataset.from_dict(
-        {"input_ids": [[0, 1, 2], [0, 2, 1]]}))
+    trainer = SeqTempTrainer(
+        tiny_causal_lm(4), _args(tmp_path), train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2], [0, 2, 1]]})
+    )
     with pytest.raises(ValueError, match="does not return model outputs"):
         trainer.compute_loss(trainer.model, {}, return_outputs=True)
 
 
 def test_every_config_field_is_documented_and_choices_match_the_registry():
     doc = SeqTempConfig.__doc__
-    own = [f for f in dataclasses.fields(SeqTempConfig) if f.name in SeqTempConfig.__dataclass_fields__
-           and f.name in ("target_temperature", "loss_type", "nll_weight", "max_length", "dataset_text_field",
-                          "precompute_ref_logps")]
+    own = [
+        f
+        for f in dataclasses.fields(SeqTempConfig)
+        if f.name in SeqTempConfig.__dataclass_fields__
+        and f.name
+        in (
+            "target_temperature",
+            "loss_type",
+            "nll_weight",
+            "max_length",
+            "dataset_text_field",
+            "precompute_ref_logps",
+        )
+    ]
     assert len(own) == 6
     for field in own:
         assert re.search(rf"^\s+{field.name} \(`", doc, re.M), field.name
@@ -111,9 +131,14 @@ def test_every_config_field_is_documented_and_choices_match_the_registry():
 
 
 def test_sequence_temperature_config_round_trip_and_errors(tmp_path):
-    config = SequenceTemperatureConfig(target_temperature=0.25, base_model_id="x/y", loss_type="ssts",
-                                       training_hyperparameters={"nll_weight": 0.1}, eval_t_eff=0.27,
-                                       calibration=[{"lora_scale": 1.0, "t_eff": 0.27}])
+    config = SequenceTemperatureConfig(
+        target_temperature=0.25,
+        base_model_id="x/y",
+        loss_type="ssts",
+        training_hyperparameters={"nll_weight": 0.1},
+        eval_t_eff=0.27,
+        calibration=[{"lora_scale": 1.0, "t_eff": 0.27}],
+    )
     config.save_pretrained(tmp_path)
     assert SequenceTemperatureConfig.from_pretrained(tmp_path) == config
     with pytest.raises(ValueError, match="`target_temperature` must be a finite float > 0, got nan"):

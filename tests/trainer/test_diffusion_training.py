@@ -26,8 +26,15 @@ COMPLETION = torch.tensor([[False] + [True] * LENGTH] * len(SEQUENCES))
 def tiny_bert(seed: int = 0) -> BertForMaskedLM:
     """Large initial weights, so conditionals depend strongly on context and unmasking orders really differ."""
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=VOCAB + 1, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=8, initializer_range=0.5)
+    config = BertConfig(
+        vocab_size=VOCAB + 1,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=8,
+        initializer_range=0.5,
+    )
     return BertForMaskedLM(config).eval()
 
 
@@ -50,14 +57,26 @@ def samples(ref_logps: torch.Tensor, num: int, seed: int = 0) -> Dataset:
     """`num` completions drawn exactly from p (normalised over the enumerated set)."""
     probs = (ref_logps - torch.logsumexp(ref_logps, 0)).exp().float()
     index = torch.multinomial(probs, num, replacement=True, generator=torch.Generator().manual_seed(seed))
-    return Dataset.from_dict({"input_ids": SEQUENCES[index].tolist(), "completion_mask": COMPLETION[index].int().tolist()})
+    return Dataset.from_dict(
+        {"input_ids": SEQUENCES[index].tolist(), "completion_mask": COMPLETION[index].int().tolist()}
+    )
 
 
 def _config(tmp_path, **overrides):
     values = {
-        "output_dir": str(tmp_path), "target_temperature": 0.5, "learning_rate": 3e-3, "max_steps": 80,
-        "nll_weight": 0.05, "per_device_train_batch_size": 64, "per_device_eval_batch_size": 64, "logging_steps": 40,
-        "save_strategy": "no", "use_cpu": True, "seed": 0, "lr_scheduler_type": "constant", "disable_tqdm": True,
+        "output_dir": str(tmp_path),
+        "target_temperature": 0.5,
+        "learning_rate": 3e-3,
+        "max_steps": 80,
+        "nll_weight": 0.05,
+        "per_device_train_batch_size": 64,
+        "per_device_eval_batch_size": 64,
+        "logging_steps": 40,
+        "save_strategy": "no",
+        "use_cpu": True,
+        "seed": 0,
+        "lr_scheduler_type": "constant",
+        "disable_tqdm": True,
     }
     values.update(overrides)
     return SeqTempConfig(**values)
@@ -69,8 +88,9 @@ def test_block_diffusion_training_reduces_exact_tempered_kl_to_under_a_third(tmp
     model = BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK)
     ref = exact_logps(model)
     start = tempered_kl(ref, ref, 0.5)
-    trainer = SeqTempTrainer(model, _config(tmp_path, likelihood_method=method, num_orders=4),
-                             train_dataset=samples(ref, 256))
+    trainer = SeqTempTrainer(
+        model, _config(tmp_path, likelihood_method=method, num_orders=4), train_dataset=samples(ref, 256)
+    )
     trainer.train()
     end = tempered_kl(ref, exact_logps(model), 0.5)
     assert start > 0.1
@@ -85,15 +105,18 @@ def test_lora_reference_is_the_disabled_adapter_and_save(tmp_path):
     model = BlockDiffusionAdapter(tiny_bert(seed=1), MASK, BLOCK)
     lora = LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"], init_lora_weights=False)
     data = samples(exact_logps(BlockDiffusionAdapter(base, MASK, BLOCK)), 32)
-    trainer = SeqTempTrainer(model, _config(tmp_path, max_steps=2), train_dataset=data, eval_dataset=data,
-                             peft_config=lora)
+    trainer = SeqTempTrainer(
+        model, _config(tmp_path, max_steps=2), train_dataset=data, eval_dataset=data, peft_config=lora
+    )
     assert trainer._ref_model is None and type(trainer.model.model).__name__ == "PeftModel"
     ids = torch.tensor(data["input_ids"])
     with torch.no_grad():
-        expected = BlockDiffusionScorer(BLOCK)(BlockDiffusionAdapter(base, MASK, BLOCK), ids, None,
-                                               torch.tensor(data["completion_mask"]).bool())
-        active = BlockDiffusionScorer(BLOCK)(trainer.model.eval(), ids, None,
-                                             torch.tensor(data["completion_mask"]).bool())
+        expected = BlockDiffusionScorer(BLOCK)(
+            BlockDiffusionAdapter(base, MASK, BLOCK), ids, None, torch.tensor(data["completion_mask"]).bool()
+        )
+        active = BlockDiffusionScorer(BLOCK)(
+            trainer.model.eval(), ids, None, torch.tensor(data["completion_mask"]).bool()
+        )
     assert (active - expected).abs().max() > 1e-3  # the adapter is not a no-op ...
     torch.testing.assert_close(torch.tensor(trainer.train_dataset["ref_logps"]), expected, atol=1e-5, rtol=0)
     trainer.train()
@@ -130,10 +153,15 @@ def test_mc_reference_uses_seeded_orders_independent_of_batching(tmp_path):
         orders = torch.where(completion[:, None], keys.argsort(-1).argsort(-1), -1)
         with torch.no_grad():
             logps = order_logps(model.eval(), ids, torch.ones_like(ids), completion, orders)
-        assert values[0][i].item() == pytest.approx((logps.logsumexp(1) - torch.log(torch.tensor(6.0))).item(),
-                                                     abs=1e-5)
-    batch = {"input_ids": torch.tensor([rows[0]]), "attention_mask": torch.ones(1, 4, dtype=torch.long),
-             "completion_mask": torch.tensor([[False, True, True, True]]), "example_id": torch.tensor([3])}
+        assert values[0][i].item() == pytest.approx(
+            (logps.logsumexp(1) - torch.log(torch.tensor(6.0))).item(), abs=1e-5
+        )
+    batch = {
+        "input_ids": torch.tensor([rows[0]]),
+        "attention_mask": torch.ones(1, 4, dtype=torch.long),
+        "completion_mask": torch.tensor([[False, True, True, True]]),
+        "example_id": torch.tensor([3]),
+    }
     other = _per_example_orders(batch, 6, None, 8)
     assert not torch.equal(other, _per_example_orders(batch, 6, None, 7))  # the seed matters
 
@@ -155,8 +183,9 @@ def test_elbo_estimate_matches_the_order_elbo(block_size):
         oracle = -order_logps(model, ids, torch.ones_like(ids), completion, orders).mean().item() / 3
         n = 40000
         rep = ids.expand(n, -1)
-        estimate = diffusion_elbo_loss(model, rep, torch.ones_like(rep), completion.expand(n, -1), block_size,
-                                       torch.Generator().manual_seed(0)).item()
+        estimate = diffusion_elbo_loss(
+            model, rep, torch.ones_like(rep), completion.expand(n, -1), block_size, torch.Generator().manual_seed(0)
+        ).item()
     assert estimate == pytest.approx(oracle, rel=0.03), (estimate, oracle)
 
 
@@ -186,23 +215,33 @@ def test_bad_config(tmp_path, overrides, match):
 def test_bad_combinations(tmp_path):
     data = samples(exact_logps(BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK)), 8)
     with pytest.raises(ValueError, match=r"`loss_type='c_div'` is not available for block_diffusion models"):
-        SeqTempTrainer(BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK), _config(tmp_path, loss_type="c_div"),
-                       train_dataset=data)
+        SeqTempTrainer(
+            BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK), _config(tmp_path, loss_type="c_div"), train_dataset=data
+        )
     with pytest.raises(ValueError, match=r"`likelihood_method='exact'` cannot be used with loss_type='ssts'"):
-        SeqTempTrainer(BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK),
-                       _config(tmp_path, loss_type="ssts", likelihood_method="exact"), train_dataset=data)
+        SeqTempTrainer(
+            BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK),
+            _config(tmp_path, loss_type="ssts", likelihood_method="exact"),
+            train_dataset=data,
+        )
     with pytest.raises(ValueError, match=r"`ref_num_orders`=8 differs from `num_orders`=4"):
-        SeqTempTrainer(MaskedLMAdapter(tiny_bert(), MASK), _config(tmp_path, loss_type="ssts", ref_num_orders=8),
-                       train_dataset=data)
+        SeqTempTrainer(
+            MaskedLMAdapter(tiny_bert(), MASK),
+            _config(tmp_path, loss_type="ssts", ref_num_orders=8),
+            train_dataset=data,
+        )
     with pytest.raises(ValueError, match=r"`likelihood_method='exact'` is only available for block diffusion"):
-        SeqTempTrainer(MaskedLMAdapter(tiny_bert(), MASK), _config(tmp_path, likelihood_method="exact"),
-                       train_dataset=data)
+        SeqTempTrainer(
+            MaskedLMAdapter(tiny_bert(), MASK), _config(tmp_path, likelihood_method="exact"), train_dataset=data
+        )
     with pytest.raises(ValueError, match=r"`scorer` is only used for causal LMs"):
-        SeqTempTrainer(MaskedLMAdapter(tiny_bert(), MASK), _config(tmp_path), train_dataset=data,
-                       scorer=MaskedDiffusionScorer())
+        SeqTempTrainer(
+            MaskedLMAdapter(tiny_bert(), MASK), _config(tmp_path), train_dataset=data, scorer=MaskedDiffusionScorer()
+        )
     with pytest.raises(ValueError, match=r"`min_time` must be a float in \(0, 1\), got 0.0"):
-        diffusion_elbo_loss(MaskedLMAdapter(tiny_bert(), MASK), SEQUENCES[:1], torch.ones(1, 4), COMPLETION[:1],
-                            min_time=0.0)
+        diffusion_elbo_loss(
+            MaskedLMAdapter(tiny_bert(), MASK), SEQUENCES[:1], torch.ones(1, 4), COMPLETION[:1], min_time=0.0
+        )
 
 
 # ---------------------------------------------------------------- loss_type="ssts" (Eq. 18 / 28)
@@ -266,8 +305,9 @@ def test_ssts_reference_steps_equal_a_fresh_computation_for_the_stored_seeds(tmp
     data = Dataset.from_dict({"input_ids": rows, "completion_mask": [[0] + [1] * (len(r) - 1) for r in rows]})
     stored = []
     for eval_batch in (4, 1):
-        args = _config(tmp_path, loss_type="ssts", seed=7, num_orders=3, nll_weight=0.0,
-                       per_device_eval_batch_size=eval_batch)
+        args = _config(
+            tmp_path, loss_type="ssts", seed=7, num_orders=3, nll_weight=0.0, per_device_eval_batch_size=eval_batch
+        )
         trainer = SeqTempTrainer(model, args, train_dataset=data, eval_dataset=data)
         stored.append(trainer.train_dataset["ref_step_logps"])
     assert trainer.eval_dataset["ref_step_logps"] == trainer.train_dataset["ref_step_logps"]
@@ -297,8 +337,11 @@ def test_ssts_reference_steps_equal_a_fresh_computation_for_the_stored_seeds(tmp
     torch.testing.assert_close(extra["token_logps"], reference, atol=1e-5, rtol=0)
     torch.testing.assert_close(policy_seq, batch["ref_logps"], atol=1e-5, rtol=0)
     # recomputing the reference at every step gives the same objective as the stored column
-    fly = SeqTempTrainer(model, _config(tmp_path, loss_type="ssts", seed=7, num_orders=3, nll_weight=0.0,
-                                        precompute_ref_logps=False), train_dataset=data)
+    fly = SeqTempTrainer(
+        model,
+        _config(tmp_path, loss_type="ssts", seed=7, num_orders=3, nll_weight=0.0, precompute_ref_logps=False),
+        train_dataset=data,
+    )
     with torch.no_grad():
         stored_loss = trainer.compute_loss(model.eval(), batch)
         fly_batch = {key: value for key, value in batch.items() if not key.startswith("ref_")}

@@ -14,7 +14,10 @@ def test_two_processes_with_batch_one_train_the_ratio_loss_through_cross_rank_pa
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
     result = subprocess.run(
         [str(torchrun), "--nproc_per_node", "2", "--master_port", "29517", str(script), str(tmp_path)],
-        capture_output=True, text=True, timeout=300, env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]

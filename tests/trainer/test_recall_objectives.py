@@ -10,8 +10,18 @@ from hf_seqtemp.losses.recall import RollingQuantile, c_div_loss, lambda_pr_loss
 def _trainer(tmp_path, loss_type, **kw):
     model = tiny_causal_lm(4, seed=0)
     data = as_dataset(sample_sequences(model, 16, 3, seed=4))
-    args = SeqTempConfig(str(tmp_path), loss_type=loss_type, nll_weight=0.0, max_steps=3, learning_rate=1e-2,
-                         per_device_train_batch_size=8, use_cpu=True, save_strategy="no", disable_tqdm=True, **kw)
+    args = SeqTempConfig(
+        str(tmp_path),
+        loss_type=loss_type,
+        nll_weight=0.0,
+        max_steps=3,
+        learning_rate=1e-2,
+        per_device_train_batch_size=8,
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        **kw,
+    )
     return SeqTempTrainer(model, args, train_dataset=data)
 
 
@@ -21,8 +31,9 @@ def test_registered_recall_objective_equals_its_pure_loss(tmp_path, loss_type):
     trainer = _trainer(tmp_path, loss_type)
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(8)])
     got = trainer.compute_loss(trainer.model, batch)
-    logq, mask = AutoregressiveScorer().token_logps(trainer.model, batch["input_ids"], batch["attention_mask"],
-                                                   batch["completion_mask"])
+    logq, mask = AutoregressiveScorer().token_logps(
+        trainer.model, batch["input_ids"], batch["attention_mask"], batch["completion_mask"]
+    )
     ref = AutoregressiveScorer().token_logps(tiny_causal_lm(4, seed=0), batch["input_ids"])[0].detach()
     if loss_type == "c_div":
         expected, _ = c_div_loss(logq, mask, alpha=1.4, data_token_logps=ref)
@@ -43,9 +54,11 @@ def test_trunc_r_keeps_its_rolling_buffer_across_steps(tmp_path):
 
 @pytest.mark.parametrize(
     "field,value,message",
-    [("c_div_alpha", 1.0, r"`c_div_alpha` must be in \(1, inf\), got 1.0"),
-     ("trunc_r_quantile", 1.5, r"`trunc_r_quantile` must be in \(0, 1\], got 1.5"),
-     ("lambda_pr_lambda", 0, r"`lambda_pr_lambda` must be in \(0, inf\), got 0")],
+    [
+        ("c_div_alpha", 1.0, r"`c_div_alpha` must be in \(1, inf\), got 1.0"),
+        ("trunc_r_quantile", 1.5, r"`trunc_r_quantile` must be in \(0, 1\], got 1.5"),
+        ("lambda_pr_lambda", 0, r"`lambda_pr_lambda` must be in \(0, inf\), got 0"),
+    ],
 )
 def test_recall_hyperparameters_are_validated(tmp_path, field, value, message):
     with pytest.raises(ValueError, match=message):

@@ -18,9 +18,18 @@ from hf_seqtemp import (
 
 def _config(tmp_path, **overrides):
     values = dict(
-        output_dir=str(tmp_path), target_temperature=0.5, learning_rate=3e-3, max_steps=200,
-        per_device_train_batch_size=64, per_device_eval_batch_size=64, logging_steps=100, save_strategy="no",
-        use_cpu=True, seed=0, lr_scheduler_type="constant", disable_tqdm=True,
+        output_dir=str(tmp_path),
+        target_temperature=0.5,
+        learning_rate=3e-3,
+        max_steps=200,
+        per_device_train_batch_size=64,
+        per_device_eval_batch_size=64,
+        logging_steps=100,
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        lr_scheduler_type="constant",
+        disable_tqdm=True,
     )
     values.update(overrides)
     return SeqTempConfig(**values)
@@ -48,8 +57,16 @@ def test_gradient_accumulation_matches_one_big_batch(tmp_path):
     for batch, accumulation in [(4, 1), (2, 2)]:
         model = tiny_causal_lm(4, seed=0)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-        args = _config(tmp_path, loss_type="ssts", target_temperature=1.0, nll_weight=0.0, max_steps=1,
-                       per_device_train_batch_size=batch, gradient_accumulation_steps=accumulation, max_grad_norm=0)
+        args = _config(
+            tmp_path,
+            loss_type="ssts",
+            target_temperature=1.0,
+            nll_weight=0.0,
+            max_steps=1,
+            per_device_train_batch_size=batch,
+            gradient_accumulation_steps=accumulation,
+            max_grad_norm=0,
+        )
         SeqTempTrainer(model, args, train_dataset=data, optimizers=(optimizer, None)).train()
         params.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
     initial = torch.cat([p.detach().flatten() for p in tiny_causal_lm(4, seed=0).parameters()])
@@ -64,10 +81,16 @@ def test_lora_reference_is_the_disabled_adapter_and_round_trip(tmp_path):
     model.config._name_or_path = str(base_dir)
     sequences = sample_sequences(model, 48, 4, seed=2)
     data, held_out = as_dataset(sequences[:32]), as_dataset(sequences[32:])
-    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj", "down_proj"],
-                      init_lora_weights=False)
-    trainer = SeqTempTrainer(model, _config(tmp_path, max_steps=5, per_device_train_batch_size=8),
-                             train_dataset=data, eval_dataset=held_out, peft_config=lora)
+    lora = LoraConfig(
+        r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj", "down_proj"], init_lora_weights=False
+    )
+    trainer = SeqTempTrainer(
+        model,
+        _config(tmp_path, max_steps=5, per_device_train_batch_size=8),
+        train_dataset=data,
+        eval_dataset=held_out,
+        peft_config=lora,
+    )
     assert trainer._ref_model is None  # no second copy of the weights
     # the precomputed reference is the base model, although the (non-zero) adapter is active
     expected = AutoregressiveScorer()(tiny_causal_lm(6, seed=3), sequences[:32]).detach()
@@ -103,8 +126,9 @@ def test_single_process_batch_of_one_has_no_pairs(tmp_path):
     model = tiny_causal_lm(4, seed=0)
     before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
     data = as_dataset(sample_sequences(model, 4, 3))
-    SeqTempTrainer(model, _config(tmp_path, nll_weight=0.0, max_steps=2, per_device_train_batch_size=1),
-                   train_dataset=data).train()
+    SeqTempTrainer(
+        model, _config(tmp_path, nll_weight=0.0, max_steps=2, per_device_train_batch_size=1), train_dataset=data
+    ).train()
     after = torch.cat([p.detach().flatten() for p in model.parameters()])
     assert torch.equal(before, after)
 
@@ -112,8 +136,9 @@ def test_single_process_batch_of_one_has_no_pairs(tmp_path):
 def test_logs_temperature_metrics(tmp_path):
     model = tiny_causal_lm(4, seed=0)
     data = as_dataset(sample_sequences(model, 64, 3))
-    trainer = SeqTempTrainer(model, _config(tmp_path, max_steps=4, logging_steps=2, per_device_train_batch_size=16),
-                             train_dataset=data)
+    trainer = SeqTempTrainer(
+        model, _config(tmp_path, max_steps=4, logging_steps=2, per_device_train_batch_size=16), train_dataset=data
+    )
     trainer.train()
     logged = [entry for entry in trainer.state.log_history if "temp/t_eff" in entry]
     assert len(logged) == 2
@@ -125,16 +150,21 @@ def test_logs_temperature_metrics(tmp_path):
 def test_precompute_off_uses_a_frozen_copy_without_peft(tmp_path):
     model = tiny_causal_lm(4, seed=0)
     data = as_dataset(sample_sequences(model, 64, 3))
-    on = SeqTempTrainer(tiny_causal_lm(4, seed=0), _config(tmp_path, max_steps=20, per_device_train_batch_size=16),
-                        train_dataset=data)
-    off = SeqTempTrainer(model, _config(tmp_path, max_steps=20, per_device_train_batch_size=16,
-                                        precompute_ref_logps=False), train_dataset=data)
+    on = SeqTempTrainer(
+        tiny_causal_lm(4, seed=0), _config(tmp_path, max_steps=20, per_device_train_batch_size=16), train_dataset=data
+    )
+    off = SeqTempTrainer(
+        model,
+        _config(tmp_path, max_steps=20, per_device_train_batch_size=16, precompute_ref_logps=False),
+        train_dataset=data,
+    )
     assert off._ref_model is not None and "ref_logps" not in off.train_dataset.column_names
     on.train()
     off.train()
     sequences = all_sequences(4, 3)
-    torch.testing.assert_close(exact_logps(on.model.eval(), sequences), exact_logps(off.model.eval(), sequences),
-                               atol=1e-4, rtol=0)
+    torch.testing.assert_close(
+        exact_logps(on.model.eval(), sequences), exact_logps(off.model.eval(), sequences), atol=1e-4, rtol=0
+    )
 
 
 def test_init_from_token_temperature_starts_at_the_myopic_baseline(tmp_path):
@@ -143,17 +173,27 @@ def test_init_from_token_temperature_starts_at_the_myopic_baseline(tmp_path):
     sequences = all_sequences(6, 2)
     myopic = AutoregressiveScorer(token_temperature=0.5)(tiny_causal_lm(6, seed=3), sequences).detach()
     lora = LoraConfig(r=2, target_modules=["q_proj", "v_proj"])
-    trainer = SeqTempTrainer(model, _config(tmp_path, max_steps=1, init_from_token_temperature=True),
-                             train_dataset=as_dataset(sequences), peft_config=lora)
+    trainer = SeqTempTrainer(
+        model,
+        _config(tmp_path, max_steps=1, init_from_token_temperature=True),
+        train_dataset=as_dataset(sequences),
+        peft_config=lora,
+    )
     assert any("norm.modules_to_save" in n for n, p in trainer.model.named_parameters() if p.requires_grad)
     torch.testing.assert_close(AutoregressiveScorer()(trainer.model, sequences).detach(), myopic, atol=1e-5, rtol=0)
     # the reference is still the base model (adapter and scaled norm disabled)
-    torch.testing.assert_close(torch.tensor(trainer.train_dataset["ref_logps"]),
-                               AutoregressiveScorer()(tiny_causal_lm(6, seed=3), sequences).detach())
+    torch.testing.assert_close(
+        torch.tensor(trainer.train_dataset["ref_logps"]),
+        AutoregressiveScorer()(tiny_causal_lm(6, seed=3), sequences).detach(),
+    )
     with pytest.raises(ValueError, match="`init_from_token_temperature=True` needs a causal LM and a `peft_config`"):
-        SeqTempTrainer(tiny_causal_lm(6), _config(tmp_path, init_from_token_temperature=True),
-                       train_dataset=as_dataset(sequences))
+        SeqTempTrainer(
+            tiny_causal_lm(6), _config(tmp_path, init_from_token_temperature=True), train_dataset=as_dataset(sequences)
+        )
     with pytest.raises(ValueError, match="does not divide the logits"):
-        SeqTempTrainer(tiny_causal_lm(6), _config(tmp_path, init_from_token_temperature=True),
-                       train_dataset=as_dataset(sequences),
-                       peft_config=LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
+        SeqTempTrainer(
+            tiny_causal_lm(6),
+            _config(tmp_path, init_from_token_temperature=True),
+            train_dataset=as_dataset(sequences),
+            peft_config=LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False),
+        )
