@@ -58,12 +58,30 @@ from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import score_dataset, temperature_report
 
 MODES = {
-    "quick": {"temperatures": [0.5, 2.0], "prompts": 16, "samples_per_prompt": 6, "max_new_tokens": 10,
-              "max_steps": 15, "batch_size": 16},
-    "default": {"temperatures": [0.25, 0.5, 0.8, 2.0], "prompts": 32, "samples_per_prompt": 8, "max_new_tokens": 10,
-                "max_steps": 40, "batch_size": 16},
-    "full": {"temperatures": [0.25, 0.5, 0.8, 2.0], "prompts": 32, "samples_per_prompt": 256, "max_new_tokens": 32,
-             "max_steps": 1000, "batch_size": 32},
+    "quick": {
+        "temperatures": [0.5, 2.0],
+        "prompts": 16,
+        "samples_per_prompt": 6,
+        "max_new_tokens": 10,
+        "max_steps": 15,
+        "batch_size": 16,
+    },
+    "default": {
+        "temperatures": [0.25, 0.5, 0.8, 2.0],
+        "prompts": 32,
+        "samples_per_prompt": 8,
+        "max_new_tokens": 10,
+        "max_steps": 40,
+        "batch_size": 16,
+    },
+    "full": {
+        "temperatures": [0.25, 0.5, 0.8, 2.0],
+        "prompts": 32,
+        "samples_per_prompt": 256,
+        "max_new_tokens": 32,
+        "max_steps": 1000,
+        "batch_size": 32,
+    },
 }
 TRAINING = {"learning_rate": 2e-4, "nll_weight": 0.1, "lora_r": 16, "test_size": 0.25}
 METHODS = ("myopic", "ssts", "ratio")
@@ -74,12 +92,19 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="T in {0.5, 2}, 96 sequences, 15 steps (< 10 min, 2 cores)")
-    mode.add_argument("--full", action="store_true",
-                      help="paper scale for a GPU: 8192 sequences of up to 32 new tokens, 1000 steps of batch 32")
+    mode.add_argument(
+        "--full",
+        action="store_true",
+        help="paper scale for a GPU: 8192 sequences of up to 32 new tokens, 1000 steps of batch 32",
+    )
     parser.add_argument("--temperatures", type=float, nargs="+", help="override the mode's target temperatures")
     parser.add_argument("--max_steps", type=int, help="override the mode's optimisation steps")
-    parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=None,
-                        help="save a log p vs log q plot per run (default: on, off with --quick)")
+    parser.add_argument(
+        "--plots",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="save a log p vs log q plot per run (default: on, off with --quick)",
+    )
     parser.add_argument("--plots_dir", default=str(REPO / "benchmarks" / "results" / "fidelity"))
     parser.add_argument("--output", default=default_output("fidelity"))
     parser.add_argument("--device", default=None)
@@ -103,9 +128,15 @@ def sample_split(settings: dict, device: torch.device):
     """Samples the dataset once from the base model and splits it by example into train / held-out."""
     model, tokenizer = load_default_model(device=device)
     torch.manual_seed(settings["seed"])
-    data = sample_dataset(model, tokenizer, PROMPTS[: settings["prompts"]], num_samples=settings["samples_per_prompt"],
-                          max_new_tokens=settings["max_new_tokens"], seed=settings["seed"],
-                          system_prompt="Answer briefly.")
+    data = sample_dataset(
+        model,
+        tokenizer,
+        PROMPTS[: settings["prompts"]],
+        num_samples=settings["samples_per_prompt"],
+        max_new_tokens=settings["max_new_tokens"],
+        seed=settings["seed"],
+        system_prompt="Answer briefly.",
+    )
     split = data.train_test_split(test_size=settings["test_size"], seed=settings["seed"])
     return model, tokenizer, split["train"], split["test"]
 
@@ -115,11 +146,19 @@ def train_adapter(loss_type: str, temperature: float, settings: dict, train, tok
     model, _ = load_default_model(device=device)
     torch.manual_seed(settings["seed"])
     config = SeqTempConfig(
-        output_dir=f"{workdir}/{loss_type}_{temperature:g}", target_temperature=temperature, loss_type=loss_type,
-        nll_weight=settings["nll_weight"], max_steps=settings["max_steps"],
-        per_device_train_batch_size=settings["batch_size"], learning_rate=settings["learning_rate"],
-        lr_scheduler_type="constant", logging_steps=max(1, settings["max_steps"] // 4), save_strategy="no",
-        seed=settings["seed"], use_cpu=device.type == "cpu", init_from_token_temperature=True,
+        output_dir=f"{workdir}/{loss_type}_{temperature:g}",
+        target_temperature=temperature,
+        loss_type=loss_type,
+        nll_weight=settings["nll_weight"],
+        max_steps=settings["max_steps"],
+        per_device_train_batch_size=settings["batch_size"],
+        learning_rate=settings["learning_rate"],
+        lr_scheduler_type="constant",
+        logging_steps=max(1, settings["max_steps"] // 4),
+        save_strategy="no",
+        seed=settings["seed"],
+        use_cpu=device.type == "cpu",
+        init_from_token_temperature=True,
     )
     r = settings["lora_r"]
     lora = LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
@@ -132,7 +171,10 @@ def run(settings: dict, device: torch.device) -> tuple[list[dict], dict]:
     """Trains and measures every method × T; returns the table rows and the per-run log-likelihoods."""
     base, tokenizer, train, held_out = sample_split(settings, device)
     print(f"sampled {len(train) + len(held_out)} completions ({len(train)} train / {len(held_out)} held-out)")
-    score = lambda model, scorer: score_dataset(model, held_out, scorer, batch_size=32, desc="Scoring")  # noqa: E731
+
+    def score(model, scorer):
+        return score_dataset(model, held_out, scorer, batch_size=32, desc="Scoring")
+
     base_logps, lengths = score(base, AutoregressiveScorer())
     base_report = temperature_report(base_logps, base_logps, lengths)
     rows = [{"method": "base", "target": 1.0, **base_report, "seconds": 0.0}]
@@ -149,10 +191,14 @@ def run(settings: dict, device: torch.device) -> tuple[list[dict], dict]:
                     logps[method], _ = score(model, AutoregressiveScorer())
                     del model
                 report = temperature_report(base_logps, logps[method], lengths)
-                rows.append({"method": method, "target": temperature, **report,
-                             "seconds": time.perf_counter() - start})
-                print(f"T = {temperature:g} {method:>6}: T_eff {report['t_eff']:.4f}, τ {report['kendall_tau']:.4f}, "
-                      f"NLL/token {report['nll_per_token']:.4f} ({rows[-1]['seconds']:.0f} s)", flush=True)
+                rows.append(
+                    {"method": method, "target": temperature, **report, "seconds": time.perf_counter() - start}
+                )
+                print(
+                    f"T = {temperature:g} {method:>6}: T_eff {report['t_eff']:.4f}, τ {report['kendall_tau']:.4f}, "
+                    f"NLL/token {report['nll_per_token']:.4f} ({rows[-1]['seconds']:.0f} s)",
+                    flush=True,
+                )
             plots[temperature] = logps
     for row in rows:
         row["rel_error"] = abs(row["t_eff"] - row["target"]) / row["target"]
@@ -180,10 +226,15 @@ def print_table(rows: list[dict]) -> None:
     header = f"{'method':<8}{'target T':>10}{'T_eff':>10}{'|ΔT|/T':>10}{'τ':>9}{'NLL/tok':>10}   flags"
     print("\n" + header + "\n" + "-" * len(header))
     for r in rows:
-        flags = [] if r["method"] == "base" else [
-            *([] if r["within_10pct"] else ["T_eff off >10%"]), *([] if r["tau_ok"] else ["τ<0.9"])]
-        print(f"{r['method']:<8}{r['target']:>10g}{r['t_eff']:>10.4f}{r['rel_error']:>10.3f}{r['kendall_tau']:>9.4f}"
-              f"{r['nll_per_token']:>10.4f}   {', '.join(flags)}")
+        flags = (
+            []
+            if r["method"] == "base"
+            else [*([] if r["within_10pct"] else ["T_eff off >10%"]), *([] if r["tau_ok"] else ["τ<0.9"])]
+        )
+        print(
+            f"{r['method']:<8}{r['target']:>10g}{r['t_eff']:>10.4f}{r['rel_error']:>10.3f}{r['kendall_tau']:>9.4f}"
+            f"{r['nll_per_token']:>10.4f}   {', '.join(flags)}"
+        )
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -210,8 +261,10 @@ def main() -> None:
     rows, measured = run(settings, device)
     settings.update(num_train=measured["num_train"], num_held_out=measured["num_held_out"])
     print_table(rows)
-    print("diffusion half of Tables 4-5 (BD3LM, L_p exact DP / L_k k=4, schedule variance): skipped, not implemented "
-          "in this benchmark yet")
+    print(
+        "diffusion half of Tables 4-5 (BD3LM, L_p exact DP / L_k k=4, schedule variance): skipped, not implemented "
+        "in this benchmark yet"
+    )
     if settings["plots"]:
         paths = save_plots(rows, measured, args.plots_dir)
         print(f"plots: {', '.join(paths)}")
