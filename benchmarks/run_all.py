@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("train_step", "scoring", "decode", "block_dp")
+BENCHMARKS = ("train_step", "scoring", "decode", "block_dp", "fidelity")
 
 
 def run_one(name: str, quick: bool, results: Path) -> dict:
