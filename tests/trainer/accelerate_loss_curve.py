@@ -43,6 +43,9 @@ def main(output_dir: str, per_device_batch: int, loss_type: str) -> None:
         curve = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
         with open(f"{output_dir}/curve.json", "w") as handle:
             json.dump({"loss": curve, "world": trainer.accelerator.num_processes}, handle)
+    if torch.distributed.is_initialized():  # tear gloo down before interpreter exit (it can abort at shutdown)
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -52,6 +52,9 @@ def main(output_dir: str) -> None:
     )
     with open(f"{output_dir}/rank{dist.get_rank()}.json", "w") as handle:
         handle.write(record)
+    # tear gloo down before interpreter exit: left alive, it can abort at shutdown ("terminate called ...")
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
