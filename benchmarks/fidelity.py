@@ -22,9 +22,9 @@ Modes (sizes are sequences = prompts × samples per prompt):
 - `--full` (paper scale, meant for a GPU): T ∈ {0.25, 0.5, 0.8, 2}, 32 prompts × 256 samples = 8192 sequences
   (the paper trains on 30 000 OpenWebText sequences), 32 new tokens, 1000 steps of batch 32.
 
-The diffusion half of Tables 4-5 (BD3LM with L_p exact DP and L_k, k = 4, with schedule variance) is not run here;
-the script says so in its output. (The repository's tiny MDLM, `examples/train_tiny_mdlm.py`, is nearly deterministic
-on its addition task, 0.08 nats per sequence, so its own samples give no spread of log p to fit T_eff on.)
+The diffusion half of Tables 4-5 (block diffusion with L_p by the exact DP and L_k with k = 4, plus schedule
+variance) runs after the autoregressive half on a tiny block-diffusion model (`benchmarks/fidelity_diffusion.py`, which
+says how that model is built); `--no-diffusion` skips it. Both halves print one table in the layout of Tables 4-5.
 
 A log p vs log q scatter plot per run (`hf_seqtemp.hub.plot_log_likelihoods`) goes to `benchmarks/results/fidelity/`
 with `--plots` (on by default except in `--quick`).
@@ -105,6 +105,12 @@ def parse_args() -> argparse.Namespace:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="save a log p vs log q plot per run (default: on, off with --quick)",
+    )
+    parser.add_argument(
+        "--diffusion",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run the block-diffusion half (benchmarks/fidelity_diffusion.py; default: on)",
     )
     parser.add_argument("--plots_dir", default=str(REPO / "benchmarks" / "results" / "fidelity"))
     parser.add_argument("--output", default=default_output("fidelity"))
@@ -218,45 +224,56 @@ def add_flags(rows: list[dict]) -> list[dict]:
     return rows
 
 
-def save_plots(rows: list[dict], measured: dict, folder: str) -> list[str]:
-    """One log p vs log q plot per trained run: the adapter (blue) against the myopic baseline (orange)."""
+def save_plots(rows: list[dict], measured: dict, folder: str, prefix: str = "") -> list[str]:
+    """One log p vs log q plot per trained run: the trained model (blue) against the myopic baseline (orange)."""
     Path(folder).mkdir(parents=True, exist_ok=True)
     reports = {(r["method"], r["target"]): r for r in rows}
     paths = []
     for temperature, logps in measured["plots"].items():
-        for method in ("ssts", "ratio"):
+        for method in logps:
+            if method in ("base", "myopic"):
+                continue
             run_logps = {"base": logps["base"], "myopic": logps["myopic"], "tempered": logps[method]}
             run_reports = {"myopic": reports[("myopic", temperature)], "tempered": reports[(method, temperature)]}
-            path = f"{folder}/{method}_T{temperature:g}.png"
+            path = f"{folder}/{prefix}{method.replace('=', '')}_T{temperature:g}.png"
             paths.append(plot_log_likelihoods(run_logps, run_reports, temperature, path))
     return paths
 
 
-def print_table(rows: list[dict]) -> None:
-    """Method × T rows with the target, T_eff, its relative miss, Kendall τ and NLL per token (Tables 4-5 layout)."""
-    header = f"{'method':<8}{'target T':>10}{'T_eff':>10}{'|ΔT|/T':>10}{'τ':>9}{'NLL/tok':>10}   flags"
-    print("\n" + header + "\n" + "-" * len(header))
+def print_table(rows: list[dict], title: str) -> None:
+    """Method × T rows with the target, T_eff, its relative miss, Kendall τ, NLL per token and, for diffusion, the
+    schedule variance (Tables 4-5 layout)."""
+    variance = any("schedule_variance" in r for r in rows)
+    header = f"{'method':<8}{'target T':>10}{'T_eff':>10}{'|ΔT|/T':>10}{'τ':>9}{'NLL/tok':>10}"
+    header += f"{'Var_π':>10}   flags" if variance else "   flags"
+    print(f"\n{title}\n{header}\n{'-' * len(header)}")
     for r in rows:
         flags = (
             []
             if r["method"] == "base"
             else [*([] if r["within_10pct"] else ["T_eff off >10%"]), *([] if r["tau_ok"] else ["τ<0.9"])]
         )
-        print(
+        line = (
             f"{r['method']:<8}{r['target']:>10g}{r['t_eff']:>10.4f}{r['rel_error']:>10.3f}{r['kendall_tau']:>9.4f}"
-            f"{r['nll_per_token']:>10.4f}   {', '.join(flags)}"
+            f"{r['nll_per_token']:>10.4f}"
         )
+        line += f"{r['schedule_variance']:>10.3f}" if variance else ""
+        print(f"{line}   {', '.join(flags)}")
 
 
-def summarise(rows: list[dict]) -> dict:
-    """Per method: mean relative T_eff miss, runs within ±10 %, lowest τ and mean NLL per token."""
+def summarise(rows: list[dict], prefix: str = "") -> dict:
+    """Per method: mean relative T_eff miss, runs within ±10 %, lowest τ and mean NLL per token (keys `prefix` +
+    method + statistic; diffusion rows also give the mean schedule variance)."""
     summary = {}
-    for method in METHODS:
+    for method in dict.fromkeys(r["method"] for r in rows if r["method"] != "base"):
         mine = [r for r in rows if r["method"] == method]
-        summary[f"{method}_mean_rel_t_eff_error"] = statistics.mean(r["rel_error"] for r in mine)
-        summary[f"{method}_within_10pct"] = f"{sum(r['within_10pct'] for r in mine)}/{len(mine)}"
-        summary[f"{method}_min_kendall_tau"] = min(r["kendall_tau"] for r in mine)
-        summary[f"{method}_mean_nll_per_token"] = statistics.mean(r["nll_per_token"] for r in mine)
+        key = f"{prefix}{method}"
+        summary[f"{key}_mean_rel_t_eff_error"] = statistics.mean(r["rel_error"] for r in mine)
+        summary[f"{key}_within_10pct"] = f"{sum(r['within_10pct'] for r in mine)}/{len(mine)}"
+        summary[f"{key}_min_kendall_tau"] = min(r["kendall_tau"] for r in mine)
+        summary[f"{key}_mean_nll_per_token"] = statistics.mean(r["nll_per_token"] for r in mine)
+        if "schedule_variance" in mine[0]:
+            summary[f"{key}_mean_schedule_variance"] = statistics.mean(r["schedule_variance"] for r in mine)
     return summary
 
 
@@ -271,17 +288,30 @@ def main() -> None:
     start = time.perf_counter()
     rows, measured = run(settings, device)
     settings.update(num_train=measured["num_train"], num_held_out=measured["num_held_out"])
-    print_table(rows)
-    print(
-        "diffusion half of Tables 4-5 (BD3LM, L_p exact DP / L_k k=4, schedule variance): skipped, not implemented "
-        "in this benchmark yet"
-    )
+    print_table(rows, "SmolLM2-135M-Instruct (autoregressive), held-out")
+    summary = summarise(rows)
+    for row in rows:
+        row["model"] = "SmolLM2-135M-Instruct"
     if settings["plots"]:
         paths = save_plots(rows, measured, args.plots_dir)
         print(f"plots: {', '.join(paths)}")
+    if args.diffusion:
+        from fidelity_diffusion import run_diffusion
+
+        diffusion_rows, diffusion_info = run_diffusion(settings["mode"], args.temperatures, args.seed, device)
+        add_flags(diffusion_rows)
+        d = diffusion_info["settings"]
+        name = f"tiny block-diffusion BERT (vocab {d['vocab']}, {d['completion']} tokens, B = {d['block_size']})"
+        print_table(diffusion_rows, f"{name}, held-out (exact DP likelihoods)")
+        summary.update(summarise(diffusion_rows, prefix="diffusion_"))
+        settings["diffusion"] = diffusion_info["settings"]
+        rows += [{**row, "model": name} for row in diffusion_rows]
+        if settings["plots"]:
+            paths = save_plots(diffusion_rows, diffusion_info, args.plots_dir, prefix="diffusion_")
+            print(f"plots: {', '.join(paths)}")
     settings["wall_seconds"] = time.perf_counter() - start
     print(f"wall time: {settings['wall_seconds']:.0f} s")
-    write_json(args.output, "fidelity", info, settings, rows, summarise(rows))
+    write_json(args.output, "fidelity", info, settings, rows, summary)
 
 
 if __name__ == "__main__":
