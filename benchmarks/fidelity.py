@@ -16,9 +16,10 @@ A row is flagged when T_eff misses the target by more than 10 % or τ < 0.9.
 
 Modes (sizes are sequences = prompts × samples per prompt):
 
-- `--quick` (about 5 minutes on 2 CPU cores): T ∈ {0.5, 2}, 16 prompts × 6 samples, 10 new tokens, 15 steps.
-- default (about 20 minutes on 2 CPU cores; 5 minutes per T): T ∈ {0.25, 0.5, 0.8, 2}, 32 prompts × 8 samples, 10 new tokens,
-  40 steps (the quick-start demo's settings).
+- `--quick` (about 5 minutes on 2 CPU cores, diffusion half included): T ∈ {0.5, 2}, 16 prompts × 6 samples, 10 new
+  tokens, 15 steps.
+- default (about 30 minutes on 2 CPU cores: 5-7 minutes per T, then 7 minutes of diffusion): T ∈ {0.25, 0.5,
+  0.8, 2}, 32 prompts × 8 samples, 10 new tokens, 40 steps (the quick-start demo's settings).
 - `--full` (paper scale, meant for a GPU): T ∈ {0.25, 0.5, 0.8, 2}, 32 prompts × 256 samples = 8192 sequences
   (the paper trains on 30 000 OpenWebText sequences), 32 new tokens, 1000 steps of batch 32.
 
