@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -52,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import REPO, default_output, pick_device, print_device, write_json
+from _fidelity_table import add_flags, print_table, summarise
 
 from examples.quickstart import PROMPTS
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
@@ -87,7 +87,6 @@ MODES = {
 }
 TRAINING = {"learning_rate": 2e-4, "nll_weight": 0.1, "lora_r": 16, "test_size": 0.25}
 METHODS = ("myopic", "ssts", "ratio")
-TOLERANCE, MIN_TAU = 0.10, 0.9
 
 
 def parse_args() -> argparse.Namespace:
@@ -100,7 +99,7 @@ def parse_args() -> argparse.Namespace:
         help="paper scale for a GPU: 8192 sequences of up to 32 new tokens, 1000 steps of batch 32",
     )
     parser.add_argument("--temperatures", type=float, nargs="+", help="override the mode's target temperatures")
-    parser.add_argument("--max_steps", type=int, help="override the mode's optimisation steps")
+    parser.add_argument("--max_steps", type=int, help="override the optimisation steps of the autoregressive half")
     parser.add_argument(
         "--plots",
         action=argparse.BooleanOptionalAction,
@@ -216,15 +215,6 @@ def run(settings: dict, device: torch.device) -> tuple[list[dict], dict]:
     }
 
 
-def add_flags(rows: list[dict]) -> list[dict]:
-    """Adds the relative miss |T_eff - T| / T and whether it is within ±10 % and τ ≥ 0.9 to every row."""
-    for row in rows:
-        row["rel_error"] = abs(row["t_eff"] - row["target"]) / row["target"]
-        row["within_10pct"] = row["rel_error"] <= TOLERANCE
-        row["tau_ok"] = row["kendall_tau"] >= MIN_TAU
-    return rows
-
-
 def save_plots(rows: list[dict], measured: dict, folder: str, prefix: str = "") -> list[str]:
     """One log p vs log q plot per trained run: the trained model (blue) against the myopic baseline (orange)."""
     Path(folder).mkdir(parents=True, exist_ok=True)
@@ -239,43 +229,6 @@ def save_plots(rows: list[dict], measured: dict, folder: str, prefix: str = "") 
             path = f"{folder}/{prefix}{method.replace('=', '')}_T{temperature:g}.png"
             paths.append(plot_log_likelihoods(run_logps, run_reports, temperature, path))
     return paths
-
-
-def print_table(rows: list[dict], title: str) -> None:
-    """Method × T rows with the target, T_eff, its relative miss, Kendall τ, NLL per token and, for diffusion, the
-    schedule variance (Tables 4-5 layout)."""
-    variance = any("schedule_variance" in r for r in rows)
-    header = f"{'method':<8}{'target T':>10}{'T_eff':>10}{'|ΔT|/T':>10}{'τ':>9}{'NLL/tok':>10}"
-    header += f"{'Var_π':>10}   flags" if variance else "   flags"
-    print(f"\n{title}\n{header}\n{'-' * len(header)}")
-    for r in rows:
-        flags = (
-            []
-            if r["method"] == "base"
-            else [*([] if r["within_10pct"] else ["T_eff off >10%"]), *([] if r["tau_ok"] else ["τ<0.9"])]
-        )
-        line = (
-            f"{r['method']:<8}{r['target']:>10g}{r['t_eff']:>10.4f}{r['rel_error']:>10.3f}{r['kendall_tau']:>9.4f}"
-            f"{r['nll_per_token']:>10.4f}"
-        )
-        line += f"{r['schedule_variance']:>10.3f}" if variance else ""
-        print(f"{line}   {', '.join(flags)}")
-
-
-def summarise(rows: list[dict], prefix: str = "") -> dict:
-    """Per method: mean relative T_eff miss, runs within ±10 %, lowest τ and mean NLL per token (keys `prefix` +
-    method + statistic; diffusion rows also give the mean schedule variance)."""
-    summary = {}
-    for method in dict.fromkeys(r["method"] for r in rows if r["method"] != "base"):
-        mine = [r for r in rows if r["method"] == method]
-        key = f"{prefix}{method}"
-        summary[f"{key}_mean_rel_t_eff_error"] = statistics.mean(r["rel_error"] for r in mine)
-        summary[f"{key}_within_10pct"] = f"{sum(r['within_10pct'] for r in mine)}/{len(mine)}"
-        summary[f"{key}_min_kendall_tau"] = min(r["kendall_tau"] for r in mine)
-        summary[f"{key}_mean_nll_per_token"] = statistics.mean(r["nll_per_token"] for r in mine)
-        if "schedule_variance" in mine[0]:
-            summary[f"{key}_mean_schedule_variance"] = statistics.mean(r["schedule_variance"] for r in mine)
-    return summary
 
 
 def main() -> None:
@@ -300,7 +253,6 @@ def main() -> None:
         from fidelity_diffusion import run_diffusion
 
         diffusion_rows, diffusion_info = run_diffusion(settings["mode"], args.temperatures, args.seed, device)
-        add_flags(diffusion_rows)
         d = diffusion_info["settings"]
         name = f"tiny block-diffusion BERT (vocab {d['vocab']}, {d['completion']} tokens, B = {d['block_size']})"
         print_table(diffusion_rows, f"{name}, held-out (exact DP likelihoods)")

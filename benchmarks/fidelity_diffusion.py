@@ -54,7 +54,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -69,6 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import default_output, pick_device, print_device, write_json
+from _fidelity_table import add_flags, print_table, summarise
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 from hf_seqtemp.generation.diffusion import diffusion_generate
@@ -90,7 +90,6 @@ DIFFUSION_MODES = {
         "batch_size": 128,
     },
 }
-TOLERANCE, MIN_TAU = 0.10, 0.9
 SCORE_BATCH = 4096  # partial states per forward call when scoring held-out sequences
 
 
@@ -263,44 +262,6 @@ def run_diffusion(mode: str, temperatures: list[float] | None = None, seed: int 
         "lengths": lengths,
     }
     return add_flags(rows), info
-
-
-def add_flags(rows: list[dict]) -> list[dict]:
-    """Adds the relative miss |T_eff - T| / T and whether it is within ±10 % and τ ≥ 0.9 to every row."""
-    for row in rows:
-        row["rel_error"] = abs(row["t_eff"] - row["target"]) / row["target"]
-        row["within_10pct"] = row["rel_error"] <= TOLERANCE
-        row["tau_ok"] = row["kendall_tau"] >= MIN_TAU
-    return rows
-
-
-def print_table(rows: list[dict]) -> None:
-    """Method × T rows: target, T_eff, relative miss, τ, NLL per token and schedule variance (Tables 4-5 layout)."""
-    header = f"{'method':<8}{'target T':>10}{'T_eff':>10}{'|ΔT|/T':>10}{'τ':>9}{'NLL/tok':>10}{'Var_π':>10}   flags"
-    print("\n" + header + "\n" + "-" * len(header))
-    for r in rows:
-        flags = (
-            []
-            if r["method"] == "base"
-            else ["T_eff off >10%"] * (not r["within_10pct"]) + ["τ<0.9"] * (not r["tau_ok"])
-        )
-        print(
-            f"{r['method']:<8}{r['target']:>10g}{r['t_eff']:>10.4f}{r['rel_error']:>10.3f}{r['kendall_tau']:>9.4f}"
-            f"{r['nll_per_token']:>10.4f}{r['schedule_variance']:>10.3f}   {', '.join(flags)}"
-        )
-
-
-def summarise(rows: list[dict]) -> dict:
-    """Per method: mean relative T_eff miss, runs within ±10 %, lowest τ, mean NLL per token and schedule variance."""
-    summary = {}
-    for method in dict.fromkeys(r["method"] for r in rows if r["method"] != "base"):
-        mine = [r for r in rows if r["method"] == method]
-        summary[f"{method}_mean_rel_t_eff_error"] = statistics.mean(r["rel_error"] for r in mine)
-        summary[f"{method}_within_10pct"] = f"{sum(r['within_10pct'] for r in mine)}/{len(mine)}"
-        summary[f"{method}_min_kendall_tau"] = min(r["kendall_tau"] for r in mine)
-        summary[f"{method}_mean_nll_per_token"] = statistics.mean(r["nll_per_token"] for r in mine)
-        summary[f"{method}_mean_schedule_variance"] = statistics.mean(r["schedule_variance"] for r in mine)
-    return summary
 
 
 def parse_args() -> argparse.Namespace:
