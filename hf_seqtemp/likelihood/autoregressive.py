@@ -15,17 +15,34 @@ def position_ids_from_attention_mask(attention_mask: torch.Tensor) -> torch.Tens
     return (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
 
 
+CPU_CHUNK_VALUES = 2**20
+"""Logit values per float32 chunk on CPU (4 MiB): a block that stays in cache is several times faster there."""
+ACCELERATOR_CHUNK_VALUES = 2**26
+"""Logit values per float32 chunk on other devices (256 MiB): fewer, larger kernels."""
+
+
+def default_chunk_size(vocab_size: int, device: torch.device) -> int:
+    """Rows (positions) per float32 log-softmax chunk when `chunk_size=None`: a fixed number of logit values."""
+    budget = CPU_CHUNK_VALUES if device.type == "cpu" else ACCELERATOR_CHUNK_VALUES
+    return max(1, budget // vocab_size)
+
+
 def gather_token_logps(
-    logits: torch.Tensor, targets: torch.Tensor, token_temperature: float = 1.0, chunk_size: int = 256
+    logits: torch.Tensor, targets: torch.Tensor, token_temperature: float = 1.0, chunk_size: int | None = None
 ) -> torch.Tensor:
     """`log softmax(logits / T)[target]` in float32, converting at most `chunk_size` positions at a time.
+
+    The batch and length dimensions are flattened (a view for contiguous logits) and cut into chunks of
+    `chunk_size` positions; each chunk is converted to float32, log-softmaxed and gathered, so no float32 copy of
+    the whole logits tensor is ever held.
 
     Args:
         logits (`torch.Tensor` of shape `(batch, length, vocab)`): logits in any floating dtype.
         targets (`torch.LongTensor` of shape `(batch, length)`): token id whose log-probability is taken.
         token_temperature (`float`, *optional*, defaults to `1.0`): divides the logits first.
-        chunk_size (`int`, *optional*, defaults to `256`): positions converted to float32 at once, which bounds
-            the float32 copy of the logits to `batch × chunk_size × vocab`.
+        chunk_size (`int`, *optional*): positions (over the whole batch) converted to float32 at once, which bounds
+            the float32 copy of the logits to `chunk_size × vocab`. `None` picks 2^20 logit values per chunk on
+            CPU (a cache-sized block) and 2^26 on accelerators.
 
     Returns:
         `torch.FloatTensor` of shape `(batch, length)`.
@@ -37,14 +54,18 @@ def gather_token_logps(
     [[0.25, 0.25]]
     ```
     """
-    pieces = []
-    for start in range(0, logits.shape[1], chunk_size):
-        block = logits[:, start : start + chunk_size].float()
+    batch, length, vocab = logits.shape
+    if chunk_size is None:
+        chunk_size = default_chunk_size(vocab, logits.device)
+    flat_logits, flat_targets = logits.reshape(-1, vocab), targets.reshape(-1, 1)
+    out = torch.empty(flat_logits.shape[0], dtype=torch.float32, device=logits.device)
+    for start in range(0, flat_logits.shape[0], chunk_size):
+        block = flat_logits[start : start + chunk_size].float()
         if token_temperature != 1.0:
             block = block / token_temperature
         logp = block.log_softmax(dim=-1)
-        pieces.append(logp.gather(-1, targets[:, start : start + chunk_size, None]).squeeze(-1))
-    return torch.cat(pieces, dim=1)
+        out[start : start + chunk_size] = logp.gather(-1, flat_targets[start : start + chunk_size]).squeeze(-1)
+    return out.view(batch, length)
 
 
 def _accepts_position_ids(model: torch.nn.Module) -> bool:
@@ -65,8 +86,10 @@ class AutoregressiveScorer(SequenceScorer):
     Args:
         token_temperature (`float`, *optional*, defaults to `1.0`):
             Token temperature applied to every step's logits. `1.0` scores the model itself.
-        chunk_size (`int`, *optional*, defaults to `256`):
-            Positions converted to float32 at once in the log-softmax, bounding memory on long sequences.
+        chunk_size (`int`, *optional*):
+            Positions (over the whole batch) converted to float32 at once in the log-softmax, bounding the extra
+            memory to `chunk_size × vocab` float32 values. `None` picks 2^20 values per chunk on CPU and 2^26 on
+            accelerators (see [`gather_token_logps`]).
 
     Example:
     ```python
@@ -84,10 +107,12 @@ class AutoregressiveScorer(SequenceScorer):
     ```
     """
 
-    def __init__(self, token_temperature: float = 1.0, chunk_size: int = 256):
+    def __init__(self, token_temperature: float = 1.0, chunk_size: int | None = None):
         super().__init__(token_temperature)
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValueError(f"`chunk_size` must be a positive integer, got {chunk_size!r}.")
+        if chunk_size is not None and (
+            isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
+        ):
+            raise ValueError(f"`chunk_size` must be a positive integer or None (automatic), got {chunk_size!r}.")
         self.chunk_size = chunk_size
 
     def token_logps(
@@ -112,9 +137,12 @@ class AutoregressiveScorer(SequenceScorer):
         kwargs = {"attention_mask": attention_mask}
         if _accepts_position_ids(model):
             kwargs["position_ids"] = position_ids_from_attention_mask(attention_mask)
-        logits = model(input_ids=input_ids, **kwargs).logits[:, :-1]
-        logps = gather_token_logps(logits, input_ids[:, 1:], self.token_temperature, self.chunk_size)
-        logps = torch.cat([logps.new_zeros(logps.shape[0], 1), logps], dim=1)
+        logits = model(input_ids=input_ids, **kwargs).logits
+        # position i predicts token i + 1; the last position's target is a dummy, dropped below. Using the whole
+        # (contiguous) logits tensor instead of `logits[:, :-1]` keeps the flattening in `gather_token_logps` a view.
+        next_ids = torch.cat([input_ids[:, 1:], input_ids[:, :1]], dim=1)
+        logps = gather_token_logps(logits, next_ids, self.token_temperature, self.chunk_size)
+        logps = torch.cat([logps.new_zeros(logps.shape[0], 1), logps[:, :-1]], dim=1)
         return logps.masked_fill(~completion_mask, 0.0), completion_mask
 
     def score(self, model, input_ids, attention_mask, completion_mask):

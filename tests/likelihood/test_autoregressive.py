@@ -54,12 +54,19 @@ def test_left_and_right_padding_and_prompt_mask_give_the_unpadded_scores():
     torch.testing.assert_close(scorer(model, a[None], completion_mask=completion), full - prefix, atol=1e-5, rtol=0)
 
 
-def test_chunked_log_softmax_equals_unchunked():
+@pytest.mark.parametrize("chunk_size", [1, 4, 512, None])
+def test_every_chunking_of_the_flattened_positions_gives_the_brute_force_scores(chunk_size):
+    # 3 rows x 9 positions = 27 flattened positions: chunk 4 leaves a partial last chunk that spans two rows
     model = tiny_causal_lm(6, seed=3)
     ids = torch.randint(0, 6, (3, 9), generator=torch.Generator().manual_seed(0))
-    torch.testing.assert_close(
-        AutoregressiveScorer(chunk_size=2)(model, ids), AutoregressiveScorer(chunk_size=512)(model, ids)
-    )
+    scores = AutoregressiveScorer(chunk_size=chunk_size)(model, ids).double()
+    torch.testing.assert_close(scores, brute_force_logps(model, ids), atol=1e-5, rtol=0)
+    token_logps, _ = AutoregressiveScorer(chunk_size=chunk_size, token_temperature=0.7).token_logps(model, ids)
+    with torch.no_grad():
+        expected = (model(input_ids=ids).logits[:, :-1].double() / 0.7).log_softmax(-1)
+    expected = expected.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    torch.testing.assert_close(token_logps[:, 1:].double(), expected, atol=1e-5, rtol=0)
+    assert (token_logps[:, 0] == 0).all()
 
 
 def test_default_completion_mask_skips_first_real_token():

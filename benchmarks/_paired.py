@@ -1,0 +1,192 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Paired cost comparisons in one process: A B A B ... after a warm-up, then the median of the pairwise ratios.
+
+Every cost benchmark compares *ours* (B) with the baseline a user would otherwise run (A). Timing one and then the
+other lets a change in machine load between the two blocks decide the verdict; here the two run alternately, each
+pair (A_i, B_i) back to back, and the cost is quoted as the median of the pairwise ratios B_i / A_i with their min
+and max. A load spike then moves one or two ratios, not the median. Lower is better: a ratio is "ours costs this
+many times the baseline", and a target is met when the median is at or below it.
+
+Peak memory (`tensor_peak`) is the largest amount of *tensor* memory allocated during one call above what was
+allocated when the call started:
+
+- `cuda`: `torch.cuda.max_memory_allocated()` after `reset_peak_memory_stats()`, minus the bytes allocated before.
+- `cpu`: torch has no CPU allocator statistics, so the call runs under `torch.profiler` with `profile_memory=True`
+  and the allocation / free events that torch's CPU allocator reports are summed in order; the peak of that running
+  sum is the figure. It counts every tensor torch allocates (activations, logits, gradients, optimizer state created
+  in the call, KV caches), exactly as the CUDA figure does, and nothing outside torch (Python objects, tokenizers,
+  the allocator's own slack, pages malloc keeps after a free). It is measured on a separate run, after the timed
+  pairs, because the profiler slows the call down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+
+MEMORY_METHOD = {
+    "cuda": "torch.cuda.max_memory_allocated() - memory_allocated() before the call",
+    "cpu": "peak running sum of torch CPU allocator events (torch.profiler, profile_memory=True) during the call",
+}
+
+
+def summarise(ratios: list[float], target: float | None) -> dict:
+    """Median, min and max of paired ratios, the target (a ratio, lower is better) and the verdict on the median.
+
+    Example:
+
+    >>> s = summarise([1.2, 0.9, 1.0, 3.0], target=1.10)
+    >>> s["median"], s["min"], s["max"], s["n"], s["verdict"]
+    (1.1, 0.9, 3.0, 4, 'met')
+    >>> summarise([1.2], target=None)["verdict"]
+    'no target'
+    """
+    if not ratios:
+        raise ValueError("`ratios` must hold at least one paired ratio, got an empty list.")
+    median = statistics.median(ratios)
+    if target is None:
+        verdict = "no target"
+    else:
+        verdict = "met" if median <= target else "not met"
+    return {
+        "median": median,
+        "min": min(ratios),
+        "max": max(ratios),
+        "n": len(ratios),
+        "target": target,
+        "verdict": verdict,
+        "ratios": list(ratios),
+    }
+
+
+def format_summary(name: str, summary: dict, unit: str = "x") -> str:
+    """One line: `name  1.034x [0.981, 1.102] (5 pairs)  target <= 1.10x: met`."""
+    text = (
+        f"{name:<44} {summary['median']:.3f}{unit} [{summary['min']:.3f}, {summary['max']:.3f}] "
+        f"({summary['n']} pair{'s' if summary['n'] != 1 else ''})"
+    )
+    if summary["target"] is None:
+        return f"{text}  no target (reported)"
+    return f"{text}  target <= {summary['target']:.2f}{unit}: {summary['verdict']}"
+
+
+def is_paired_summary(value) -> bool:
+    return isinstance(value, dict) and {"median", "min", "max", "verdict"} <= value.keys()
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(fn: Callable[[], object], device: torch.device) -> float:
+    sync(device)
+    start = time.perf_counter()
+    fn()
+    sync(device)
+    return time.perf_counter() - start
+
+
+def time_pairs(
+    baseline: Callable[[], object], ours: Callable[[], object], device: torch.device, warmup: int, pairs: int
+) -> dict:
+    """Runs `warmup` untimed rounds of (baseline, ours), then `pairs` timed rounds, each baseline first.
+
+    Returns the seconds of every call on each side (`baseline_s`, `ours_s`) and the paired ratios `ours / baseline`.
+    """
+    if pairs < 1:
+        raise ValueError(f"`pairs` must be >= 1, got {pairs}.")
+    for _ in range(warmup):
+        baseline()
+        ours()
+    baseline_s, ours_s = [], []
+    for _ in range(pairs):
+        baseline_s.append(_timed(baseline, device))
+        ours_s.append(_timed(ours, device))
+    return {"baseline_s": baseline_s, "ours_s": ours_s, "ratios": [b / a for a, b in zip(baseline_s, ours_s)]}
+
+
+def time_round_robin(fns: dict[str, Callable[[], object]], device: torch.device, warmup: int, rounds: int) -> dict:
+    """Several variants in turn (A B C A B C ...): the seconds of each call per variant, for pairing by round."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    seconds = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            seconds[name].append(_timed(fn, device))
+    return seconds
+
+
+def ratios_by_round(seconds: dict[str, list[float]], ours: str, baseline: str) -> list[float]:
+    """Paired ratios `ours_i / baseline_i` of two variants timed in the same rounds of `time_round_robin`."""
+    return [b / a for a, b in zip(seconds[baseline], seconds[ours])]
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silences the profiler's start/stop lines, which its C++ side writes straight to file descriptor 2."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _profiled_cpu_peak(fn: Callable[[], object]) -> int:
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_stderr():
+        prof.start()
+    try:
+        fn()
+    finally:
+        with _quiet_stderr():
+            prof.stop()
+    running = peak = 0
+    for event in prof.profiler.kineto_results.events():
+        if event.name() == "[memory]":
+            running += event.nbytes()
+            peak = max(peak, running)
+    return peak
+
+
+def tensor_peak(fn: Callable[[], object], device: torch.device) -> dict:
+    """Peak extra tensor memory of one call of `fn`, in MiB (see the module docstring for the method)."""
+    if device.type == "cuda":
+        sync(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        fn()
+        sync(device)
+        peak = torch.cuda.max_memory_allocated(device) - before
+    else:
+        peak = _profiled_cpu_peak(fn)
+    return {"peak_mib": peak / 2**20, "method": MEMORY_METHOD["cuda" if device.type == "cuda" else "cpu"]}
+
+
+def memory_pairs(
+    baseline: Callable[[], object], ours: Callable[[], object], device: torch.device, pairs: int = 1
+) -> dict:
+    """Tensor peak of each side, alternately, `pairs` times; the paired ratios `ours / baseline`."""
+    baseline_mib, ours_mib = [], []
+    for _ in range(pairs):
+        baseline_mib.append(tensor_peak(baseline, device)["peak_mib"])
+        ours_mib.append(tensor_peak(ours, device)["peak_mib"])
+    return {
+        "baseline_mib": baseline_mib,
+        "ours_mib": ours_mib,
+        "ratios": [b / a for a, b in zip(baseline_mib, ours_mib)],
+        "method": MEMORY_METHOD["cuda" if device.type == "cuda" else "cpu"],
+    }
