@@ -126,5 +126,10 @@ def write_json(path: str, name: str, info: dict, settings: dict, rows: list, sum
     print(f"wrote {out}")
 
 
+OUTPUTS = REPO / "outputs" / "bench"
+"""Default folder of the JSON results: git-ignored, so a run never dirties the checkout. The committed results in
+`benchmarks/results/` are refreshed deliberately, by passing `--results benchmarks/results` to `run_all.py`."""
+
+
 def default_output(name: str) -> str:
-    return str(REPO / "benchmarks" / "results" / f"{name}.json")
+    return str(OUTPUTS / f"{name}.json")

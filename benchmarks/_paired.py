@@ -44,6 +44,8 @@ def summarise(ratios: list[float], target: float | None) -> dict:
     >>> s = summarise([1.2, 0.9, 1.0, 3.0], target=1.10)
     >>> s["median"], s["min"], s["max"], s["n"], s["verdict"]
     (1.1, 0.9, 3.0, 4, 'met')
+    >>> summarise([1.0002], target=1.0)["verdict"]  # equal to the printed precision
+    'met'
     >>> summarise([1.2], target=None)["verdict"]
     'no target'
     """
@@ -53,7 +55,7 @@ def summarise(ratios: list[float], target: float | None) -> dict:
     if target is None:
         verdict = "no target"
     else:
-        verdict = "met" if median <= target else "not met"
+        verdict = "met" if round(median, 3) <= target else "not met"  # as printed: a 0.05 % difference is a tie
     return {
         "median": median,
         "min": min(ratios),
@@ -68,7 +70,7 @@ def summarise(ratios: list[float], target: float | None) -> dict:
 def format_summary(name: str, summary: dict, unit: str = "x") -> str:
     """One line: `name  1.034x [0.981, 1.102] (5 pairs)  target <= 1.10x: met`."""
     text = (
-        f"{name:<44} {summary['median']:.3f}{unit} [{summary['min']:.3f}, {summary['max']:.3f}] "
+        f"{name:<48} {summary['median']:.3f}{unit} [{summary['min']:.3f}, {summary['max']:.3f}] "
         f"({summary['n']} pair{'s' if summary['n'] != 1 else ''})"
     )
     if summary["target"] is None:
@@ -143,37 +145,51 @@ def _quiet_stderr():
         os.close(saved)
 
 
-def _profiled_cpu_peak(fn: Callable[[], object]) -> int:
-    from torch.profiler import ProfilerActivity, profile
+class PeakMeter:
+    """Peak extra tensor memory between `start()` and `stop()` (MiB); see the module docstring for the method.
 
-    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
-    with _quiet_stderr():
-        prof.start()
-    try:
-        fn()
-    finally:
+    `start()` and `stop()` must run in the same thread (the profiler records the thread that started it).
+    """
+
+    def __init__(self, device: torch.device):
+        self.device, self._before, self._prof = device, 0, None
+
+    def start(self) -> None:
+        if self.device.type == "cuda":
+            sync(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self._before = torch.cuda.memory_allocated(self.device)
+            return
+        from torch.profiler import ProfilerActivity, profile
+
+        self._prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
         with _quiet_stderr():
-            prof.stop()
-    running = peak = 0
-    for event in prof.profiler.kineto_results.events():
-        if event.name() == "[memory]":
-            running += event.nbytes()
-            peak = max(peak, running)
-    return peak
+            self._prof.start()
+
+    def stop(self) -> float:
+        if self.device.type == "cuda":
+            sync(self.device)
+            return (torch.cuda.max_memory_allocated(self.device) - self._before) / 2**20
+        with _quiet_stderr():
+            self._prof.stop()
+        running = peak = 0
+        for event in self._prof.profiler.kineto_results.events():
+            if event.name() == "[memory]":
+                running += event.nbytes()
+                peak = max(peak, running)
+        self._prof = None
+        return peak / 2**20
 
 
 def tensor_peak(fn: Callable[[], object], device: torch.device) -> dict:
     """Peak extra tensor memory of one call of `fn`, in MiB (see the module docstring for the method)."""
-    if device.type == "cuda":
-        sync(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        before = torch.cuda.memory_allocated(device)
+    meter = PeakMeter(device)
+    meter.start()
+    try:
         fn()
-        sync(device)
-        peak = torch.cuda.max_memory_allocated(device) - before
-    else:
-        peak = _profiled_cpu_peak(fn)
-    return {"peak_mib": peak / 2**20, "method": MEMORY_METHOD["cuda" if device.type == "cuda" else "cpu"]}
+    finally:
+        peak = meter.stop()
+    return {"peak_mib": peak, "method": MEMORY_METHOD["cuda" if device.type == "cuda" else "cpu"]}
 
 
 def memory_pairs(

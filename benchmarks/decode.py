@@ -1,20 +1,26 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Decoding cost of sequence-tempered samplers against their plain baselines, side by side on the same prompts.
+"""Decoding cost of sequence-tempered samplers against the plain decoders a user would otherwise run, side by side.
 
 (a) Masked diffusion: IMH global tempering (`diffusion_generate(seq_temperature=0.5)`, 8 proposals) vs confidence
 decoding (`seq_temperature=None`), both with the confidence position policy, on the trained `outputs/tiny_mdlm`
 (2-digit addition, BERT) when it exists, else a random tiny `BertForMaskedLM` wrapped with `MaskedLMAdapter`.
-Reported: sequential model calls per committed token (`num_model_calls / max_new_tokens`; a call is one batched
-forward), evaluated sequences per token, and tokens/s (`batch * max_new_tokens / seconds`).
+Costs: sequential model calls per committed token (`num_model_calls / max_new_tokens`; a call is one batched
+forward), with the target <= 1.0 (Fang et al.: the proposals share one batched call, so IMH adds no sequential
+call); and seconds per run (no target: the batch of each call is wider, which a GPU absorbs and a CPU does not).
 
-(b) Autoregressive, SmolLM2-135M-Instruct: MCMC power sampling (`power_sample`) and Glauber refinement
-(`glauber_refine`, multiple-try with 8 candidates, ancestral draft; skipped when not available) vs plain ancestral
-sampling (`model.generate(do_sample=True, top_k=0, top_p=1.0)` with `min_new_tokens = max_new_tokens`). All produce
-completions of the same fixed length for the same prompts, `samples` rows in one batch; model calls are the
-sequential (batched) forwards counted by a forward pre-hook on the model, and wall time is divided by `samples`.
+(b) Autoregressive, SmolLM2-135M-Instruct: MCMC power sampling (`power_sample`) at the reference algorithm's
+defaults (Karan & Du: alpha = 4, i.e. T = 0.25, and 10 MH steps after each block) vs plain ancestral sampling
+(`model.generate(do_sample=True, top_k=0, top_p=1.0)`). Both draw `samples` answers of `max_new_tokens` tokens for
+the same chat-templated prompt in one batch (plain: `min_new_tokens = max_new_tokens`, so the lengths match);
+model calls are the sequential (batched) forwards counted by a forward pre-hook on the model. Costs: model calls and
+seconds per answer, ours / plain, reported without a target (the algorithm needs `1 + steps (K + 3) / 4` times
+plain's calls in expectation for K blocks, since a step resamples from a uniformly chosen block boundary to the
+end; the printout gives that figure); and seconds per model call, ours / plain, with the target <= 1.10 (a call of
+the MCMC loop costs no more than a call of `generate`, so the price is the algorithm's, not the implementation's). In `--full` mode Glauber refinement (`glauber_refine`, multiple-try with 8 candidates,
+ancestral draft) is compared with plain sampling the same way.
 
-Timings: warm-up, then variants round-robin, medians. Usage:
-    python benchmarks/decode.py [--quick] [--output benchmarks/results/decode.json] [--device cpu]
+All pairs: warm-up, then A B A B ..., median [min, max] of the paired ratios (`_paired.py`). Usage:
+    python benchmarks/decode.py [--quick] [--output outputs/bench/decode.json] [--device cpu]
 """
 
 from __future__ import annotations
@@ -30,30 +36,37 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import REPO, default_output, pick_device, print_device, time_interleaved, write_json
+from _common import REPO, default_output, pick_device, print_device, write_json
+from _paired import format_summary, summarise, time_pairs
 
 SETTINGS = {
     "quick": {
         "mdlm_batch": 8,
         "mdlm_new": 16,
-        "ar_new": 8,
-        "ar_samples": 2,
         "warmup": 1,
-        "repeats": 2,
+        "pairs": 5,
+        "ar_new": 8,
+        "ar_blocks": 4,
+        "ar_samples": 2,
         "ar_warmup": 0,
-        "ar_repeats": 1,
+        "ar_pairs": 3,
+        "glauber": False,
     },
     "full": {
         "mdlm_batch": 32,
         "mdlm_new": 32,
-        "ar_new": 32,
-        "ar_samples": 4,
         "warmup": 1,
-        "repeats": 5,
+        "pairs": 7,
+        "ar_new": 64,
+        "ar_blocks": 16,
+        "ar_samples": 4,
         "ar_warmup": 1,
-        "ar_repeats": 3,
+        "ar_pairs": 3,
+        "glauber": True,
     },
 }
+POWER_T, POWER_STEPS = 0.25, 10  # the reference algorithm's defaults: alpha = 4, 10 MH steps per block
+PER_CALL_TARGET = 1.10
 
 
 def _mdlm(device, batch: int, new_tokens: int, path: Path):
@@ -90,45 +103,42 @@ def diffusion_part(device, settings: dict, path: Path) -> dict:
     model, prompt, new_tokens, name = _mdlm(device, settings["mdlm_batch"], settings["mdlm_new"], path)
     print(f"[a] masked diffusion: {name}; batch {prompt.shape[0]}, prompt {prompt.shape[1]}, {new_tokens} new tokens")
     configs = {"confidence": {}, "imh_T0.5": {"seq_temperature": 0.5, "num_proposals": 8}}
-    outs = {}
+    calls = {key: [] for key in configs}
 
     def runner(key):
         def run():
-            outs[key] = diffusion_generate(
+            out = diffusion_generate(
                 model,
                 prompt,
                 max_new_tokens=new_tokens,
                 policy="confidence",
-                generator=torch.Generator().manual_seed(0),
+                generator=torch.Generator().manual_seed(len(calls[key])),
                 return_dict_in_generate=True,
                 **configs[key],
             )
+            calls[key].append((out.num_model_calls / new_tokens, out.num_evaluated_states / new_tokens))
 
         return run
 
-    timings = time_interleaved({k: runner(k) for k in configs}, device, settings["warmup"], settings["repeats"])
-    rows = []
-    print(f"{'sampler':<11} | {'calls/token':>11} {'states/token':>12} {'tokens/s':>9} {'median s':>9} | accept")
-    for key in configs:
-        out, t = outs[key], timings[key]
-        row = {
-            "sampler": key,
-            **t,
-            "calls_per_token": out.num_model_calls / new_tokens,
-            "states_per_token": out.num_evaluated_states / new_tokens,
-            "tokens_per_s": prompt.shape[0] * new_tokens / t["median_s"],
-            "acceptance": None if out.acceptance_rate is None else out.acceptance_rate.mean().item(),
-        }
-        rows.append(row)
-        acc = "-" if row["acceptance"] is None else f"{row['acceptance']:.2f}"
-        print(
-            f"{key:<11} | {row['calls_per_token']:>11.2f} {row['states_per_token']:>12.1f} "
-            f"{row['tokens_per_s']:>9.1f} {t['median_s']:>9.4f} | {acc}"
-        )
-    calls = rows[1]["calls_per_token"] / rows[0]["calls_per_token"]
-    speed = rows[1]["median_s"] / rows[0]["median_s"]
-    print(f"IMH / confidence: {calls:.2f}x sequential calls per token, {speed:.2f}x wall time")
-    return {"model": name, "rows": rows, "imh_calls_ratio": calls, "imh_time_ratio": speed}
+    timed = time_pairs(runner("confidence"), runner("imh_T0.5"), device, settings["warmup"], settings["pairs"])
+    skip = settings["warmup"]  # calls recorded during the warm-up rounds
+    call_ratios = [b[0] / a[0] for a, b in zip(calls["confidence"][skip:], calls["imh_T0.5"][skip:])]
+    state_ratios = [b[1] / a[1] for a, b in zip(calls["confidence"][skip:], calls["imh_T0.5"][skip:])]
+    summary = {
+        "imh_over_confidence_calls_per_token": summarise(call_ratios, 1.0),
+        "imh_over_confidence_time": summarise(timed["ratios"], None),
+        "imh_over_confidence_states_per_token": summarise(state_ratios, None),
+    }
+    for key, label in (("confidence", "baseline_s"), ("imh_T0.5", "ours_s")):
+        per_token, states = calls[key][-1]
+        print(f"{key:<11} calls/token {per_token:.2f}, states/token {states:.1f}, s/run {timed[label]}")
+    for key, value in summary.items():
+        print(format_summary(key.replace("_over_", " / "), value))
+    rows = [
+        {"sampler": "confidence", "seconds": timed["baseline_s"], "calls": calls["confidence"]},
+        {"sampler": "imh_T0.5", "seconds": timed["ours_s"], "calls": calls["imh_T0.5"]},
+    ]
+    return {"model": name, "rows": rows, "summary": summary}
 
 
 def _glauber():
@@ -139,11 +149,15 @@ def _glauber():
     return glauber_refine
 
 
-def _ar_variants(model, ids, attn, new_tokens: int, pad_id: int, outs: dict) -> dict:
+def _ar_samplers(model, ids, attn, settings: dict, pad_id: int) -> dict:
+    """Plain ancestral sampling, power sampling at the reference defaults and (full mode) Glauber refinement."""
     from hf_seqtemp.generation import power_sample
 
+    new_tokens, seeds = settings["ar_new"], iter(range(10**6))
+
     def plain():
-        outs["plain_ar"] = model.generate(
+        torch.manual_seed(next(seeds))
+        model.generate(
             input_ids=ids,
             attention_mask=attn,
             do_sample=True,
@@ -156,19 +170,19 @@ def _ar_variants(model, ids, attn, new_tokens: int, pad_id: int, outs: dict) -> 
         )
 
     def power():
-        outs["power_T0.5"] = power_sample(
+        power_sample(
             model,
             ids,
             attn,
             max_new_tokens=new_tokens,
-            seq_temperature=0.5,
-            mcmc_steps=2,
-            block_size=max(1, new_tokens // 2),
-            generator=torch.Generator().manual_seed(0),
+            seq_temperature=POWER_T,
+            mcmc_steps=POWER_STEPS,
+            block_size=new_tokens // settings["ar_blocks"],
+            generator=torch.Generator().manual_seed(next(seeds)),
         )
 
-    variants = {"plain_ar": plain, "power_T0.5": power}
-    glauber_refine = _glauber()
+    samplers = {"plain": plain, "power": power}
+    glauber_refine = _glauber() if settings["glauber"] else None
     if glauber_refine is not None:
         draft = torch.cat([ids, ids.new_zeros(ids.shape[0], new_tokens)], dim=1)
         draft_attn = torch.cat([attn, attn.new_ones(ids.shape[0], new_tokens)], dim=1)
@@ -176,7 +190,7 @@ def _ar_variants(model, ids, attn, new_tokens: int, pad_id: int, outs: dict) -> 
         cmask[:, ids.shape[1] :] = True
 
         def glauber():
-            outs["glauber_T0.5"] = glauber_refine(
+            glauber_refine(
                 model,
                 draft,
                 draft_attn,
@@ -185,65 +199,74 @@ def _ar_variants(model, ids, attn, new_tokens: int, pad_id: int, outs: dict) -> 
                 num_rounds=1,
                 num_candidates=8,
                 draft="ancestral",
-                generator=torch.Generator().manual_seed(0),
+                generator=torch.Generator().manual_seed(next(seeds)),
             )
 
-        variants["glauber_T0.5"] = glauber
-    return variants
+        samplers["glauber"] = glauber
+    return samplers
+
+
+def _counting(fn, hook_calls: list, counts: list):
+    def run():
+        hook_calls.clear()
+        fn()
+        counts.append(len(hook_calls))
+
+    return run
 
 
 def ar_part(device, settings: dict) -> dict:
     from hf_seqtemp.models import load_default_model
 
     model, tokenizer = load_default_model(device=device)
-    samples, new_tokens = settings["ar_samples"], settings["ar_new"]
-    enc = tokenizer(["The capital of France is"] * samples, return_tensors="pt").to(device)
-    print(f"[b] autoregressive: SmolLM2-135M-Instruct, {samples} samples x {new_tokens} new tokens")
-    outs, calls = {}, []
-    variants = _ar_variants(model, enc["input_ids"], enc["attention_mask"], new_tokens, tokenizer.pad_token_id, outs)
-    counted = {}
-
-    def counting(name, fn):
-        def run():
-            calls.clear()
-            fn()
-            counted[name] = len(calls)
-
-        return run
-
-    hook = model.register_forward_pre_hook(lambda module, args: calls.append(1))
-    with torch.no_grad():
-        variants["plain_ar"]()  # warms the model up; quick mode has no full warm-up round (MCMC is slow on CPU)
-        timings = time_interleaved(
-            {k: counting(k, f) for k, f in variants.items()}, device, settings["ar_warmup"], settings["ar_repeats"]
-        )
-    hook.remove()
-    rows = []
-    print(
-        f"{'sampler':<13} | {'model calls':>11} {'x plain':>8} {'s/sample':>9} {'x plain':>8}  (calls batched over samples)"
+    samples, new_tokens, blocks = settings["ar_samples"], settings["ar_new"], settings["ar_blocks"]
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Tell me a story about a dragon."}], tokenize=False, add_generation_prompt=True
     )
-    for name, t in timings.items():
-        row = {
-            "sampler": name,
-            **t,
-            "model_calls": counted[name],
-            "calls_ratio": counted[name] / counted["plain_ar"],
-            "seconds_per_sample": t["median_s"] / samples,
-            "time_ratio": t["median_s"] / timings["plain_ar"]["median_s"],
-        }
-        rows.append(row)
-        print(
-            f"{name:<13} | {row['model_calls']:>11} {row['calls_ratio']:>7.2f}x {row['seconds_per_sample']:>9.3f} "
-            f"{row['time_ratio']:>7.2f}x"
-        )
-    if "glauber_T0.5" not in variants:
-        print("glauber_refine: skipped: not available")
-    return {"rows": rows, "glauber_available": "glauber_T0.5" in variants}
+    enc = tokenizer([text] * samples, return_tensors="pt").to(device)
+    expected = 1 + POWER_STEPS * (blocks + 3) / 4
+    print(
+        f"[b] autoregressive: SmolLM2-135M-Instruct, {samples} answers x {new_tokens} tokens; power sampling at "
+        f"T = {POWER_T} (alpha {1 / POWER_T:g}), {POWER_STEPS} MH steps per block, {blocks} blocks of "
+        f"{new_tokens // blocks} tokens: the algorithm needs {expected:.2f}x plain's calls in expectation"
+    )
+    hook_calls, summary, rows = [], {}, []
+    samplers = _ar_samplers(model, enc["input_ids"], enc["attention_mask"], settings, tokenizer.pad_token_id)
+    hook = model.register_forward_pre_hook(lambda module, args: hook_calls.append(1))
+    try:
+        with torch.no_grad():
+            samplers["plain"]()  # warms the model up (quick mode has no warm-up pair: MCMC is slow on a CPU)
+            for name in [k for k in samplers if k != "plain"]:
+                counts = {"plain": [], name: []}
+                timed = time_pairs(
+                    _counting(samplers["plain"], hook_calls, counts["plain"]),
+                    _counting(samplers[name], hook_calls, counts[name]),
+                    device,
+                    settings["ar_warmup"],
+                    settings["ar_pairs"],
+                )
+                skip = settings["ar_warmup"]
+                call_ratios = [b / a for a, b in zip(counts["plain"][skip:], counts[name][skip:])]
+                summary[f"{name}_over_plain_calls_per_answer"] = summarise(call_ratios, None)
+                summary[f"{name}_over_plain_time_per_answer"] = summarise(timed["ratios"], None)
+                per_call = [r / c for r, c in zip(timed["ratios"], call_ratios)]
+                summary[f"{name}_over_plain_time_per_call"] = summarise(per_call, PER_CALL_TARGET)
+                rows.append({"sampler": name, **timed, "calls": counts[name], "plain_calls": counts["plain"]})
+                print(
+                    f"{name}: calls per run {counts[name][skip:]} (plain {counts['plain'][skip:]}); s per answer "
+                    f"{[round(t / samples, 3) for t in timed['ours_s']]} (plain "
+                    f"{[round(t / samples, 3) for t in timed['baseline_s']]})"
+                )
+    finally:
+        hook.remove()
+    for key, value in summary.items():
+        print(format_summary(key.replace("_over_", " / "), value))
+    return {"rows": rows, "summary": summary, "expected_power_calls_ratio": expected}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="MDLM batch 8; AR: 2 samples x 8 new tokens")
+    parser.add_argument("--quick", action="store_true", help="MDLM batch 8; AR: 2 answers x 8 tokens in 4 blocks")
     parser.add_argument("--output", default=default_output("decode"))
     parser.add_argument("--device", default=None)
     parser.add_argument(
@@ -251,29 +274,19 @@ def main():
         default=str(REPO / "outputs" / "tiny_mdlm"),
         help="trained tiny masked diffusion LM (falls back to a random BERT when missing)",
     )
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = parser.parse_args()
-    settings = SETTINGS["quick" if args.quick else "full"]
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings = dict(SETTINGS["quick" if args.quick else "full"])
     device = pick_device(args.device)
     info = print_device(device)
     diffusion = diffusion_part(device, settings, Path(args.mdlm_path))
     ar = ar_part(device, settings)
-    summary = {
-        "imh_over_confidence_calls_per_token": diffusion["imh_calls_ratio"],
-        "imh_over_confidence_time": diffusion["imh_time_ratio"],
-    }
-    for row in ar["rows"]:
-        if row["sampler"] != "plain_ar":
-            summary[f"{row['sampler']}_over_plain_time"] = row["time_ratio"]
-            summary[f"{row['sampler']}_over_plain_calls"] = row["calls_ratio"]
+    summary = {**diffusion["summary"], **ar["summary"], "power_expected_calls_ratio": ar["expected_power_calls_ratio"]}
     rows = [{"part": "diffusion", **r} for r in diffusion["rows"]] + [{"part": "ar", **r} for r in ar["rows"]]
-    write_json(
-        args.output,
-        "decode",
-        info,
-        {**settings, "mdlm": diffusion["model"], "glauber_available": ar["glauber_available"]},
-        rows,
-        summary,
-    )
+    settings.update(mdlm=diffusion["model"], power_seq_temperature=POWER_T, power_mcmc_steps=POWER_STEPS)
+    write_json(args.output, "decode", info, settings, rows, summary)
 
 
 if __name__ == "__main__":

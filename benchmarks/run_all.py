@@ -1,12 +1,14 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Runs every benchmark, each in its own subprocess, then prints a summary of the key ratios.
+"""Runs every benchmark, each in its own subprocess, then prints a summary: every cost as median [min, max] of paired
+ratios with its target and verdict, and the fidelity figures.
 
-Each benchmark prints its own table and writes `benchmarks/results/<name>.json`; this script streams their output
-in sequence and reads the `summary` of each JSON file. The same command runs on a GPU unchanged (each benchmark picks
-`cuda` when available). On a shared CPU the timings are noisy; the memory figures and model-call counts are not.
+Each benchmark prints its own table and writes `<results>/<name>.json`; this script streams their output in
+sequence and reads the `summary` of each JSON file. `--results` defaults to `outputs/bench/` (git-ignored), so a run
+never dirties the checkout; the committed results are refreshed deliberately with `--results benchmarks/results`.
+The same command runs on a GPU unchanged (each benchmark picks `cuda` when available).
 
 Usage:
-    python benchmarks/run_all.py [--quick] [--only train_step scoring ...]
+    python benchmarks/run_all.py [--quick] [--only train_step scoring ...] [--results outputs/bench]
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("train_step", "scoring", "decode", "block_dp", "fidelity")
+sys.path.insert(0, str(HERE))
+
+from _common import OUTPUTS
+from _paired import format_summary, is_paired_summary
+
+COSTS = ("online_step", "scoring", "train_step", "decode", "block_dp")
+BENCHMARKS = (*COSTS, "fidelity")
 
 
 def run_one(name: str, quick: bool, results: Path) -> dict:
@@ -40,6 +48,8 @@ def run_one(name: str, quick: bool, results: Path) -> dict:
 
 
 def _format(value) -> str:
+    if is_paired_summary(value):
+        return format_summary("", value).strip()
     if isinstance(value, float):
         return f"{value:.3g}"
     if isinstance(value, dict):
@@ -51,7 +61,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these benchmarks")
-    parser.add_argument("--results", default=str(HERE / "results"), help="folder for the JSON files")
+    parser.add_argument(
+        "--results",
+        default=str(OUTPUTS),
+        help="folder for the JSON files (default: outputs/bench, git-ignored; benchmarks/results holds the committed "
+        "ones, refreshed by passing it here)",
+    )
     args = parser.parse_args()
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
@@ -65,7 +80,10 @@ def main():
             continue
         print(f"{name} ({outcome['seconds']:.0f} s):")
         for key, value in outcome["summary"].items():
-            print(f"  {key:<45} {_format(value)}")
+            if is_paired_summary(value):
+                print(f"  {format_summary(key, value)}")
+            else:
+                print(f"  {key:<44} {_format(value)}")
     (results / "run_all.json").write_text(json.dumps({"quick": args.quick, "seconds": total, **outcomes}, indent=2))
     sys.exit(max(o["exit_code"] for o in outcomes.values()))
 

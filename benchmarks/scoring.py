@@ -1,30 +1,37 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Sequence scoring: `AutoregressiveScorer` (batched, one forward) vs a per-sequence loop; chunked vs full log-softmax.
+"""Sequence scoring against the physical limit (a bare forward pass) and against TRL's per-token log-prob helpers.
 
-Part 1, throughput (sequences/s) on SmolLM2-135M-Instruct: the scorer runs once on a right-padded batch of
-sequences of varying length; the naive baseline runs `model(ids, labels=ids).loss * (n - 1)` one sequence at a
-time (no padding). Both give log p(x_2..x_n | x_1) per sequence; the largest difference is printed. Variants are
-timed round-robin after a warm-up; medians are reported.
+Part 1, SmolLM2-135M-Instruct on one right-padded batch of random sequences of varying length, four ways, all under
+`torch.no_grad()` and on the same tensors:
 
-Part 2, memory on long sequences: a tiny-width random Llama with a 32768-token vocabulary and 2048-token rows, so
-the logits dominate memory. Three ways, each in a fresh subprocess, under `torch.no_grad()`:
-`forward_only` (the model's own logits, nothing else), `scorer_chunked` (`AutoregressiveScorer`, float32 log-softmax
-`chunk_size` positions at a time) and `full_fp32` (`logits.float().log_softmax(-1)` of the whole batch, then gather).
-The model's `lm_head` returns logits in the weights' dtype, so with float32 weights the model itself already holds
-float32 logits and the scorer saves the second (log-softmax) full-size copy; with bfloat16 weights the logits are
-bfloat16 and the scorer never holds a full float32 copy, while `full_fp32` holds two. Both dtypes are run.
+- `forward`: `model(input_ids, attention_mask).logits`, nothing else: the physical limit of any scorer that needs
+  the model's logits.
+- `scorer`: `AutoregressiveScorer()(model, input_ids, attention_mask)`, sequence log-likelihoods.
+- `trl_selective`: the same forward, then `trl.trainer.utils.selective_log_softmax(logits[:, :-1], ids[:, 1:])`,
+  masked and summed (TRL's documented helper for per-token log-probs).
+- `trl_fused`: `trl.trainer.utils.add_fused_lm_head(model)` and `model(..., labels=..., fused_lm_head=True)`, the
+  path `GRPOTrainer` of trl 1.16 takes for its per-token log-probs (the patch is applied and removed around each
+  call, which costs microseconds).
+
+The four run in turn (forward, scorer, trl_selective, trl_fused, forward, ...) after a warm-up, and each cost is the
+median [min, max] of the per-round ratios `scorer / other` (`_paired.py`). Targets: sequences/s within 10 % of the
+bare forward (time ratio <= 1.10), and no slower than either TRL helper (<= 1.0). Peak tensor memory of one call of
+each way, measured after the timed rounds, gives the same ratios for memory (targets 1.10 and 1.0).
+
+Part 2, memory on long sequences: a tiny-width random Llama with a 32768-token vocabulary and 2048-token rows, so the
+logits dominate memory. `forward`, `scorer` and `trl_selective` as above and `full_fp32`
+(`logits.float().log_softmax(-1)` of the whole batch, then gather), with float32 and bfloat16 weights: the extra
+tensor memory beyond the forward shows what each way holds on top of the model's own logits.
 
 Usage:
-    python benchmarks/scoring.py [--quick] [--output benchmarks/results/scoring.json] [--device cpu]
+    python benchmarks/scoring.py [--quick] [--output outputs/bench/scoring.json] [--device cpu]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -33,92 +40,103 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import (
-    default_output,
-    measure_peak,
-    pick_device,
-    print_device,
-    run_child,
-    time_interleaved,
-    write_json,
-)
+from _common import default_output, pick_device, print_device, write_json
+from _paired import format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
 
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
 SETTINGS = {
-    "quick": {
-        "num_seqs": 16,
-        "min_len": 24,
-        "max_len": 48,
-        "warmup": 1,
-        "repeats": 3,
-        "mem_batch": 1,
-        "mem_length": 2048,
-    },
-    "full": {
-        "num_seqs": 64,
-        "min_len": 64,
-        "max_len": 256,
-        "warmup": 1,
-        "repeats": 5,
-        "mem_batch": 4,
-        "mem_length": 2048,
-    },
+    "quick": {"num_seqs": 16, "min_len": 24, "max_len": 48, "warmup": 1, "rounds": 5, "long_batch": 1},
+    "full": {"num_seqs": 64, "min_len": 64, "max_len": 256, "warmup": 2, "rounds": 10, "long_batch": 4},
 }
-WAYS = ("forward_only", "scorer_chunked", "full_fp32")
-VOCAB, CHUNK = 32768, 256
+WAYS = ("forward", "scorer", "trl_selective", "trl_fused")
+TARGETS = {"forward": 1.10, "trl_selective": 1.0, "trl_fused": 1.0}
+LONG_VOCAB, LONG_LENGTH = 32768, 2048
 
 
 def make_batch(vocab_size: int, num_seqs: int, min_len: int, max_len: int, seed: int = 0):
-    """Random sequences of varying length: a list of 1-D tensors and their right-padded batch + attention mask."""
+    """Random sequences of varying length, right-padded: `(input_ids, attention_mask)`."""
     generator = torch.Generator().manual_seed(seed)
     lengths = torch.randint(min_len, max_len + 1, (num_seqs,), generator=generator).tolist()
-    seqs = [torch.randint(0, vocab_size, (n,), generator=generator) for n in lengths]
     ids = torch.zeros(num_seqs, max(lengths), dtype=torch.long)
     attn = torch.zeros_like(ids)
-    for row, seq in enumerate(seqs):
-        ids[row, : len(seq)], attn[row, : len(seq)] = seq, 1
-    return seqs, ids, attn
+    for row, n in enumerate(lengths):
+        ids[row, :n], attn[row, :n] = torch.randint(0, vocab_size, (n,), generator=generator), 1
+    return ids, attn
 
 
-@torch.no_grad()
-def naive_scores(model, seqs: list[torch.Tensor]) -> torch.Tensor:
-    """The usual one-at-a-time loop: mean token NLL from `labels=ids`, times the number of predicted tokens."""
-    device = next(model.parameters()).device
-    out = []
-    for seq in seqs:
-        ids = seq[None].to(device)
-        out.append(-model(input_ids=ids, labels=ids).loss.float() * (ids.shape[1] - 1))
-    return torch.stack(out).cpu()
+def scoring_ways(model, ids: torch.Tensor, attn: torch.Tensor, out: dict) -> dict:
+    """The ways of both parts as no-argument callables; each stores its result in `out[way]`.
+
+    `forward` stores the logits; the others the per-sequence log p(x_2..x_n | x_1) over the real tokens.
+    """
+    from trl.trainer.utils import add_fused_lm_head, selective_log_softmax
+
+    scorer = AutoregressiveScorer()
+    labels = ids.masked_fill(attn == 0, -100)
+
+    def forward():
+        out["forward"] = model(input_ids=ids, attention_mask=attn).logits
+
+    def ours():
+        out["scorer"] = scorer(model, ids, attn)
+
+    def trl_selective():
+        logits = model(input_ids=ids, attention_mask=attn).logits
+        out["trl_selective"] = (selective_log_softmax(logits[:, :-1], ids[:, 1:]) * attn[:, 1:]).sum(1)
+
+    def trl_fused():
+        add_fused_lm_head(model)
+        try:
+            logps = model(input_ids=ids, attention_mask=attn, labels=labels, fused_lm_head=True).log_probs
+        finally:
+            del model.forward  # back to the class's own forward
+        out["trl_fused"] = logps.sum(1)
+
+    def full_fp32():
+        logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1]
+        logps = logits.float().log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+        out["full_fp32"] = (logps * attn[:, 1:]).sum(1)
+
+    return {
+        "forward": forward,
+        "scorer": ours,
+        "trl_selective": trl_selective,
+        "trl_fused": trl_fused,
+        "full_fp32": full_fp32,
+    }
 
 
-@torch.no_grad()
-def batched_scores(model, ids: torch.Tensor, attn: torch.Tensor, scorer=None) -> torch.Tensor:
-    scorer = scorer or AutoregressiveScorer()
-    device = next(model.parameters()).device
-    return scorer(model, ids.to(device), attn.to(device)).cpu()
+def _no_grad(fns: dict) -> dict:
+    return {name: torch.no_grad()(fn) for name, fn in fns.items()}
 
 
 def throughput(device, settings: dict, dtype) -> dict:
     from hf_seqtemp.models import load_default_model
 
     model, tokenizer = load_default_model(dtype=dtype, device=device)
-    seqs, ids, attn = make_batch(len(tokenizer), settings["num_seqs"], settings["min_len"], settings["max_len"])
-    results = {}
-    fns = {
-        "batched_scorer": lambda: results.__setitem__("batched", batched_scores(model, ids, attn)),
-        "naive_loop": lambda: results.__setitem__("naive", naive_scores(model, seqs)),
-    }
-    timings = time_interleaved(fns, device, settings["warmup"], settings["repeats"])
-    diff = float((results["batched"] - results["naive"]).abs().max())
+    ids, attn = make_batch(len(tokenizer), settings["num_seqs"], settings["min_len"], settings["max_len"])
+    ids, attn = ids.to(device), attn.to(device)
+    out = {}
+    fns = _no_grad({way: fn for way, fn in scoring_ways(model, ids, attn, out).items() if way in WAYS})
+    seconds = time_round_robin(fns, device, settings["warmup"], settings["rounds"])
+    peaks = {name: tensor_peak(fn, device)["peak_mib"] for name, fn in fns.items()}
+    diffs = {w: float((out["scorer"] - out[w]).abs().max()) for w in ("trl_selective", "trl_fused")}
     n = settings["num_seqs"]
-    rows = [{"variant": k, **v, "seqs_per_s": n / v["median_s"]} for k, v in timings.items()]
-    speedup = timings["naive_loop"]["median_s"] / timings["batched_scorer"]["median_s"]
-    print(f"{'variant':<15} | {'median s':>9} {'seq/s':>8} | max |batched - naive| log p = {diff:.2e}")
-    for row in rows:
-        print(f"{row['variant']:<15} | {row['median_s']:>9.4f} {row['seqs_per_s']:>8.2f}")
-    print(f"batched scorer throughput: {speedup:.2f}x the per-sequence loop")
-    return {"rows": rows, "speedup": speedup, "max_abs_diff": diff}
+    print(f"{'way':<14} | {'median s':>9} {'seq/s':>8} | {'peak MiB':>9}")
+    for name in WAYS:
+        median = sorted(seconds[name])[len(seconds[name]) // 2]
+        print(f"{name:<14} | {median:>9.4f} {n / median:>8.2f} | {peaks[name]:>9.1f}")
+    print(f"max |scorer - trl| log p: selective {diffs['trl_selective']:.1e}, fused {diffs['trl_fused']:.1e}")
+    summary = {}
+    for other, target in TARGETS.items():
+        time_s = summarise(ratios_by_round(seconds, "scorer", other), target)
+        memory = summarise([peaks["scorer"] / peaks[other]], target)
+        summary[f"scorer_over_{other}_time"], summary[f"scorer_over_{other}_memory"] = time_s, memory
+        print(format_summary(f"scorer / {other}: time", time_s))
+        print(format_summary(f"scorer / {other}: peak memory", memory))
+    rows = [{"way": name, "seconds": seconds[name], "peak_mib": peaks[name]} for name in WAYS]
+    return {"rows": rows, "summary": summary, "max_abs_diff": diffs}
 
 
 def tiny_long_model(dtype, device, length: int):
@@ -126,7 +144,7 @@ def tiny_long_model(dtype, device, length: int):
 
     torch.manual_seed(0)
     config = LlamaConfig(
-        vocab_size=VOCAB,
+        vocab_size=LONG_VOCAB,
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
@@ -137,104 +155,61 @@ def tiny_long_model(dtype, device, length: int):
     return LlamaForCausalLM(config).to(device=device, dtype=dtype).eval()
 
 
-def memory_child(way: str, dtype, device, batch: int, length: int) -> None:
-    """Fresh process: one warm-up call, then peak memory and time of one call; prints one JSON line."""
-    model = tiny_long_model(dtype, device, length)
-    ids = torch.randint(0, VOCAB, (batch, length), generator=torch.Generator().manual_seed(1)).to(device)
-    scorer = AutoregressiveScorer(chunk_size=CHUNK)
-    result = {}
-
-    @torch.no_grad()
-    def call():
-        if way == "forward_only":
-            result["logits_dtype"] = str(model(input_ids=ids).logits.dtype)
-        elif way == "scorer_chunked":
-            result["score"] = scorer(model, ids).sum().item()
-        else:
-            logits = model(input_ids=ids).logits[:, :-1]
-            logps = logits.float().log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
-            result["score"] = logps.sum().item()
-
-    call()
-    start = time.perf_counter()
-    peak = measure_peak(call, device)
-    print(json.dumps({**peak, **result, "seconds": time.perf_counter() - start}))
+LONG_WAYS = ("forward", "scorer", "trl_selective", "full_fp32")
 
 
-def memory(device, settings: dict) -> dict:
-    batch, length = settings["mem_batch"], settings["mem_length"]
-    full_fp32 = batch * (length - 1) * VOCAB * 4 / 2**20
+def long_peaks(dtype: str, device, batch: int) -> dict:
+    """Peak tensor memory (MiB) of each way of part 2 on the long rows, one call each after a warm-up forward."""
+    model = tiny_long_model(getattr(torch, dtype), device, LONG_LENGTH)
+    ids = torch.randint(0, LONG_VOCAB, (batch, LONG_LENGTH), generator=torch.Generator().manual_seed(1))
+    ids = ids.to(device)
+    fns = scoring_ways(model, ids, torch.ones_like(ids), {})
+    fns = _no_grad({way: fns[way] for way in LONG_WAYS})
+    fns["forward"]()
+    return {way: tensor_peak(fn, device)["peak_mib"] for way, fn in fns.items()}
+
+
+def long_memory(device, settings: dict) -> dict:
+    batch = settings["long_batch"]
+    full_mib = batch * (LONG_LENGTH - 1) * LONG_VOCAB * 4 / 2**20
     print(
-        f"tiny Llama (hidden 64, 2 layers), vocab {VOCAB}, batch {batch} x {length} tokens: one full float32 "
-        f"logits tensor = {full_fp32:.0f} MiB, one scorer chunk = {batch * CHUNK * VOCAB * 4 / 2**20:.0f} MiB"
+        f"tiny Llama (hidden 64, 2 layers), vocab {LONG_VOCAB}, batch {batch} x {LONG_LENGTH} tokens: one full "
+        f"float32 logits tensor = {full_mib:.0f} MiB"
     )
-    print(f"{'dtype':<9} {'way':<15} | {'peak MiB':>9} {'seconds':>8} | score")
-    rows = []
+    rows, summary = [], {}
     for dtype in ("float32", "bfloat16"):
-        for way in WAYS:
-            args = [
-                "--device",
-                device.type,
-                "--mem-child",
-                way,
-                "--dtype",
-                dtype,
-                "--mem-batch",
-                str(batch),
-                "--mem-length",
-                str(length),
-            ]
-            r = {"dtype": dtype, "way": way, **run_child("scoring.py", args)}
-            rows.append(r)
-            print(
-                f"{dtype:<9} {way:<15} | {r['peak_mib']:>9.1f} {r['seconds']:>8.3f} | "
-                f"{r.get('score', r.get('logits_dtype'))}"
-            )
-    peaks = {(r["dtype"], r["way"]): r["peak_mib"] for r in rows}
-    summary = {
-        f"{d}_full_over_chunked_peak": peaks[(d, "full_fp32")] / peaks[(d, "scorer_chunked")]
-        for d in ("float32", "bfloat16")
-    }
-    for d in ("float32", "bfloat16"):
-        extra_chunked = peaks[(d, "scorer_chunked")] - peaks[(d, "forward_only")]
-        extra_full = peaks[(d, "full_fp32")] - peaks[(d, "forward_only")]
-        summary[f"{d}_extra_over_forward_mib"] = {"scorer_chunked": extra_chunked, "full_fp32": extra_full}
-        print(
-            f"{d}: beyond the forward itself, chunked scorer +{extra_chunked:.0f} MiB, full float32 log-softmax "
-            f"+{extra_full:.0f} MiB (peak ratio full/chunked {summary[f'{d}_full_over_chunked_peak']:.2f}x)"
-        )
-    return {"rows": rows, "summary": summary, "full_fp32_logits_mib": full_fp32}
+        peaks = long_peaks(dtype, device, batch)
+        extra = {way: peaks[way] - peaks["forward"] for way in LONG_WAYS[1:]}
+        rows += [{"dtype": dtype, "way": way, "peak_mib": peak} for way, peak in peaks.items()]
+        summary[f"{dtype}_extra_over_forward_mib"] = extra
+        text = ", ".join(f"{way} +{mib:.0f}" for way, mib in extra.items())
+        print(f"{dtype}: forward {peaks['forward']:.0f} MiB; beyond the forward: {text} MiB")
+    return {"rows": rows, "summary": summary, "full_fp32_logits_mib": full_mib}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="16 sequences of 24-48 tokens; memory: batch 1 x 2048")
+    parser.add_argument("--quick", action="store_true", help="16 sequences of 24-48 tokens; long rows: batch 1")
     parser.add_argument("--output", default=default_output("scoring"))
     parser.add_argument("--device", default=None)
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    parser.add_argument("--mem-child", choices=WAYS, help=argparse.SUPPRESS)
-    parser.add_argument("--mem-batch", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--mem-length", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device, dtype = pick_device(args.device), getattr(torch, args.dtype)
-    if args.mem_child:
-        return memory_child(args.mem_child, dtype, device, args.mem_batch, args.mem_length)
     settings = SETTINGS["quick" if args.quick else "full"]
     info = print_device(device)
     print(
-        f"[1] throughput, SmolLM2-135M-Instruct ({args.dtype}), {settings['num_seqs']} sequences of "
-        f"{settings['min_len']}-{settings['max_len']} tokens"
+        f"[1] SmolLM2-135M-Instruct ({args.dtype}), {settings['num_seqs']} sequences of {settings['min_len']}-"
+        f"{settings['max_len']} tokens, right-padded; {settings['warmup']} warm-up + {settings['rounds']} rounds"
     )
     speed = throughput(device, settings, dtype)
-    print("[2] peak memory of scoring long sequences")
-    mem = memory(device, settings)
-    summary = {
-        "batched_over_naive_throughput": speed["speedup"],
-        "batched_naive_max_abs_diff": speed["max_abs_diff"],
-        **mem["summary"],
-    }
-    rows = [{"part": "throughput", **r} for r in speed["rows"]] + [{"part": "memory", **r} for r in mem["rows"]]
-    write_json(args.output, "scoring", info, {**settings, "dtype": args.dtype, "chunk_size": CHUNK}, rows, summary)
+    print("[2] peak tensor memory of scoring long sequences")
+    mem = long_memory(device, settings)
+    summary = {**speed["summary"], "scorer_trl_max_abs_diff": speed["max_abs_diff"], **mem["summary"]}
+    rows = [{"part": "padded_batch", **r} for r in speed["rows"]] + [{"part": "long", **r} for r in mem["rows"]]
+    write_json(args.output, "scoring", info, {**settings, "dtype": args.dtype}, rows, summary)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 """Cost of one `SeqTempTrainer` optimisation step (`ratio`, `ssts`) against a plain LoRA NLL step, side by side.
 
 Fairness: all three variants are the same base model (a deep copy each) wrapped with the same `LoraConfig` and the
-same seed, the same batch of token ids (prompt = first quarter, completion = the rest, no padding) and the same
-AdamW created by `Trainer.create_optimizer()`. One step is the *shared* loop
+same seed, the same batch of token ids (`prompts` random prompts of a quarter of the length, each with
+`generations` random completions filling the rest, no padding) and the same AdamW created by
+`Trainer.create_optimizer()`. One step is the *shared* loop
 
     trainer.training_step(model, batch)   # Trainer's own forward + compute_loss + backward
     optimizer.step(); optimizer.zero_grad()
@@ -13,18 +14,18 @@ model's own causal-LM loss (`labels` = input ids, -100 on prompt positions); the
 log-probs with `AutoregressiveScorer`, read the precomputed reference columns (`ref_logps`, `ref_token_logps`),
 compute the loss and buffer metrics, exactly as in training. Batches are collated once by each trainer's own
 data loader (data loading is not timed); the reference precompute at trainer construction is reported separately.
-Timing: warm-up steps, then the variants are timed round-robin and the median per variant is reported. Peak memory
-of a step: each variant in a fresh subprocess (see `benchmarks/_common.py` for what the number means).
+Timing: warm-up steps, then the variants run in turn (plain, ratio, ssts, plain, ...) and each cost is the median
+[min, max] of the per-round ratios `seqtemp / plain` (`_paired.py`). Peak tensor memory of one step of each variant
+is measured after the timed rounds (`_paired.tensor_peak`). Target: <= 1.05 for time and for memory.
 
 Usage:
-    python benchmarks/train_step.py [--quick] [--output benchmarks/results/train_step.json] [--device cpu]
+    python benchmarks/train_step.py [--quick] [--output outputs/bench/train_step.json] [--device cpu]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import sys
 import tempfile
@@ -37,21 +38,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import (
-    default_output,
-    measure_peak,
-    pick_device,
-    print_device,
-    run_child,
-    time_interleaved,
-    write_json,
-)
+from _common import default_output, pick_device, print_device, write_json
+from _paired import MEMORY_METHOD, format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
 
 VARIANTS = ("plain_nll", "seqtemp_ratio", "seqtemp_ssts")
 SETTINGS = {
-    "quick": {"batch": 4, "length": 32, "warmup": 1, "repeats": 3},
-    "full": {"batch": 8, "length": 128, "warmup": 2, "repeats": 10},
+    "quick": {"prompts": 2, "generations": 2, "length": 32, "warmup": 1, "rounds": 5},
+    "full": {"prompts": 2, "generations": 4, "length": 128, "warmup": 2, "rounds": 10},
 }
+TARGET = 1.05
 
 
 def _lora_config():
@@ -66,11 +61,17 @@ def _lora_config():
     )
 
 
-def _token_rows(vocab_size: int, batch: int, length: int) -> tuple[list[list[int]], list[list[int]]]:
+def token_rows(vocab_size: int, prompts: int, generations: int, length: int) -> tuple[list, list]:
+    """`prompts` random prompts (a quarter of `length`), each followed by `generations` random completions.
+
+    Returns `(input_ids, completion_mask)` as lists of `prompts * generations` rows, grouped by prompt.
+    """
     generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(100, vocab_size, (batch, length), generator=generator).tolist()
-    prompt = max(1, length // 4)
-    mask = [[0] * prompt + [1] * (length - prompt) for _ in range(batch)]
+    prompt_len = max(1, length // 4)
+    heads = torch.randint(100, vocab_size, (prompts, prompt_len), generator=generator)
+    tails = torch.randint(100, vocab_size, (prompts, generations, length - prompt_len), generator=generator)
+    ids = torch.cat([heads[:, None].expand(-1, generations, -1), tails], dim=2).reshape(-1, length).tolist()
+    mask = [[0] * prompt_len + [1] * (length - prompt_len) for _ in ids]
     return ids, mask
 
 
@@ -95,7 +96,7 @@ def _training_args(cls, out_dir: str, batch: int, device: torch.device, **extra)
     )
 
 
-def build_variant(name: str, base, vocab_size: int, batch: int, length: int, device, out_dir: str):
+def build_variant(name: str, base, vocab_size: int, settings: dict, device, out_dir: str):
     """Returns `(step_fn, setup_seconds)` for one variant; the step is the shared loop of the module docstring."""
     from datasets import Dataset
     from peft import get_peft_model
@@ -103,7 +104,8 @@ def build_variant(name: str, base, vocab_size: int, batch: int, length: int, dev
 
     from hf_seqtemp.trainer import SeqTempConfig, SeqTempTrainer
 
-    ids, mask = _token_rows(vocab_size, batch, length)
+    ids, mask = token_rows(vocab_size, settings["prompts"], settings["generations"], settings["length"])
+    batch, length = len(ids), settings["length"]
     torch.manual_seed(0)
     model = copy.deepcopy(base)
     start = time.perf_counter()
@@ -140,95 +142,50 @@ def _load(device, dtype):
     return model, len(tokenizer)
 
 
-def child(variant: str, settings: dict, device, dtype) -> None:
-    """Fresh process: warm one variant up, then print the peak memory of one step as a JSON line."""
-    base, vocab = _load(device, dtype)
-    with tempfile.TemporaryDirectory() as out_dir:
-        step, _ = build_variant(variant, base, vocab, settings["batch"], settings["length"], device, out_dir)
-        del base
-        step()
-        print(json.dumps(measure_peak(step, device)))
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="batch 4 x 32 tokens, 3 timed steps")
+    parser.add_argument("--quick", action="store_true", help="2 prompts x 2 completions x 32 tokens, 5 rounds")
     parser.add_argument("--output", default=default_output("train_step"))
     parser.add_argument("--device", default=None)
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    parser.add_argument("--no-memory", action="store_true", help="skip the per-variant memory subprocesses")
-    parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     settings = dict(SETTINGS["quick" if args.quick else "full"])
     device, dtype = pick_device(args.device), getattr(torch, args.dtype)
-    if args.child:
-        return child(args.child, settings, device, dtype)
     info = print_device(device)
     print(
-        f"model: SmolLM2-135M-Instruct ({args.dtype}), LoRA r=8 on q,k,v,o; batch {settings['batch']} x "
-        f"{settings['length']} tokens; {settings['warmup']} warm-up + {settings['repeats']} timed steps each"
+        f"model: SmolLM2-135M-Instruct ({args.dtype}), LoRA r=8 on q,k,v,o; {settings['prompts']} prompts x "
+        f"{settings['generations']} completions x {settings['length']} tokens; {settings['warmup']} warm-up + "
+        f"{settings['rounds']} rounds"
     )
     base, vocab = _load(device, dtype)
     steps, setups = {}, {}
     with tempfile.TemporaryDirectory() as out_dir:
         for name in VARIANTS:
-            steps[name], setups[name] = build_variant(
-                name, base, vocab, settings["batch"], settings["length"], device, out_dir
-            )
-        timings = time_interleaved(steps, device, settings["warmup"], settings["repeats"])
-    del steps, base
-    memory = {}
-    if not args.no_memory:
-        child_args = ["--device", device.type, "--dtype", args.dtype] + (["--quick"] if args.quick else [])
-        memory = {name: run_child("train_step.py", [*child_args, "--child", name]) for name in VARIANTS}
-    rows, summary = _report(timings, memory, setups)
-    write_json(
-        args.output,
-        "train_step",
-        info,
-        {**settings, "dtype": args.dtype, "model": "SmolLM2-135M-Instruct"},
-        rows,
-        summary,
-    )
+            steps[name], setups[name] = build_variant(name, base, vocab, settings, device, out_dir)
+        del base
+        seconds = time_round_robin(steps, device, settings["warmup"], settings["rounds"])
+        peaks = {name: tensor_peak(step, device)["peak_mib"] for name, step in steps.items()}
+    rows, summary = _report(seconds, peaks, setups)
+    settings.update(dtype=args.dtype, model="SmolLM2-135M-Instruct", memory_method=MEMORY_METHOD[device.type])
+    write_json(args.output, "train_step", info, settings, rows, summary)
 
 
-def _report(timings: dict, memory: dict, setups: dict) -> tuple[list, dict]:
-    base_t = timings["plain_nll"]["median_s"]
-    base_m = memory.get("plain_nll", {}).get("peak_mib")
-    print(
-        f"{'variant':<14} | {'median s/step':>13} {'min s':>8} {'x plain':>8} | {'peak MiB':>9} {'x plain':>8} "
-        f"| {'setup s':>7}"
-    )
+def _report(seconds: dict, peaks: dict, setups: dict) -> tuple[list, dict]:
+    print(f"{'variant':<14} | {'median s/step':>13} {'min s':>8} | {'peak MiB':>9} | {'setup s':>7}")
     rows, summary = [], {}
     for name in VARIANTS:
-        t, m = timings[name], memory.get(name, {}).get("peak_mib")
-        ratio_t = t["median_s"] / base_t
-        ratio_m = m / base_m if m is not None and base_m else None
-        rows.append(
-            {
-                "variant": name,
-                **t,
-                "time_ratio": ratio_t,
-                "peak_mib": m,
-                "memory_ratio": ratio_m,
-                "memory_method": memory.get(name, {}).get("method"),
-                "setup_s": setups[name],
-            }
-        )
-        m_text = f"{m:>9.1f} {ratio_m:>7.3f}x" if m is not None else f"{'-':>9} {'-':>8}"
-        print(
-            f"{name:<14} | {t['median_s']:>13.4f} {t['min_s']:>8.4f} {ratio_t:>7.3f}x | {m_text} | "
-            f"{setups[name]:>7.2f}"
-        )
-        if name != "plain_nll":
-            summary[f"{name}_time_ratio"] = ratio_t
-            summary[f"{name}_memory_ratio"] = ratio_m
-    target = all(v <= 1.05 for k, v in summary.items() if k.endswith("time_ratio"))
-    summary["time_target_1.05_met"] = target
-    print(
-        f"target <= 1.05x step time: {'met' if target else 'MISSED'} "
-        "(setup s = trainer construction incl. the one-off reference precompute; not part of a step)"
-    )
+        median = sorted(seconds[name])[len(seconds[name]) // 2]
+        rows.append({"variant": name, "seconds": seconds[name], "peak_mib": peaks[name], "setup_s": setups[name]})
+        print(f"{name:<14} | {median:>13.4f} {min(seconds[name]):>8.4f} | {peaks[name]:>9.1f} | {setups[name]:>7.2f}")
+    for name in VARIANTS[1:]:
+        summary[f"{name}_over_plain_time"] = summarise(ratios_by_round(seconds, name, "plain_nll"), TARGET)
+        summary[f"{name}_over_plain_memory"] = summarise([peaks[name] / peaks["plain_nll"]], TARGET)
+        print(format_summary(f"{name} / plain_nll: time per step", summary[f"{name}_over_plain_time"]))
+        print(format_summary(f"{name} / plain_nll: peak tensor memory", summary[f"{name}_over_plain_memory"]))
+    print("(setup s = trainer construction incl. the one-off reference precompute; not part of a step)")
     return rows, summary
 
 
