@@ -162,7 +162,8 @@ class Alternation:
 
     def fail(self, error: BaseException) -> None:
         with self._cond:
-            self.error = error
+            if self.error is None:  # the first failure is the cause; the other side then stops with a RuntimeError
+                self.error = error
             self._cond.notify_all()
 
 
@@ -206,9 +207,8 @@ def alternate(trainers: dict, kinds: list[str], device: torch.device) -> dict[st
         try:
             clocks[side].begin()
             trainers[side].train()
-        except BaseException as error:  # the other thread must not wait forever
+        except Exception as error:  # noqa: BLE001 (the other thread must not wait forever; re-raised by the caller)
             alternation.fail(error)
-            raise
 
     threads = [threading.Thread(target=run, args=(side,), name=side) for side in trainers]
     for thread in threads:
@@ -216,7 +216,7 @@ def alternate(trainers: dict, kinds: list[str], device: torch.device) -> dict[st
     for thread in threads:
         thread.join()
     if alternation.error is not None:
-        raise RuntimeError("a trainer failed; see the traceback above") from alternation.error
+        raise RuntimeError("a trainer failed (the cause is chained below)") from alternation.error
     return clocks
 
 

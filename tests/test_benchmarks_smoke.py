@@ -1,13 +1,13 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""What the benchmarks compare must be the same quantity: checked on tiny models, never timed."""
+"""What the benchmarks compare must be the same quantity, and their statistics right: tiny models, never timed."""
 
 from __future__ import annotations
 
 import importlib.util
-import math
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -18,7 +18,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 def _load(name: str):
     if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))  # the scripts import their shared `_common` module
+        sys.path.insert(0, str(BENCHMARKS))  # the scripts import their shared `_common` / `_paired` modules
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -48,38 +48,117 @@ def _brute_force(model, seq: torch.Tensor) -> float:
     return total
 
 
-def test_scoring_batched_and_naive_paths_agree_with_brute_force():
+def test_paired_summary_on_known_ratios():
+    paired = _load("_paired")
+    s = paired.summarise([1.30, 0.95, 1.02, 1.08, 5.0], target=1.05)
+    assert (s["median"], s["min"], s["max"], s["n"], s["verdict"]) == (1.08, 0.95, 5.0, 5, "not met")
+    # one load spike cannot flip the verdict: the median ignores it
+    assert paired.summarise([1.01, 0.99, 9.0], target=1.05)["verdict"] == "met"
+    assert paired.summarise([2.0, 1.0], target=1.5)["median"] == 1.5  # even count: mean of the middle two
+    assert paired.summarise([1.5], target=1.5)["verdict"] == "met"  # the target itself is met
+    assert paired.summarise([3.0], target=None)["verdict"] == "no target"
+    with pytest.raises(ValueError, match="`ratios` must hold at least one"):
+        paired.summarise([], target=1.0)
+
+
+def test_time_pairs_alternates_and_divides_ours_by_the_baseline(monkeypatch):
+    paired = _load("_paired")
+    clock, calls = [0.0], []
+    monkeypatch.setattr(paired.time, "perf_counter", lambda: clock[0])
+
+    def side(name, seconds):
+        def run():
+            calls.append(name)
+            clock[0] += seconds
+
+        return run
+
+    out = paired.time_pairs(side("A", 2.0), side("B", 3.0), torch.device("cpu"), warmup=1, pairs=3)
+    assert calls == ["A", "B"] * 4
+    assert out["baseline_s"] == [2.0] * 3 and out["ours_s"] == [3.0] * 3
+    assert out["ratios"] == [1.5] * 3
+    seconds = paired.time_round_robin({"x": side("x", 1.0), "y": side("y", 4.0)}, torch.device("cpu"), 0, 2)
+    assert paired.ratios_by_round(seconds, ours="y", baseline="x") == [4.0, 4.0]
+
+
+def test_tensor_peak_is_the_peak_of_live_tensors_allocated_in_the_call():
+    paired = _load("_paired")
+
+    def work():
+        x = torch.ones(16 * 2**18)  # 16 MiB
+        y = x * 2  # +16 MiB: peak 32 MiB
+        del x
+        z = torch.ones(8 * 2**18)  # 16 + 8 MiB live
+        return float(y[0] + z[0])
+
+    peak = paired.tensor_peak(work, torch.device("cpu"))["peak_mib"]
+    assert 32.0 <= peak < 32.1, peak
+
+
+def test_scoring_ways_agree_with_brute_force_on_a_padded_batch():
     scoring = _load("scoring")
     model = _tiny_llama()
-    seqs, ids, attn = scoring.make_batch(11, num_seqs=5, min_len=2, max_len=7)
-    assert len({len(s) for s in seqs}) > 1  # padding is exercised
-    batched = scoring.batched_scores(model, ids, attn)
-    naive = scoring.naive_scores(model, seqs)
-    oracle = torch.tensor([_brute_force(model, s) for s in seqs], dtype=torch.float32)
-    torch.testing.assert_close(batched, oracle, atol=1e-4, rtol=0)
-    torch.testing.assert_close(naive, oracle, atol=1e-4, rtol=0)
+    ids, attn = scoring.make_batch(11, num_seqs=5, min_len=2, max_len=7)
+    assert len(set(attn.sum(1).tolist())) > 1  # padding is exercised
+    out = {}
+    with torch.no_grad():
+        for fn in scoring.scoring_ways(model, ids, attn, out).values():
+            fn()
+    oracle = torch.tensor([_brute_force(model, row[: int(n)]) for row, n in zip(ids, attn.sum(1))])
+    for way in ("scorer", "trl_selective", "trl_fused", "full_fp32"):
+        torch.testing.assert_close(out[way].double(), oracle.double(), atol=1e-4, rtol=0, msg=way)
+    assert "forward" not in vars(model)  # the fused LM head was removed again after its call
 
 
-def test_measure_peak_sees_a_large_cpu_allocation():
-    common = _load("_common")
-    size_mib = 64
-
-    def allocate():
-        x = torch.ones(size_mib * 2**20 // 4)  # touched pages: resident
-        return float(x[-1])
-
-    peak = common.measure_peak(allocate, torch.device("cpu"))
-    assert peak["peak_mib"] >= 0.9 * size_mib, peak
-    assert math.isfinite(peak["peak_mib"])
-
-
-def test_train_step_baseline_nll_is_the_seqtemp_token_nll_of_the_same_tokens():
+def test_train_step_rows_group_completions_by_prompt_and_plain_nll_is_the_seqtemp_token_nll():
     train_step = _load("train_step")
     model = _tiny_llama(vocab=120)
-    ids, mask = train_step._token_rows(vocab_size=120, batch=3, length=12)
+    ids, mask = train_step.token_rows(vocab_size=120, prompts=2, generations=3, length=12)
+    prompts = [tuple(t for t, m in zip(row, row_mask) if not m) for row, row_mask in zip(ids, mask)]
+    assert prompts[0] == prompts[2] != prompts[3] == prompts[5] and len(set(map(tuple, ids))) == 6
     labels = torch.tensor(train_step.plain_labels(ids, mask))
     ids, mask = torch.tensor(ids), torch.tensor(mask).bool()
     with torch.no_grad():
         plain = model(input_ids=ids, labels=labels).loss
         token_logps, scored = AutoregressiveScorer().token_logps(model, ids, completion_mask=mask)
     torch.testing.assert_close(plain, -token_logps.sum() / scored.sum(), atol=1e-5, rtol=0)
+
+
+class _FakeTrainer:
+    """Stands in for a Trainer: `train()` runs `steps` steps and calls its callbacks' `on_step_end` after each."""
+
+    def __init__(self, name: str, steps: int, log: list):
+        self.name, self.steps, self.log, self.callbacks = name, steps, log, []
+
+    def add_callback(self, callback):
+        self.callbacks.append(callback)
+
+    def train(self):
+        for step in range(self.steps):
+            self.log.append((self.name, step))
+            for callback in self.callbacks:
+                callback.on_step_end(None, None, None)
+
+
+def test_online_step_alternation_runs_the_two_trainers_step_by_step_in_turn():
+    online = _load("online_step")
+    kinds = ["warmup", "time", "time", "memory"]
+    log = []
+    trainers = {"grpo": _FakeTrainer("grpo", 4, log), "seqtemp": _FakeTrainer("seqtemp", 4, log)}
+    clocks = online.alternate(trainers, kinds, torch.device("cpu"))
+    assert log == [(name, step) for step in range(4) for name in ("grpo", "seqtemp")]
+    for clock in clocks.values():
+        assert len(clock.seconds) == 2 and len(clock.peak_mib) == 1
+
+
+def test_online_step_alternation_reports_a_failing_trainer_instead_of_hanging():
+    online = _load("online_step")
+
+    class Broken(_FakeTrainer):
+        def train(self):
+            raise OSError("disk full")
+
+    trainers = {"grpo": _FakeTrainer("grpo", 2, []), "seqtemp": Broken("seqtemp", 2, [])}
+    with pytest.raises(RuntimeError, match="a trainer failed") as failure:
+        online.alternate(trainers, ["warmup", "time"], torch.device("cpu"))
+    assert isinstance(failure.value.__cause__, OSError)
