@@ -6,11 +6,13 @@ BERT wrapped as a block-diffusion model (a prompt of one block + a completion of
 already the cheapest exact enumeration: it exploits that earlier blocks are fully revealed, enumerating the m! orders
 of each block separately (Σ_j m_j! · m_j partial states per row) instead of the (B!)^blocks joint orders (whose
 count is printed for reference). The DP needs Σ_j (2^m_j - 1) partial states. Model calls are counted by a forward
-pre-hook on the wrapped model; both methods stack states `--max-batch` at a time. DP time: median of `--repeats`
-runs after one warm-up; the (slow) enumeration runs once. The batch sweep shows how both scale with rows.
+pre-hook on the wrapped model; both methods stack states `--max-batch` at a time. Time: one warm-up pair, then
+`--repeats` pairs (enumeration, DP, enumeration, DP, ...); the cost is the median [min, max] of the paired ratios
+DP / enumeration (`_paired.py`), target <= 1.0, and the table's speed-up is its inverse. The batch sweep shows how
+both scale with rows.
 
 Usage:
-    python benchmarks/block_dp.py [--quick] [--output benchmarks/results/block_dp.json]
+    python benchmarks/block_dp.py [--quick] [--output outputs/bench/block_dp.json]
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ import argparse
 import itertools
 import math
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -32,12 +32,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import default_output, pick_device, print_device, write_json
+from _paired import format_summary, summarise, time_pairs
 
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
 from hf_seqtemp.likelihood.masked_diffusion import order_logps, real_positions
 from hf_seqtemp.models.diffusion import BlockDiffusionAdapter
 
 VOCAB, MASK = 1000, 999
+TARGET = 1.0
 
 
 def enumerate_block_orders(model, input_ids, attention_mask, completion_mask, block_size, max_batch):
@@ -59,20 +61,16 @@ def enumerate_block_orders(model, input_ids, attention_mask, completion_mask, bl
     return total
 
 
-def _timed(fn, calls, repeats, warmup=1):
-    """Median seconds of `repeats` calls after `warmup` untimed ones; also the result and the model calls of one."""
-    times, result, count = [], None, 0
-    for index in range(warmup + repeats):
+def _recorded(fn, calls: list, out: dict, key: str):
+    """`fn` under `torch.no_grad()`, keeping its last result and its number of model calls in `out`."""
+
+    def run():
         calls.clear()
-        start = time.perf_counter()
         with torch.no_grad():
-            result = fn()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        if index >= warmup:
-            times.append(time.perf_counter() - start)
-        count = len(calls)
-    return statistics.median(times), result, count
+            out[key] = fn()
+        out[f"{key}_calls"] = len(calls)
+
+    return run
 
 
 def run(block_sizes, batch_sizes, max_batch, repeats, device):
@@ -98,25 +96,30 @@ def run(block_sizes, batch_sizes, max_batch, repeats, device):
             completion = torch.zeros_like(ids, dtype=torch.bool)
             completion[:, block_size:] = True
             inputs = (model, ids, attention, completion)
-            scorer = BlockDiffusionScorer(block_size, max_batch=max_batch)
-            dp_s, dp, dp_calls = _timed(lambda s=scorer, x=inputs: s(*x), calls, repeats)
-            en_s, en, en_calls = _timed(
-                lambda x=inputs, b=block_size: enumerate_block_orders(*x, b, max_batch), calls, 1, warmup=0
+            scorer, out = BlockDiffusionScorer(block_size, max_batch=max_batch), {}
+            timed = time_pairs(
+                _recorded(lambda x=inputs, b=block_size: enumerate_block_orders(*x, b, max_batch), calls, out, "en"),
+                _recorded(lambda s=scorer, x=inputs: s(*x), calls, out, "dp"),
+                device,
+                warmup=1,
+                pairs=repeats,
             )
+            paired = summarise(timed["ratios"], TARGET)
             rows.append(
                 {
                     "block_size": block_size,
                     "batch": batch,
                     "length": length,
-                    "dp_seconds": dp_s,
-                    "enum_seconds": en_s,
-                    "speedup": en_s / dp_s,
-                    "dp_model_calls": dp_calls,
-                    "enum_model_calls": en_calls,
+                    "dp_seconds": timed["ours_s"],
+                    "enum_seconds": timed["baseline_s"],
+                    "dp_over_enumeration_time": paired,
+                    "speedup": 1 / paired["median"],
+                    "dp_model_calls": out["dp_calls"],
+                    "enum_model_calls": out["en_calls"],
                     "dp_states_per_row": _dp_states(base_len=length, block_size=block_size),
                     "enum_states_per_row": _enum_states(length, block_size),
                     "joint_orders_per_row": _joint_orders(length, block_size),
-                    "max_abs_diff": float((dp.cpu() - en.cpu()).abs().max()),
+                    "max_abs_diff": float((out["dp"].cpu() - out["en"].cpu()).abs().max()),
                 }
             )
             print(_format(rows[-1]), flush=True)
@@ -143,14 +146,15 @@ def _joint_orders(length, block_size):
 
 
 HEADER = (
-    f"{'B':>2} {'batch':>5} {'L':>3} | {'DP s':>8} {'enum s':>8} {'ratio':>7} | {'DP calls':>8} {'enum calls':>10}"
+    f"{'B':>2} {'batch':>5} {'L':>3} | {'DP s':>8} {'enum s':>8} {'speedup':>7} | {'DP calls':>8} {'enum calls':>10}"
     f" | {'DP states':>9} {'enum states':>11} {'joint orders':>12} | max|diff|"
 )
 
 
 def _format(r):
     return (
-        f"{r['block_size']:>2} {r['batch']:>5} {r['length']:>3} | {r['dp_seconds']:>8.4f} {r['enum_seconds']:>8.4f} "
+        f"{r['block_size']:>2} {r['batch']:>5} {r['length']:>3} | {min(r['dp_seconds']):>8.4f} "
+        f"{min(r['enum_seconds']):>8.4f} "
         f"{r['speedup']:>6.1f}x | {r['dp_model_calls']:>8} {r['enum_model_calls']:>10} | {r['dp_states_per_row']:>9} "
         f"{r['enum_states_per_row']:>11} {r['joint_orders_per_row']:>12} | {r['max_abs_diff']:.1e}"
     )
@@ -161,7 +165,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="B = 2..4, batch 1 and 4")
     parser.add_argument("--output", default=default_output("block_dp"))
     parser.add_argument("--max-batch", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=3, help="DP timings: median of this many runs after a warm-up")
+    parser.add_argument("--repeats", type=int, default=3, help="timed pairs (enumeration, DP) after one warm-up pair")
     parser.add_argument("--device", default=None)
     args = parser.parse_args()
     block_sizes, batch_sizes = ([2, 3, 4], [1, 4]) if args.quick else ([2, 3, 4, 5, 6], [1, 8, 32])
@@ -180,11 +184,12 @@ def main():
     }
     largest = max(block_sizes)
     summary = {
-        f"speedup_B{largest}_batch{b}": r["speedup"]
-        for b in batch_sizes
+        f"dp_over_enumeration_time_B{largest}_batch{r['batch']}": r["dp_over_enumeration_time"]
         for r in rows
-        if r["block_size"] == largest and r["batch"] == b
+        if r["block_size"] == largest
     }
+    for key, value in summary.items():
+        print(format_summary(key, value))
     summary["max_abs_diff"] = max(r["max_abs_diff"] for r in rows)
     write_json(args.output, "block_dp", info, settings, rows, summary)
 
