@@ -6,7 +6,9 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv test test-slow demo bench clean
+LINTED := hf_seqtemp tests benchmarks examples
+
+.PHONY: venv lint test test-slow demo bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +20,12 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-test: venv
+lint: venv
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+
+# lint first (seconds), then the suite; the suite includes every docstring example (tests/test_docstring_examples.py)
+test: lint
 	$(PY) -m pytest tests
 
 test-slow: venv

@@ -37,7 +37,6 @@ from hf_seqtemp.generation import diffusion_generate
 from hf_seqtemp.models import MaskedLMAdapter
 from hf_seqtemp.tasks import ArithmeticTask, ArithmeticTokenizer, check_answer
 
-
 POLICIES = ("random", "confidence", "entropy", "margin")
 ALPHAS = (1, 2, 4)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import torch
 from peft import LoraConfig
@@ -28,7 +29,6 @@ from hf_seqtemp import (
     sample_dataset,
     save_for_hub,
 )
-
 
 PROMPTS = [
     "Name a colour.",
@@ -140,7 +140,7 @@ def main() -> None:
     adapter_dir, hub_dir = f"{args.output_dir}/adapter", f"{args.output_dir}/hub"
     trainer.save_model(adapter_dir)
     measured = save_for_hub(trainer, hub_dir, held_out_dataset=held_out)
-    card = open(f"{hub_dir}/README.md", encoding="utf-8").read()
+    card = Path(hub_dir, "README.md").read_text(encoding="utf-8")
     table = card[card.index("## Held-out evaluation") : card.index("Metrics (paper Section 5.1)")].strip()
     print(f"\nTarget sequence temperature T = {args.temperature:g}.\n{table}")
 

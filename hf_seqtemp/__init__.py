@@ -14,6 +14,7 @@ from .generation import (
     seqtemp_generate,
     write_custom_generate,
 )
+from .hub import push_to_hub, save_for_hub
 from .likelihood import (
     AutoregressiveScorer,
     BlockDiffusionScorer,
@@ -21,7 +22,6 @@ from .likelihood import (
     SequenceScorer,
     schedule_variance,
 )
-from .hub import push_to_hub, save_for_hub
 from .loading import adapter_name_for, load_tempered
 from .losses import LOSSES
 from .metrics import effective_temperature, kendall_tau, module_path, sequence_nll, temperature_log_ratio
@@ -38,7 +38,6 @@ from .models import (
     wrap_diffusion_model,
 )
 from .trainer import SeqTempConfig, SeqTempTrainer, sample_dataset
-
 
 __version__ = "0.1.0"
 

@@ -17,7 +17,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from .cli_arguments import ModelArguments, DataArguments, TrainScriptArguments, EvalArguments, GenerateArguments
+from .cli_arguments import DataArguments, EvalArguments, GenerateArguments, ModelArguments, TrainScriptArguments
 
 COMMANDS = {
     "train": "fine-tune a LoRA adapter to a sequence temperature and save it",

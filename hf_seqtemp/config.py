@@ -9,7 +9,6 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-
 CONFIG_NAME = "seqtemp_config.json"
 
 
@@ -56,7 +55,7 @@ class SequenceTemperatureConfig:
     >>> from hf_seqtemp import SequenceTemperatureConfig
     >>> config = SequenceTemperatureConfig(target_temperature=0.5, base_model_id="my/base")
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     config.save_pretrained(folder)
+    ...     path = config.save_pretrained(folder)
     ...     SequenceTemperatureConfig.from_pretrained(folder).target_temperature
     0.5
     ```

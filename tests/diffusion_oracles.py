@@ -9,7 +9,6 @@ import math
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-
 MASK = 5
 # The test machines share 2 cores between processes; intra-op threads only oversubscribe them (20x slower).
 torch.set_num_threads(1)

@@ -9,7 +9,6 @@ import torch
 from datasets import Dataset
 from transformers import LlamaConfig, LlamaForCausalLM
 
-
 BOS = 0
 
 

@@ -31,7 +31,6 @@ from .diffusion import diffusion_generate, validate_seq_temperature
 from .glauber import GlauberGenerateOutput, glauber_refine
 from .power_sampling import power_sample
 
-
 STRATEGIES = ("auto", "adapter", "interpolate", "mcmc", "glauber", "imh")
 # `strategy="glauber"` with `num_candidates=None` runs `batch * |V|` sequences per site; above this, ask for N
 _MAX_FULL_SITE_ROWS = 1 << 16

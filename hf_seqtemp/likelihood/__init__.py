@@ -7,7 +7,6 @@ from .block_diffusion import MAX_EXACT_BLOCK_SIZE, BlockDiffusionScorer
 from .masked_diffusion import MaskedDiffusionScorer, sample_orders
 from .schedule_variance import order_logp_variance, schedule_variance
 
-
 __all__ = [
     "MAX_EXACT_BLOCK_SIZE",
     "AutoregressiveScorer",

@@ -10,7 +10,6 @@ import torch
 from .base import SequenceScorer
 from .masked_diffusion import MaskedDiffusionScorer, check_diffusion_inputs, check_positive_int, real_positions
 
-
 MAX_EXACT_BLOCK_SIZE = 16
 """Largest block size the exact DP accepts: it runs 2^B - 1 partial states per block (65535 at B = 16) and keeps a
 `(blocks, 2^B, B)` table of conditionals; beyond that use `method="mc"`."""

@@ -15,7 +15,6 @@ from typing import Literal, NamedTuple
 
 import torch
 
-
 Reduction = Literal["mean", "sum", "none"]
 
 

@@ -15,7 +15,6 @@ from .precision_recall import (
     support_recall,
 )
 
-
 _MODULE_DIR = Path(__file__).resolve().parent
 
 

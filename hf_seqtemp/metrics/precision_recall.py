@@ -84,7 +84,7 @@ def support_precision(p: torch.Tensor, q: torch.Tensor) -> float:
 
     Example:
     ```python
-    >>> support_precision(torch.tensor([0.5, 0.5, 0.0]), torch.tensor([0.8, 0.0, 0.2]))
+    >>> round(support_precision(torch.tensor([0.5, 0.5, 0.0]), torch.tensor([0.8, 0.0, 0.2])), 6)
     0.8
     ```
     """

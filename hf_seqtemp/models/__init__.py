@@ -11,7 +11,6 @@ from .diffusion import (
     wrap_diffusion_model,
 )
 
-
 __all__ = [
     "DEFAULT_MODEL_ID",
     "BlockDiffusionAdapter",

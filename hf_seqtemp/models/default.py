@@ -10,7 +10,6 @@ from pathlib import Path
 
 import torch
 
-
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"

@@ -18,7 +18,6 @@ import torch
 
 from .base import DiffusionLM
 
-
 # Config `model_type`s whose logits at position i predict token i (no shift) and that are not *ForMaskedLM classes.
 _UNSHIFTED_TYPES = {"llada", "llada_moe", "mdlm", "bd3lm", "radd"}
 # Config `model_type`s whose logits at position i predict token i + 1, like an AR model (Dream).

@@ -4,5 +4,4 @@
 from .arithmetic import ArithmeticTask, ArithmeticTokenizer, check_answer
 from .multiplication import MultiplicationBatch, MultiplicationTask
 
-
 __all__ = ["ArithmeticTask", "ArithmeticTokenizer", "MultiplicationBatch", "MultiplicationTask", "check_answer"]

@@ -17,7 +17,6 @@ from typing import ClassVar, Literal
 import torch
 from transformers import PreTrainedTokenizer
 
-
 SPECIAL_TOKENS = ("[PAD]", "[MASK]", "[BOS]", "[EOS]")
 CHARACTERS = "0123456789+-*="
 _PROMPT_PATTERN = re.compile(r"^\s*(\d+)\s*([+*])\s*(\d+)\s*=\s*$")

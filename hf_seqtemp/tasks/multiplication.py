@@ -29,7 +29,7 @@ def encode(text: str) -> list[int]:
     Example:
     ```python
     >>> encode("3*4=")
-    [6, 13, 5, 14]
+    [6, 13, 7, 14]
     ```
     """
     unknown = sorted({c for c in text if c not in _TOKEN_OF})

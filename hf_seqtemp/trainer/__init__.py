@@ -5,5 +5,4 @@ from .config import SeqTempConfig
 from .data import SeqTempCollator, prepare_dataset, sample_dataset
 from .trainer import SeqTempTrainer
 
-
 __all__ = ["SeqTempCollator", "SeqTempConfig", "SeqTempTrainer", "prepare_dataset", "sample_dataset"]

@@ -12,7 +12,6 @@ import torch
 from datasets import Dataset
 from tqdm.auto import tqdm
 
-
 logger = logging.getLogger(__name__)
 
 EXAMPLE_ID = "example_id"

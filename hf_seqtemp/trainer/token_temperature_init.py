@@ -13,7 +13,6 @@ import copy
 
 import torch
 
-
 _FINAL_NORM_NAMES = ("norm", "final_layernorm", "final_layer_norm", "ln_f")
 
 

@@ -8,6 +8,7 @@ import copy
 import math
 import os
 from collections import defaultdict
+from typing import ClassVar
 
 import torch
 from datasets import Dataset
@@ -22,10 +23,10 @@ from ..metrics.core import effective_temperature, kendall_tau
 from ..models.base import DiffusionLM
 from ..models.diffusion import _BLOCK_TYPES, _SHIFTED_TYPES, _UNSHIFTED_TYPES, wrap_diffusion_model
 from .config import SeqTempConfig
-from .hub_mixin import HubMixin
 from .data import EXAMPLE_ID, SeqTempCollator, prepare_dataset
-from .token_temperature_init import fold_token_temperature, with_trainable_final_norm
 from .families import DiffusionFamily, family_for, order_seed
+from .hub_mixin import HubMixin
+from .token_temperature_init import fold_token_temperature, with_trainable_final_norm
 
 
 def _is_peft_model(model) -> bool:
@@ -88,9 +89,9 @@ class SeqTempTrainer(HubMixin, Trainer):
     ```
     """
 
-    _tag_names = ["hf_seqtemp", "seqtemp"]
+    _tag_names: ClassVar[list[str]] = ["hf_seqtemp", "seqtemp"]
     _name = "SeqTemp"
-    _paper = {
+    _paper: ClassVar[dict[str, str]] = {
         "title": "Temperature Scaling in Discrete Sequence (Language) Models",
         "authors": "Hannah Scheufele, Peter Blohm, Vikas Garg",
     }

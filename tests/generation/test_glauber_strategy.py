@@ -10,7 +10,6 @@ from generation_toys import tiny_llama
 from hf_seqtemp.generation import GlauberGenerateOutput, seqtemp_generate
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
-
 PROMPT = torch.tensor([[1, 2]])
 NEW = 3
 

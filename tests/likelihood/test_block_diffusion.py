@@ -18,7 +18,6 @@ from hf_seqtemp.likelihood.block_diffusion import MAX_EXACT_BLOCK_SIZE, BlockDif
 from hf_seqtemp.likelihood.schedule_variance import schedule_variance
 from hf_seqtemp.models.diffusion import BlockDiffusionAdapter, MaskedLMAdapter
 
-
 # (input_ids, attention_mask, completion_mask); all of length 5
 CASES = {
     "all_completion": ([1, 2, 3, 4, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 1]),

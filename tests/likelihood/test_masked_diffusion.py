@@ -16,7 +16,6 @@ from diffusion_oracles import (
 from hf_seqtemp.likelihood.masked_diffusion import MaskedDiffusionScorer, sample_orders
 from hf_seqtemp.models.diffusion import MaskedLMAdapter, ShiftedLogitsAdapter
 
-
 CASES = {
     "all_completion": ([1, 2, 3, 4], [1, 1, 1, 1], [1, 1, 1, 1]),
     "prompt": ([2, 0, 4, 1, 3], [1, 1, 1, 1, 1], [1, 1, 0, 1, 1]),

@@ -16,7 +16,6 @@ from hf_seqtemp.losses.diffusion import (
     monte_carlo_ratio_loss,
 )
 
-
 LENGTH, VOCAB = 3, 2
 SEQUENCES = list(itertools.product(range(VOCAB), repeat=LENGTH))
 COUNTS = torch.tensor([6, 4, 3, 2, 2, 1, 1, 1])  # the data set: p(x) = count / 20, each x repeated `count` times

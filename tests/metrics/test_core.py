@@ -27,7 +27,7 @@ def _t_eff_direct(a, b):
 
 
 def _tau_direct(a, b):
-    sgn = lambda v: (v > 0) - (v < 0)  # noqa: E731
+    sgn = lambda v: (v > 0) - (v < 0)
     return sum(sgn(a[i] - a[j]) * sgn(b[i] - b[j]) for i, j in _pairs(len(a))) / (len(a) * (len(a) - 1))
 
 

@@ -16,7 +16,6 @@ from hf_seqtemp.metrics.precision_recall import (
 )
 from hf_seqtemp.models import MaskedLMAdapter
 
-
 NEW_MODULES = ("knn_precision_recall", "pass_at_k", "precision_recall", "schedule_variance")
 
 

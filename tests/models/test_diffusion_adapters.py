@@ -16,7 +16,6 @@ from hf_seqtemp.models.diffusion import (
     wrap_diffusion_model,
 )
 
-
 torch.set_num_threads(1)  # 2 shared cores: intra-op threads only oversubscribe them
 MASK = 5
 

@@ -11,9 +11,9 @@ import torch
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 
-
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
-from toy import as_dataset, sample_sequences, tiny_causal_lm  # noqa: E402
+from launching import leave
+from toy import as_dataset, sample_sequences, tiny_causal_lm
 
 
 def main(output_dir: str, per_device_batch: int, loss_type: str) -> None:
@@ -43,9 +43,12 @@ def main(output_dir: str, per_device_batch: int, loss_type: str) -> None:
         curve = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
         with open(f"{output_dir}/curve.json", "w") as handle:
             json.dump({"loss": curve, "world": trainer.accelerator.num_processes}, handle)
-    if torch.distributed.is_initialized():  # tear gloo down before interpreter exit (it can abort at shutdown)
+            handle.flush()
+            os.fsync(handle.fileno())
+    if torch.distributed.is_initialized():
         torch.distributed.barrier()
-        torch.distributed.destroy_process_group()
+    # no interpreter teardown: the DDP reducer's destructor can deadlock with the gloo worker thread
+    leave(0)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ the parameters must move, identically on both ranks. Each rank writes `rank<r>.j
 """
 
 import json
+import os
 import sys
 
 import torch
@@ -13,9 +14,9 @@ import torch.distributed as dist
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 
-
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
-from toy import as_dataset, sample_sequences, tiny_causal_lm  # noqa: E402
+from launching import leave
+from toy import as_dataset, sample_sequences, tiny_causal_lm
 
 
 def main(output_dir: str) -> None:
@@ -52,9 +53,11 @@ def main(output_dir: str) -> None:
     )
     with open(f"{output_dir}/rank{dist.get_rank()}.json", "w") as handle:
         handle.write(record)
-    # tear gloo down before interpreter exit: left alive, it can abort at shutdown ("terminate called ...")
+        handle.flush()
+        os.fsync(handle.fileno())
     dist.barrier()
-    dist.destroy_process_group()
+    # no interpreter teardown: the DDP reducer's destructor can deadlock with the gloo worker thread
+    leave(0)
 
 
 if __name__ == "__main__":

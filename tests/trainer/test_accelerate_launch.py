@@ -1,20 +1,16 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
+from launching import run_ranks
 
 SCRIPT = Path(__file__).with_name("accelerate_loss_curve.py")
 
 
 def _run(command: list[str], output_dir: Path) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_ranks(command)
     return json.loads((output_dir / "curve.json").read_text())
 
 

@@ -125,7 +125,7 @@ def test_every_config_field_is_documented_and_choices_match_the_registry():
     ]
     assert len(own) == 6
     for field in own:
-        assert re.search(rf"^\s+{field.name} \(`", doc, re.M), field.name
+        assert re.search(rf"^\s+{field.name} \(`", doc, re.MULTILINE), field.name
         assert field.metadata.get("help")
     assert SeqTempConfig.__dataclass_fields__["loss_type"].metadata["choices"] == sorted(LOSSES)
 

@@ -17,20 +17,20 @@ from hf_seqtemp import (
 
 
 def _config(tmp_path, **overrides):
-    values = dict(
-        output_dir=str(tmp_path),
-        target_temperature=0.5,
-        learning_rate=3e-3,
-        max_steps=200,
-        per_device_train_batch_size=64,
-        per_device_eval_batch_size=64,
-        logging_steps=100,
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
-        lr_scheduler_type="constant",
-        disable_tqdm=True,
-    )
+    values = {
+        "output_dir": str(tmp_path),
+        "target_temperature": 0.5,
+        "learning_rate": 3e-3,
+        "max_steps": 200,
+        "per_device_train_batch_size": 64,
+        "per_device_eval_batch_size": 64,
+        "logging_steps": 100,
+        "save_strategy": "no",
+        "use_cpu": True,
+        "seed": 0,
+        "lr_scheduler_type": "constant",
+        "disable_tqdm": True,
+    }
     values.update(overrides)
     return SeqTempConfig(**values)
 

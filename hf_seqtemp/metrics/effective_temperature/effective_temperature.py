@@ -6,7 +6,6 @@ import evaluate
 
 from hf_seqtemp.metrics.core import effective_temperature
 
-
 _DESCRIPTION = """
 Effective temperature T_eff: the least-squares slope of log p(x)/p(x') (base model) on log q(x)/q(x') (measured
 model) over all pairs of sequences (Eq. 17 of Scheufele, Blohm and Garg). A model tempered exactly at sequence

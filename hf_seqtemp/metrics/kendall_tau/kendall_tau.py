@@ -6,7 +6,6 @@ import evaluate
 
 from hf_seqtemp.metrics.core import kendall_tau
 
-
 _DESCRIPTION = """
 Kendall's tau-a over all distinct pairs of sequences (Eq. 13 of Scheufele, Blohm and Garg): the agreement of the
 rankings of sequences by log p(x) (base model) and by log q(x) (measured model). Temperature scaling preserves the

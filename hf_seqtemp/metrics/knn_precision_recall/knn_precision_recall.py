@@ -7,7 +7,6 @@ import torch
 
 from hf_seqtemp.metrics.precision_recall import knn_precision_recall
 
-
 _DESCRIPTION = """
 Improved precision and recall (Kynkäänniemi et al., 2019) on embeddings. The real manifold is the union of balls
 around each real embedding, with radius its distance to its k-th nearest real neighbour; likewise the generated

@@ -6,7 +6,6 @@ import evaluate
 
 from hf_seqtemp.metrics.pass_at_k import pass_at_k
 
-
 _DESCRIPTION = """
 Unbiased pass@k: for each problem, n samples were drawn and c of them are correct; the probability that at least one
 of k samples drawn without replacement from those n is correct is 1 - C(n - c, k) / C(n, k). The module averages it

@@ -6,7 +6,6 @@ import evaluate
 
 from hf_seqtemp.likelihood.schedule_variance import order_logp_variance
 
-
 _DESCRIPTION = """
 Schedule variance of a masked or block diffusion LM: how much the sequence log-likelihood log p(x; π) depends on
 the unmasking order π (Sec. 6 and the "Variance" columns of Tables 4-5 of the temperature-scaling paper). Each row

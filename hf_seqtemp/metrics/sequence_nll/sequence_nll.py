@@ -6,7 +6,6 @@ import evaluate
 
 from hf_seqtemp.metrics.core import sequence_nll
 
-
 _DESCRIPTION = """
 Mean negative log-likelihood of sequences: per sequence (mean of -log p(x)) and per token (sum of -log p(x) over
 the sum of scored token counts), from sequence log-likelihoods that are sums over tokens.

@@ -6,7 +6,6 @@ import evaluate
 
 from hf_seqtemp.metrics.core import temperature_log_ratio
 
-
 _DESCRIPTION = """
 Temperature log-ratio h(x) = log p(x) - T log q(x) (Eq. 16 of Scheufele, Blohm and Garg). A model q is tempered
 at sequence temperature T exactly when h is constant over sequences (Lemma 5.1), so its variance measures the

@@ -1,0 +1,84 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Launching multi-process test scripts so that no rank can hang CI or outlive its test.
+
+Every process of one launch (`torchrun`, `accelerate launch`, and the ranks they start, which torch's elastic agent
+puts in sessions of their own) inherits a marker in its environment; on timeout, and after every launch, each
+process carrying the marker is killed, orphaned or not, and a timed-out test fails with the last output of the
+ranks. Rank scripts end with [`leave`], which flushes their results and exits with `os._exit`, skipping the
+interpreter teardown where the DDP reducer and the gloo worker thread can deadlock.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+DEFAULT_TIMEOUT = 120
+
+
+MARKER = "HF_SEQTEMP_TEST_LAUNCH"
+
+
+def _marked(marker: str) -> list[int]:
+    """Pids of the live processes whose environment holds `MARKER=marker`."""
+    needle = f"{MARKER}={marker}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                pids.append(int(entry.name))
+        except OSError:  # gone, or not ours to read
+            continue
+    return pids
+
+
+def _kill_marked(marker: str) -> None:
+    for pid in _marked(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def run_ranks(command: list[str], timeout: float = DEFAULT_TIMEOUT, tail: int = 3000) -> subprocess.CompletedProcess:
+    """Runs a multi-process launcher in its own process group; fails the test (never hangs) after `timeout` s.
+
+    Returns the completed process when it exits with 0; otherwise fails with the last `tail` characters of its
+    output (the ranks' stdout and stderr, interleaved as the launcher relays them).
+    """
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path), MARKER: marker}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_marked(marker)  # launcher and ranks: the pipe closes only when the last holder is gone
+        output, _ = process.communicate()
+        pytest.fail(
+            f"{Path(command[0]).name} did not finish within {timeout:g} s; its process group was killed. "
+            f"Last output of the ranks:\n{output[-tail:]}"
+        )
+    finally:
+        _kill_marked(marker)  # a rank that outlived its launcher must not survive the test
+    if process.returncode != 0:
+        pytest.fail(f"{Path(command[0]).name} exited with {process.returncode}. Last output:\n{output[-tail:]}")
+    return subprocess.CompletedProcess(command, process.returncode, output, "")
+
+
+def leave(code: int = 0) -> None:
+    """Ends a rank without interpreter teardown (flushes stdio first).
+
+    `destroy_process_group()` does not release the DDP reducer, whose destructor joins the gloo worker thread while
+    that thread waits for the GIL: about 1 exit in 10 hung there. `os._exit` skips every destructor.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
