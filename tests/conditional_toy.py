@@ -14,7 +14,6 @@ import torch
 from datasets import Dataset
 from toy import BOS, tiny_causal_lm
 
-
 PROMPTS = ((BOS, 0), (BOS, 1), (BOS, 2), (BOS, 3))
 
 

@@ -44,7 +44,7 @@ def test_within_prompt_metrics_are_exact_for_a_hand_tempered_conditional_model(o
 
 
 def test_groups_of_the_wrong_length_or_without_pairs_are_errors_naming_the_fix(oracle):
-    ref, groups = oracle
+    ref, _ = oracle
     with pytest.raises(ValueError, match=r"`groups` must hold one id per sequence: got 3 ids for 256"):
         effective_temperature(ref, ref, groups=[0, 1, 2])
     with pytest.raises(ValueError, match=r"group of its own.*at least two completions per prompt"):
