@@ -30,6 +30,7 @@ def _train(output_dir, **config):
         save_strategy="no",
         learning_rate=5e-2,
         per_device_train_batch_size=20,
+        num_generations=4,
         target_temperature=T,
         **config,
     )
