@@ -26,13 +26,13 @@ from transformers.generation.logits_process import (
 )
 
 from ..models.base import DiffusionLM
-from .adapters import active_adapter, calibration_points, interpolate_scale, tempered_adapters
+from .adapters import active_adapter, tempered_adapters
 from .diffusion import diffusion_generate, validate_seq_temperature
 from .glauber import GlauberGenerateOutput, glauber_refine
 from .power_sampling import power_sample
 
 
-STRATEGIES = ("auto", "adapter", "interpolate", "mcmc", "glauber", "imh")
+STRATEGIES = ("auto", "adapter", "mcmc", "glauber", "imh")
 # `strategy="glauber"` with `num_candidates=None` runs `batch * |V|` sequences per site; above this, ask for N
 _MAX_FULL_SITE_ROWS = 1 << 16
 # token-level reshaping that would distort the sequence-tempered target
@@ -84,27 +84,9 @@ def _matching_adapter(adapters: dict[str, Any], seq_temperature: float) -> str |
     available = sorted(float(c.target_temperature) for c in adapters.values())
     raise ValueError(
         f"No loaded adapter was trained for `seq_temperature={seq_temperature}`; available temperatures: "
-        f"{available}. Pass one of them, load a matching adapter, or use `strategy='interpolate'` or "
-        "`strategy='mcmc'`."
+        f"{available}. Pass one of them, load a matching adapter with `load_tempered`, or sample without an adapter: "
+        "`strategy='mcmc'` or `strategy='glauber'`."
     )
-
-
-def _interpolated_adapter(adapters: dict[str, Any], seq_temperature: float) -> tuple[str, float]:
-    candidates = []
-    for name, cfg in adapters.items():
-        scale = interpolate_scale(calibration_points(cfg), seq_temperature)
-        if scale is not None:
-            distance = abs(math.log(float(cfg.target_temperature)) - math.log(seq_temperature))
-            candidates.append((distance, name, scale))
-    if not candidates:
-        ranges = {n: [t for _, t in calibration_points(c)] for n, c in adapters.items()}
-        raise ValueError(
-            f"`seq_temperature={seq_temperature}` lies outside every adapter's measured T_eff range {ranges}: "
-            "interpolation does not extrapolate. Measure `eval_t_eff`/`scale_calibration` further out or use "
-            "`strategy='mcmc'`."
-        )
-    _, name, scale = min(candidates)
-    return name, scale
 
 
 def _plain_sampling(
@@ -183,9 +165,6 @@ def seqtemp_generate(
     - `"adapter"`: activate the adapter whose `seqtemp_config.target_temperature` equals `seq_temperature` (with
       several adapters loaded, the matching one) and sample from it at token temperature 1. `seq_temperature=1`
       without a matching adapter samples the base model with adapters off.
-    - `"interpolate"`: activate the adapter whose measured `T_eff` range brackets `seq_temperature` and rescale its
-      LoRA update by a scale interpolated linearly in `log T_eff` between the calibration points `(0, 1)` (base
-      model), `(1, eval_t_eff)` and any `scale_calibration` measurements in its config. No extrapolation.
     - `"mcmc"`: training-free power sampling ([`power_sample`]), `mcmc_steps` MH steps per block of `block_size`
       tokens; completions have exactly `max_new_tokens` tokens.
     - `"glauber"`: training-free Glauber dynamics ([`glauber_refine`]): an ancestral draft of exactly
@@ -200,7 +179,7 @@ def seqtemp_generate(
 
     Args:
         seq_temperature (`float`, *optional*): sequence temperature `T > 0` of the target `p(x)^(1/T)`.
-        strategy (`str`, *optional*, defaults to `"auto"`): `"auto"`, `"adapter"`, `"interpolate"`, `"mcmc"` or
+        strategy (`str`, *optional*, defaults to `"auto"`): `"auto"`, `"adapter"`, `"mcmc"` or
             `"glauber"` (`"imh"` is for diffusion models, see [`diffusion_generate`]).
         mcmc_steps (`int`, *optional*, defaults to `4`): MH steps per block (`"mcmc"` only).
         block_size (`int`, *optional*): MH block size (`"mcmc"` only); `None` is one block.
@@ -242,7 +221,7 @@ def seqtemp_generate(
     _check_family(model, adapters, strategy)
     if strategy == "auto":
         strategy = "adapter" if adapters else "mcmc"
-    if strategy in ("adapter", "interpolate") and not adapters:
+    if strategy == "adapter" and not adapters:
         raise ValueError(
             f"`strategy={strategy!r}` needs a model with sequence-temperature adapters (load one with "
             "`load_tempered`); without adapters use `strategy='mcmc'`."
@@ -267,13 +246,7 @@ def seqtemp_generate(
         return _glauber_generate(
             model, input_ids, attention_mask, max_new_tokens, seq_temperature, glauber_rounds, options
         )
-    if strategy == "adapter":
-        with active_adapter(model, _matching_adapter(adapters, seq_temperature)):
-            return _plain_sampling(*sampling_args, model_kwargs)
-    from peft.helpers import rescale_adapter_scale
-
-    name, scale = _interpolated_adapter(adapters, seq_temperature)
-    with active_adapter(model, name), rescale_adapter_scale(model, scale):
+    with active_adapter(model, _matching_adapter(adapters, seq_temperature)):
         return _plain_sampling(*sampling_args, model_kwargs)
 
 
