@@ -54,7 +54,7 @@ class SequenceTemperatureConfig:
     >>> from hf_seqtemp import SequenceTemperatureConfig
     >>> config = SequenceTemperatureConfig(target_temperature=0.5, base_model_id="my/base")
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     config.save_pretrained(folder)
+    ...     _ = config.save_pretrained(folder)
     ...     SequenceTemperatureConfig.from_pretrained(folder).target_temperature
     0.5
     ```
