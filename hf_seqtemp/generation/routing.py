@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 import torch
-from transformers.generation import GenerationMixin
+from transformers.generation import GenerationConfig, GenerationMixin
 from transformers.generation.logits_process import (
     EpsilonLogitsWarper,
     EtaLogitsWarper,
@@ -28,7 +28,8 @@ from transformers.generation.logits_process import (
 from ..models.base import DiffusionLM
 from .adapters import active_adapter, tempered_adapters
 from .diffusion import diffusion_generate, validate_seq_temperature
-from .glauber import GlauberGenerateOutput, glauber_refine
+from .answers import pad_after_answer, resolve_eos_and_pad
+from .glauber import GlauberGenerateOutput, _ancestral_draft, glauber_refine
 from .power_sampling import power_sample
 
 
@@ -107,10 +108,21 @@ def _plain_sampling(
     )
 
 
-def _glauber_generate(model, input_ids, attention_mask, max_new_tokens, seq_temperature, rounds, options):
-    """Ancestral draft of `max_new_tokens` tokens, then `rounds` Glauber sweeps targeting `p^(1/T)` (fixed length)."""
+def _eos_and_pad(generation_config) -> tuple[list[int], int | None]:
+    """EOS ids and pad id of a prepared `generate` call (no EOS id: fixed-length answers)."""
+    eos = getattr(generation_config, "_eos_token_tensor", None)
+    eos = generation_config.eos_token_id if eos is None else eos
+    eos = [] if eos is None else torch.as_tensor(eos).flatten().tolist()
+    pad = getattr(generation_config, "_pad_token_tensor", None)
+    pad = generation_config.pad_token_id if pad is None else pad
+    return eos, None if pad is None else int(torch.as_tensor(pad).flatten()[0])
+
+
+def _glauber_generate(model, input_ids, attention_mask, generation_config, seq_temperature, rounds, options):
+    """Ancestral draft of `max_new_tokens` tokens, then `rounds` Glauber sweeps targeting `p^(1/T)` over answers."""
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
         raise ValueError(f"`glauber_rounds` must be a non-negative integer, got {rounds!r}; 0 returns the draft.")
+    max_new_tokens = generation_config.max_length - input_ids.shape[1]
     if max_new_tokens < 1:
         raise ValueError(f"`max_new_tokens` must be >= 1 for `strategy='glauber'`, got {max_new_tokens}.")
     batch, prompt_length = input_ids.shape
@@ -126,26 +138,43 @@ def _glauber_generate(model, input_ids, attention_mask, max_new_tokens, seq_temp
     attn = torch.cat([attention_mask, attention_mask.new_ones(batch, max_new_tokens)], dim=1)
     cmask = torch.zeros_like(ids, dtype=torch.bool)
     cmask[:, prompt_length:] = True
-    common = {"attention_mask": attn, "completion_mask": cmask, "seq_temperature": seq_temperature}
-    common.update(num_candidates=options["num_candidates"], generator=options["generator"])
-    draft = glauber_refine(model, ids, num_rounds=0, draft="ancestral", **common)
-    out = glauber_refine(model, draft.sequences, num_rounds=rounds, **common)
+    eos_token_id, pad_token_id = _eos_and_pad(generation_config)
+    eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
+    draft = _ancestral_draft(model, ids, attn, cmask, options["generator"])
+    out = glauber_refine(
+        model,
+        draft,
+        attn,
+        cmask,
+        seq_temperature=seq_temperature,
+        num_rounds=rounds,
+        num_candidates=options["num_candidates"],
+        generator=options["generator"],
+        eos_token_id=eos,
+        pad_token_id=pad,
+    )
     if not options["return_dict"]:
         return out.sequences
     return GlauberGenerateOutput(
         sequences=out.sequences,
-        draft_sequences=draft.sequences,
+        draft_sequences=pad_after_answer(draft, cmask, eos, pad),
         acceptance_rate=out.acceptance_rates,
         sequence_logps=out.log_likelihoods,
     )
 
 
+_RECIPE = (
+    "model.generate(**inputs, custom_generate=hf_seqtemp.seqtemp_generate, seq_temperature=0.5, strategy='mcmc', "
+    "max_new_tokens=32)"
+)
+
+
 def seqtemp_generate(
     model,
     input_ids: torch.LongTensor,
-    logits_processor: LogitsProcessorList,
-    stopping_criteria,
-    generation_config,
+    logits_processor: LogitsProcessorList | None = None,
+    stopping_criteria=None,
+    generation_config=None,
     synced_gpus: bool = False,
     streamer=None,
     seq_temperature: float | None = None,
@@ -166,10 +195,15 @@ def seqtemp_generate(
       several adapters loaded, the matching one) and sample from it at token temperature 1. `seq_temperature=1`
       without a matching adapter samples the base model with adapters off.
     - `"mcmc"`: training-free power sampling ([`power_sample`]), `mcmc_steps` MH steps per block of `block_size`
-      tokens; completions have exactly `max_new_tokens` tokens.
-    - `"glauber"`: training-free Glauber dynamics ([`glauber_refine`]): an ancestral draft of exactly
-      `max_new_tokens` tokens, then `glauber_rounds` sweeps of single-site Metropolis-Hastings updates whose
-      stationary law is `p^(1/T)` over completions (the draft is the chain's start, so few rounds are approximate).
+      tokens.
+    - `"glauber"`: training-free Glauber dynamics ([`glauber_refine`]): an ancestral draft of `max_new_tokens`
+      tokens, then `glauber_rounds` sweeps of single-site Metropolis-Hastings updates whose stationary law is
+      `p^(1/T)` over answers (the draft is the chain's start, so few rounds are approximate).
+
+    `"mcmc"` and `"glauber"` work on any causal LM and target `p(answer)^(1/T)` over *answers*: an answer ends at
+    its first EOS token (`generation_config.eos_token_id`, included) and is padded with `pad_token_id` after it;
+    an answer without EOS within `max_new_tokens` is the truncated event, whose probability is that of its tokens.
+    A model without an EOS id gets completions of exactly `max_new_tokens` tokens.
 
     When `seq_temperature` is given, sampling is forced (`do_sample=True`) with `top_k=0`, `top_p=1.0` and token
     `temperature=1.0`: the temperature, top-k, top-p, min-p, typical, epsilon and eta warpers are removed, since any
@@ -210,6 +244,11 @@ def seqtemp_generate(
     torch.Size([1, 6])
     ```
     """
+    if not isinstance(generation_config, GenerationConfig):
+        raise TypeError(
+            "`seqtemp_generate` is a `custom_generate` callable for `generate`, which prepares its inputs: call "
+            f"`{_RECIPE}` (any causal LM), or `hf_seqtemp.generate_tempered(model, input_ids, seq_temperature=0.5)`."
+        )
     strategy = _check_strategy(strategy)
     sampling_args = (model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus, streamer)
     if seq_temperature is None:
@@ -227,6 +266,7 @@ def seqtemp_generate(
             "`load_tempered`); without adapters use `strategy='mcmc'`."
         )
     if strategy == "mcmc":
+        eos_token_id, pad_token_id = _eos_and_pad(generation_config)
         return power_sample(
             model,
             input_ids,
@@ -237,14 +277,15 @@ def seqtemp_generate(
             block_size=block_size,
             generator=generator,
             return_dict_in_generate=bool(generation_config.return_dict_in_generate),
+            eos_token_id=eos_token_id,
+            pad_token_id=pad_token_id,
         )
     if strategy == "glauber":
         options = {"num_candidates": num_candidates, "generator": generator}
         options["return_dict"] = bool(generation_config.return_dict_in_generate)
-        max_new_tokens = generation_config.max_length - input_ids.shape[1]
         attention_mask = model_kwargs.get("attention_mask")
         return _glauber_generate(
-            model, input_ids, attention_mask, max_new_tokens, seq_temperature, glauber_rounds, options
+            model, input_ids, attention_mask, generation_config, seq_temperature, glauber_rounds, options
         )
     with active_adapter(model, _matching_adapter(adapters, seq_temperature)):
         return _plain_sampling(*sampling_args, model_kwargs)

@@ -16,6 +16,7 @@ import torch
 from distribution_checks import cell_counts, chi_square_pvalue
 from generation_toys import TinyMaskedLM, tiny_bert, tiny_llama
 from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import GenerationConfig
 
 from hf_seqtemp import SequenceTemperatureConfig, load_tempered
 from hf_seqtemp.generation import (
@@ -171,10 +172,23 @@ def test_model_without_adapters_errors_and_defaults_to_mcmc():
     model = tiny_llama(vocab_size=8)
     with pytest.raises(ValueError, match="`strategy='adapter'` needs a model with sequence-temperature adapters"):
         _sample(model, custom_generate=seqtemp_generate, seq_temperature=0.5, strategy="adapter")
-    out = _sample(model, custom_generate=seqtemp_generate, seq_temperature=0.5, return_dict_in_generate=True)
-    assert out.sequences.shape == (1, 15) and out.acceptance_rate.shape == (1,)  # auto -> mcmc
+    auto, mcmc = (
+        _sample(
+            model,
+            custom_generate=seqtemp_generate,
+            seq_temperature=0.5,
+            generator=torch.Generator().manual_seed(4),
+            **extra,
+        )
+        for extra in ({}, {"strategy": "mcmc"})
+    )
+    assert torch.equal(auto, mcmc)  # without adapters, "auto" is power sampling
     with pytest.raises(ValueError, match="Unsupported model family for `seq_temperature`: Linear"):
-        seqtemp_generate(torch.nn.Linear(1, 1), PROMPT, [], [], SimpleNamespace(), seq_temperature=0.5)
+        seqtemp_generate(torch.nn.Linear(1, 1), PROMPT, [], [], GenerationConfig(), seq_temperature=0.5)
+    with pytest.raises(
+        TypeError, match=r"call `model.generate\(\*\*inputs, custom_generate=hf_seqtemp.seqtemp_generate"
+    ):
+        seqtemp_generate(model, PROMPT, seq_temperature=0.5)  # called directly instead of through `generate`
 
 
 def test_generate_tempered_routes_diffusion_models_to_imh():
