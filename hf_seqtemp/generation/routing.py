@@ -8,6 +8,7 @@ criteria, pops the callable's extra parameters (`seq_temperature`, `strategy`, .
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from typing import Any
@@ -169,6 +170,30 @@ _RECIPE = (
 )
 
 
+def _training_free(model, input_ids, generation_config, model_kwargs, strategy, seq_temperature, options):
+    """`strategy="mcmc"` ([`power_sample`]) or `"glauber"` on the model as it is, answers ending at EOS."""
+    options["return_dict"] = bool(generation_config.return_dict_in_generate)
+    attention_mask = model_kwargs.get("attention_mask")
+    if strategy == "glauber":
+        return _glauber_generate(
+            model, input_ids, attention_mask, generation_config, seq_temperature, options["glauber_rounds"], options
+        )
+    eos_token_id, pad_token_id = _eos_and_pad(generation_config)
+    return power_sample(
+        model,
+        input_ids,
+        attention_mask,
+        max_new_tokens=generation_config.max_length - input_ids.shape[1],
+        seq_temperature=seq_temperature,
+        mcmc_steps=options["mcmc_steps"],
+        block_size=options["block_size"],
+        generator=options["generator"],
+        return_dict_in_generate=options["return_dict"],
+        eos_token_id=eos_token_id,
+        pad_token_id=pad_token_id,
+    )
+
+
 def seqtemp_generate(
     model,
     input_ids: torch.LongTensor,
@@ -200,9 +225,11 @@ def seqtemp_generate(
       tokens, then `glauber_rounds` sweeps of single-site Metropolis-Hastings updates whose stationary law is
       `p^(1/T)` over answers (the draft is the chain's start, so few rounds are approximate).
 
-    `"mcmc"` and `"glauber"` work on any causal LM and target `p(answer)^(1/T)` over *answers*: an answer ends at
-    its first EOS token (`generation_config.eos_token_id`, included) and is padded with `pad_token_id` after it;
-    an answer without EOS within `max_new_tokens` is the truncated event, whose probability is that of its tokens.
+    `"mcmc"` and `"glauber"` work on any causal LM (on a model with sequence-temperature adapters they run with
+    the adapters off, so that `p` is the base model on every route) and target `p(answer)^(1/T)` over *answers*:
+    an answer ends at its first EOS token (`generation_config.eos_token_id`, included) and is padded with
+    `pad_token_id` after it; an answer without EOS within `max_new_tokens` is the truncated event, whose
+    probability is that of its tokens.
     A model without an EOS id gets completions of exactly `max_new_tokens` tokens.
 
     When `seq_temperature` is given, sampling is forced (`do_sample=True`) with `top_k=0`, `top_p=1.0` and token
@@ -256,6 +283,11 @@ def seqtemp_generate(
             raise ValueError(f"`strategy={strategy!r}` needs `seq_temperature`; pass e.g. `seq_temperature=0.5`.")
         return GenerationMixin._sample(*sampling_args, **model_kwargs)
     seq_temperature = validate_seq_temperature(seq_temperature)
+    if (generation_config.num_beams or 1) > 1:
+        raise ValueError(
+            f"`num_beams={generation_config.num_beams}` cannot be combined with `seq_temperature`, which samples "
+            "p^(1/T): drop `num_beams`; for several samples per prompt pass `do_sample=True, num_return_sequences=n`."
+        )
     adapters = tempered_adapters(model)
     _check_family(model, adapters, strategy)
     if strategy == "auto":
@@ -265,28 +297,14 @@ def seqtemp_generate(
             f"`strategy={strategy!r}` needs a model with sequence-temperature adapters (load one with "
             "`load_tempered`); without adapters use `strategy='mcmc'`."
         )
-    if strategy == "mcmc":
-        eos_token_id, pad_token_id = _eos_and_pad(generation_config)
-        return power_sample(
-            model,
-            input_ids,
-            model_kwargs.get("attention_mask"),
-            max_new_tokens=generation_config.max_length - input_ids.shape[1],
-            seq_temperature=seq_temperature,
-            mcmc_steps=mcmc_steps,
-            block_size=block_size,
-            generator=generator,
-            return_dict_in_generate=bool(generation_config.return_dict_in_generate),
-            eos_token_id=eos_token_id,
-            pad_token_id=pad_token_id,
-        )
-    if strategy == "glauber":
-        options = {"num_candidates": num_candidates, "generator": generator}
-        options["return_dict"] = bool(generation_config.return_dict_in_generate)
-        attention_mask = model_kwargs.get("attention_mask")
-        return _glauber_generate(
-            model, input_ids, attention_mask, generation_config, seq_temperature, glauber_rounds, options
-        )
+    if strategy in ("mcmc", "glauber"):
+        options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
+        options.update(num_candidates=num_candidates, generator=generator)
+        # `seq_temperature` is relative to the base model p on every route: tempered adapters are switched off
+        with active_adapter(model, None) if adapters else contextlib.nullcontext():
+            return _training_free(
+                model, input_ids, generation_config, model_kwargs, strategy, seq_temperature, options
+            )
     with active_adapter(model, _matching_adapter(adapters, seq_temperature)):
         return _plain_sampling(*sampling_args, model_kwargs)
 

@@ -118,6 +118,9 @@ def test_each_temperature_samples_its_own_model(folders, loaded):
         counts = _completion_counts(model, PROMPT, seq_temperature=temperature)
         _, p_value, _ = chi_square_pvalue(counts, _exact_completion_probs(oracle, PROMPT))
         assert p_value > 1e-3, (temperature, p_value)
+        if temperature == 1.0:  # the training-free routes temper the base model p, adapters off
+            counts = _completion_counts(model, PROMPT, seq_temperature=1.0, strategy="mcmc")
+            assert chi_square_pvalue(counts, _exact_completion_probs(oracle, PROMPT))[1] > 1e-3
     assert model.active_adapter == "t" + f"{loaded[-1]:g}".replace(".", "_")  # restored after every call
     # the test has power: the samples at T = 0.5 are rejected against p, and p's samples against adapter 0.5
     with torch.no_grad():
@@ -161,6 +164,8 @@ def test_routing_errors(two_adapters):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=float("nan"))
     with pytest.raises(ValueError, match="`strategy='imh'` needs a diffusion model"):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.5, strategy="imh")
+    with pytest.raises(ValueError, match="`num_beams=2` cannot be combined with `seq_temperature`"):
+        _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.5, num_beams=2)
     with pytest.raises(ValueError, match="`strategy='mcmc'` needs `seq_temperature`"):
         _sample(two_adapters, custom_generate=seqtemp_generate, strategy="mcmc")
     register_tempered_adapter(two_adapters, _config(0.5, family="masked_diffusion"), "cold")
