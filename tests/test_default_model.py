@@ -61,8 +61,9 @@ def test_generate_with_seq_temperature_through_an_adapter_and_by_mcmc(smollm, tm
         seq_temperature=0.5,
         strategy="mcmc",
         mcmc_steps=1,
-        block_size=2,
-        max_new_tokens=4,
+        block_size=1,
+        max_new_tokens=2,
+        generator=torch.Generator().manual_seed(0),
         return_dict_in_generate=True,
     )
     pad, prompt_length = tokenizer.pad_token_id, inputs["input_ids"].shape[1]
