@@ -85,7 +85,7 @@ class GenerateArguments(ModelArguments):
     strategy: str = field(
         default="auto",
         metadata={
-            "help": "'auto', 'adapter', 'interpolate' (need --adapter_path), 'mcmc' (power sampling) or 'glauber'.",
+            "help": "'auto', 'adapter' (needs --adapter_path), 'mcmc' (power sampling) or 'glauber'.",
             "choices": [s for s in STRATEGIES if s != "imh"],
         },
     )
