@@ -10,6 +10,7 @@ from tqdm.auto import tqdm
 
 from .likelihood import AutoregressiveScorer, SequenceScorer
 from .metrics.core import effective_temperature, kendall_tau, sequence_nll
+from .models.validation import check_model_kind
 from .trainer.data import SeqTempCollator, prepare_dataset
 
 
@@ -43,6 +44,7 @@ def score_dataset(
     ```
     """
     scorer = scorer or AutoregressiveScorer()
+    check_model_kind(model, allow_diffusion=not isinstance(scorer, AutoregressiveScorer))
     prepared = prepare_dataset(dataset, tokenizer, "text", max_length, "dataset")
     device = next(model.parameters()).device
     loader = DataLoader(prepared, batch_size=batch_size, collate_fn=SeqTempCollator())

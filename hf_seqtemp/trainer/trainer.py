@@ -20,7 +20,9 @@ from ..config import SequenceTemperatureConfig
 from ..losses import LossInputs
 from ..metrics.core import effective_temperature, kendall_tau
 from ..models.base import DiffusionLM
-from ..models.diffusion import _BLOCK_TYPES, _SHIFTED_TYPES, _UNSHIFTED_TYPES, wrap_diffusion_model
+from ..models.diffusion import wrap_diffusion_model
+from ..models.validation import check_model_kind, is_raw_diffusion_model
+from ..peft_compat import peft_deprecations_silenced
 from .config import SeqTempConfig
 from .hub_mixin import HubMixin
 from .data import EXAMPLE_ID, SeqTempCollator, prepare_dataset
@@ -40,12 +42,6 @@ def _peft_of(model):
     """The PeftModel of `model` (itself, or the inner model of a diffusion adapter), or `None`."""
     inner = model.model if isinstance(model, DiffusionLM) else model
     return inner if _is_peft_model(inner) else None
-
-
-def _is_raw_diffusion_model(model) -> bool:
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    known = _BLOCK_TYPES | _SHIFTED_TYPES | _UNSHIFTED_TYPES
-    return model_type in known or type(model).__name__.endswith("ForMaskedLM")
 
 
 class SeqTempTrainer(HubMixin, Trainer):
@@ -159,7 +155,8 @@ class SeqTempTrainer(HubMixin, Trainer):
     def _prepare_model(model, peft_config, processing_class, args: SeqTempConfig):
         if isinstance(model, str):
             model = AutoModelForCausalLM.from_pretrained(model)
-        if not isinstance(model, DiffusionLM) and _is_raw_diffusion_model(model):
+        check_model_kind(model)
+        if not isinstance(model, DiffusionLM) and is_raw_diffusion_model(model):
             model = wrap_diffusion_model(model, processing_class)
         if args.init_from_token_temperature and (peft_config is None or isinstance(model, DiffusionLM)):
             raise ValueError(
@@ -174,7 +171,8 @@ class SeqTempTrainer(HubMixin, Trainer):
         inner = model.model if isinstance(model, DiffusionLM) else model
         if args.init_from_token_temperature:
             peft_config = with_trainable_final_norm(peft_config, inner)
-        peft_model = get_peft_model(inner, peft_config)
+        with peft_deprecations_silenced():
+            peft_model = get_peft_model(inner, peft_config)
         if args.init_from_token_temperature:
             fold_token_temperature(peft_model, args.target_temperature)
         name = getattr(getattr(inner, "config", None), "_name_or_path", None)
