@@ -385,4 +385,4 @@ class SeqTempTrainer(HubMixin, Trainer):
             os.remove(pickled)
         with open(os.path.join(output_dir, "training_args.json"), "w", encoding="utf-8") as handle:
             handle.write(self.args.to_json_string())
-        self.sequence_temperature_config().save_pretrained(output_dir)
+        self._save_card(output_dir)  # seqtemp_config.json and the model card (HubMixin)
