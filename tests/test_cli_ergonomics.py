@@ -3,6 +3,8 @@
 
 import dataclasses
 import json
+import pathlib
+import re
 import subprocess
 import sys
 
@@ -130,3 +132,14 @@ def test_every_public_name_resolves_lazily():
     assert hf_seqtemp.hub is hub  # a submodule as an attribute
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         hf_seqtemp.nope  # noqa: B018
+
+
+def test_example_scripts_spell_flags_as_hfargumentparser_does():
+    examples = pathlib.Path(__file__).resolve().parents[1] / "examples"
+    flags = [
+        (script.name, flag)
+        for script in sorted(examples.glob("*.py"))
+        for flag in re.findall(r"add_argument\(\s*\"(--[\w-]+)\"", script.read_text(encoding="utf-8"))
+    ]
+    assert len(flags) > 20
+    assert [(name, flag) for name, flag in flags if "-" in flag[2:]] == []  # `--max_steps`, never `--max-steps`

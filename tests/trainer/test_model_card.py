@@ -4,8 +4,10 @@
 import os
 import re
 
+import huggingface_hub
 import pytest
 import torch
+from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 from peft import LoraConfig
 from toy import all_sequences, as_dataset, exact_logps, tiny_causal_lm
 
@@ -111,3 +113,17 @@ def test_a_checkpoint_card_shows_the_last_evaluate_without_scoring(tmp_path, mon
     assert list(_rows(card)) == [hub.ROW_NAMES["tempered"]]
     assert tempered == pytest.approx(_oracle(trainer)[hub.ROW_NAMES["tempered"]], abs=6e-5)
     assert os.path.isfile(folder / "seqtemp_config.json") and not (folder / hub.PLOT_NAME).exists()
+
+
+def test_push_to_hub_without_network_or_token_fails_before_scoring(tmp_path, monkeypatch):
+    measured = []
+    monkeypatch.setattr(hub, "measure_held_out", lambda *a, **k: measured.append(1))
+    trainer = _trainer(tmp_path)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(OfflineModeIsEnabled, match=r"offline mode is on \(HF_HUB_OFFLINE=1\)"):
+        trainer.push_to_hub()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
+    with pytest.raises(LocalTokenNotFoundError, match="no token"):
+        trainer.push_to_hub()
+    assert measured == [] and not (tmp_path / "run" / "hub").exists()
