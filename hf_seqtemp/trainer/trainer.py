@@ -369,11 +369,14 @@ class SeqTempTrainer(HubMixin, Trainer):
         A diffusion adapter is saved as its inner model (the PEFT adapter, or the full model), which is what
         `from_pretrained` reloads; the adapter is rebuilt from `seqtemp_config.json`'s `model_family`.
         """
+        from ..hub import embedding_save_kwargs
+
         output_dir = output_dir or self.args.output_dir
         if isinstance(self.model, DiffusionLM):
             if self.args.should_save:
                 os.makedirs(output_dir, exist_ok=True)
-                self.model.model.save_pretrained(output_dir, state_dict=state_dict)
+                inner = self.model.model
+                inner.save_pretrained(output_dir, state_dict=state_dict, **embedding_save_kwargs(inner))
                 if self.processing_class is not None:
                     self.processing_class.save_pretrained(output_dir)
         else:
