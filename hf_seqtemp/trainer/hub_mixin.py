@@ -87,6 +87,7 @@ class HubMixin:
         set, a diffusion model, or full fine-tuning without the base model object). Reused at the same step."""
         from ..hub import _is_peft_model, measure_held_out
         from ..likelihood import AutoregressiveScorer
+        from ..measure import sequences_digest
 
         base = base if base is not None else self._ref_model
         scorer = getattr(self.family, "scorer", None)
@@ -94,7 +95,8 @@ class HubMixin:
             return None
         if not _is_peft_model(self.model) and base is None:
             return None
-        key = (self.state.global_step, getattr(held_out, "_fingerprint", id(held_out)), id(base), batch_size)
+        # the same sequences at the same step give the same figures, whether passed raw or as the prepared eval set
+        key = (self.state.global_step, sequences_digest(held_out, tokenizer), id(base), batch_size)
         if self._measured is None or self._measured[0] != key:
             target = self.args.target_temperature
             result = measure_held_out(self.model, held_out, target, base, tokenizer, scorer, batch_size=batch_size)

@@ -73,7 +73,8 @@ def test_save_model_writes_the_measured_card_scoring_once(tmp_path, monkeypatch)
     trainer.train()
     out = tmp_path / "run"
     trainer.save_model()
-    hub.save_for_hub(trainer, tmp_path / "hub", repo_id="me/tiny")  # same step, same held-out set: not rescored
+    # the same sequences at the same step, passed raw as the quick-start does: not scored again
+    hub.save_for_hub(trainer, tmp_path / "hub", held_out_dataset=as_dataset(_split()[1]), repo_id="me/tiny")
     assert len(measured) == 1 and sorted(configs) == sorted([str(out), str(tmp_path / "hub")])
     card = (out / "README.md").read_text(encoding="utf-8")
     assert not any(text in card for text in PLACEHOLDER)
