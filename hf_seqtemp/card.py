@@ -88,12 +88,15 @@ def _metadata(config: SequenceTemperatureConfig, dataset_names) -> str:
     return data.to_yaml()
 
 
-def _evaluation_section(reports, num_sequences, dataset_names, plot_name: str | None, source: str | None) -> str:
+NO_HELD_OUT = (
+    "no held-out dataset was given (pass `eval_dataset` to the trainer, or `held_out_dataset` to `save_for_hub`)"
+)
+
+
+def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source, reason) -> str:
     if not reports:
-        return (
-            "**Nothing was measured** for this card: no held-out dataset was given (pass `eval_dataset` to the "
-            "trainer, or `held_out_dataset` to `save_for_hub`), so it reports no T_eff, Kendall τ or NLL."
-        )
+        reason = reason or NO_HELD_OUT
+        return f"**Nothing was measured** for this card: {reason}, so it reports no T_eff, Kendall τ or NLL."
     if set(reports) != set(ROW_NAMES):  # figures recorded earlier, for the tempered model only
         r = reports["tempered"]
         return "\n".join(
@@ -149,6 +152,7 @@ def render_model_card(
     dataset_names: list[str] | None = None,
     plot_name: str | None = PLOT_NAME,
     source: str | None = None,
+    reason: str | None = None,
 ) -> str:
     """Fills `hf_seqtemp/templates/seqtemp_card.md` (`string.Template`) with a config and measured reports.
 
@@ -161,6 +165,8 @@ def render_model_card(
         dataset_names (`list` of `str`, *optional*): Hub dataset ids for the metadata.
         plot_name (`str`, *optional*): file name of the plot inside the repository.
         source (`str`, *optional*): where a `"tempered"`-only row comes from, e.g. "the last `evaluate()`".
+        reason (`str`, *optional*): why nothing was measured, when there are no reports; by default, that no
+            held-out dataset was given.
 
     Example:
     ```python
@@ -183,7 +189,7 @@ def render_model_card(
         "tokenizer_id": config.base_model_id or repo_id or "<user>/<repo>",
         "training_table": "\n".join(f"| {key} | {value} |" for key, value in hyper.items()),
         "evaluation": _evaluation_section(
-            reports, num_sequences, dataset_names, plot_name if reports else None, source
+            reports, num_sequences, dataset_names, plot_name if reports else None, source, reason
         ),
     }
     return _card_template().substitute(values)
@@ -197,6 +203,7 @@ def write_card(
     repo_id: str | None = None,
     dataset_names: list[str] | None = None,
     source: str | None = None,
+    reason: str | None = None,
 ) -> SequenceTemperatureConfig:
     """Writes `seqtemp_config.json`, the model card `README.md` and (with a measurement) the plot into `folder`.
 
@@ -210,6 +217,7 @@ def write_card(
         measurement (`tuple`, *optional*): `(reports, logps)` from `measure_held_out`.
         repo_id (`str`, *optional*), dataset_names (`list` of `str`, *optional*): as in [`render_model_card`].
         source (`str`, *optional*): where the config's recorded figures come from, named in the card.
+        reason (`str`, *optional*): why nothing was measured, when nothing was (see [`render_model_card`]).
 
     Returns:
         [`SequenceTemperatureConfig`]: the config written.
@@ -238,7 +246,7 @@ def write_card(
         figures = (config.eval_t_eff, config.eval_kendall_tau, config.eval_nll)
         reports = {"tempered": dict(zip(("t_eff", "kendall_tau", "nll_per_token"), figures))}
     config.save_pretrained(folder)
-    card = render_model_card(config, reports, num_sequences, repo_id, dataset_names, plot_name, source)
+    card = render_model_card(config, reports, num_sequences, repo_id, dataset_names, plot_name, source, reason)
     with open(os.path.join(folder, CARD_NAME), "w", encoding="utf-8") as handle:
         handle.write(card)
     return config

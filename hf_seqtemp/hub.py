@@ -247,8 +247,8 @@ def check_can_push(token: str | None = None) -> None:
 
     if constants.is_offline_mode():
         raise OfflineModeIsEnabled(
-            "cannot push to the Hub: offline mode is on (HF_HUB_OFFLINE=1). Unset HF_HUB_OFFLINE to upload, or save "
-            "locally instead with `save_for_hub(trainer, folder)` / `trainer.save_model()` and upload that folder later."
+            "cannot push to the Hub: offline mode is on (HF_HUB_OFFLINE=1). Unset HF_HUB_OFFLINE to upload, or "
+            "save locally instead with `save_for_hub(trainer, folder)` or `trainer.save_model()` and upload later."
         )
     if token is None and get_token() is None:
         raise LocalTokenNotFoundError(

@@ -66,12 +66,18 @@ class HubMixin:
         config, base = self.sequence_temperature_config(), options.get("base_model")
         if isinstance(base, (str, os.PathLike)):
             config.base_model_id, base = str(base), None
-        measurement = None
-        if not self._saving_checkpoint:
-            held_out = options.get("held_out_dataset")
-            held_out = held_out if held_out is not None else self.eval_dataset
+        held_out = options.get("held_out_dataset")
+        held_out = held_out if held_out is not None else self.eval_dataset
+        measurement, reason = None, None  # `reason`: why nothing was measured, shown if no evaluate() ran either
+        if held_out is not None and self._saving_checkpoint:
+            reason = "a checkpoint's card scores nothing and no `evaluate()` ran before this checkpoint"
+        elif held_out is not None:
             tokenizer = options.get("tokenizer") or self.processing_class
             measurement = self._measure_for_card(held_out, base, tokenizer, options.get("batch_size", 16))
+            reason = (
+                "the base model and the myopic baseline cannot be scored for this model (a diffusion model, or full "
+                "fine-tuning without the base model object), and no `evaluate()` ran before saving"
+            )
         repo_id = options.get("repo_id") or (getattr(self, "hub_model_id", None) if self.args.push_to_hub else None)
         self._card_config = write_card(
             output_dir,
@@ -80,6 +86,7 @@ class HubMixin:
             repo_id=repo_id,
             dataset_names=options.get("dataset_names"),
             source="the last `evaluate()` during training",
+            reason=reason,
         )
 
     def _measure_for_card(self, held_out, base, tokenizer, batch_size: int):
@@ -104,7 +111,6 @@ class HubMixin:
         return self._measured[1]
 
     # ------------------------------------------------------------------ the Hub
-
     def init_hf_repo(self, token: str | None = None, private: bool | None = None) -> None:
         """Records the target repository (`hub_model_id`, else the output folder's name); `push_to_hub` creates it."""
         self.hub_model_id = self.args.hub_model_id or os.path.basename(os.path.abspath(self.args.output_dir))

@@ -23,12 +23,12 @@ def _split():
     return sequences[:32], sequences[32:52]
 
 
-def _trainer(tmp_path, with_eval=True, **config):
+def _trainer(tmp_path, with_eval=True, lora=True, **config):
     train, held_out = _split()
     values = {"output_dir": str(tmp_path / "run"), "use_cpu": True, "max_steps": 4, "save_strategy": "no"}
     values.update(learning_rate=5e-2, per_device_train_batch_size=16, target_temperature=T, disable_tqdm=True)
     args = SeqTempConfig(**{**values, **config})
-    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]) if lora else None
     return SeqTempTrainer(
         tiny_causal_lm(VOCAB, seed=SEED),
         args,
@@ -128,3 +128,16 @@ def test_push_to_hub_without_network_or_token_fails_before_scoring(tmp_path, mon
     with pytest.raises(LocalTokenNotFoundError, match="no token"):
         trainer.push_to_hub()
     assert measured == [] and not (tmp_path / "run" / "hub").exists()
+
+
+def test_full_fine_tuning_without_the_base_model_shows_evaluate_figures_or_says_why_not(tmp_path):
+    trainer = _trainer(tmp_path, lora=False, learning_rate=1e-2)  # reference precomputed: no base model object
+    trainer.train()
+    trainer.save_model(str(tmp_path / "before"))
+    card = (tmp_path / "before" / "README.md").read_text(encoding="utf-8")
+    assert "**Nothing was measured** for this card: the base model and the myopic baseline cannot be scored" in card
+    trainer.evaluate()
+    trainer.save_model(str(tmp_path / "after"))
+    rows = _rows((tmp_path / "after" / "README.md").read_text(encoding="utf-8"))
+    tempered = hub.ROW_NAMES["tempered"]
+    assert list(rows) == [tempered] and rows[tempered] == pytest.approx(_oracle(trainer)[tempered], abs=6e-5)
