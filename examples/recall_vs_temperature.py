@@ -120,9 +120,9 @@ def evaluate_model(name, model, task, args, generator, rows):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pretrain-steps", type=int, default=300)
-    parser.add_argument("--finetune-steps", type=int, default=300)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--pretrain_steps", type=int, default=300)
+    parser.add_argument("--finetune_steps", type=int, default=300)
+    parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--samples", type=int, default=16, help="samples per prompt (64 prompts)")
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.7, 1.0, 1.5, 2.5])
     parser.add_argument("--rounds", type=int, default=2, help="Glauber rounds after the ancestral draft")

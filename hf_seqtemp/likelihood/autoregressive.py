@@ -7,6 +7,7 @@ import inspect
 
 import torch
 
+from ..models.validation import SUPPORTED
 from .base import SequenceScorer
 
 
@@ -52,6 +53,19 @@ def _accepts_position_ids(model: torch.nn.Module) -> bool:
         return "position_ids" in inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         return False
+
+
+def _logits_of(outputs, model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+    """The `(batch, length, vocab)` logits of a forward pass, or a `TypeError` saying what the model returned."""
+    logits = getattr(outputs, "logits", None)
+    if isinstance(logits, torch.Tensor) and logits.dim() == 3 and logits.shape[:2] == input_ids.shape:
+        return logits
+    got = f"`.logits` of shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor) else "no `.logits`"
+    raise TypeError(
+        f"`model` ({type(model).__name__}) returned {type(outputs).__name__} with {got}; the autoregressive scorer "
+        f"needs next-token logits of shape (batch, length, vocab) = {tuple(input_ids.shape)} + (vocab,). {SUPPORTED}: "
+        "load a causal LM with `AutoModelForCausalLM.from_pretrained(...)`."
+    )
 
 
 class AutoregressiveScorer(SequenceScorer):
@@ -112,7 +126,7 @@ class AutoregressiveScorer(SequenceScorer):
         kwargs = {"attention_mask": attention_mask}
         if _accepts_position_ids(model):
             kwargs["position_ids"] = position_ids_from_attention_mask(attention_mask)
-        logits = model(input_ids=input_ids, **kwargs).logits[:, :-1]
+        logits = _logits_of(model(input_ids=input_ids, **kwargs), model, input_ids)[:, :-1]
         logps = gather_token_logps(logits, input_ids[:, 1:], self.token_temperature, self.chunk_size)
         logps = torch.cat([logps.new_zeros(logps.shape[0], 1), logps], dim=1)
         return logps.masked_fill(~completion_mask, 0.0), completion_mask

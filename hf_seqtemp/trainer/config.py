@@ -11,6 +11,13 @@ from ..config import validate_temperature
 from ..losses import LOSSES
 
 
+def _has_accelerator() -> bool:
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)
+    return accelerator.is_available() if accelerator is not None else torch.cuda.is_available()
+
+
 @dataclass
 class SeqTempConfig(TrainingArguments):
     r"""
@@ -108,7 +115,7 @@ class SeqTempConfig(TrainingArguments):
     > [!NOTE]
     > Defaults that differ from [`~transformers.TrainingArguments`]: `logging_steps=10`,
     > `remove_unused_columns=False` (the reference columns must reach the loss), `report_to="none"`,
-    > `learning_rate=1e-4` (LoRA).
+    > `learning_rate=1e-4` (LoRA), and `dataloader_pin_memory=False` when there is no accelerator (or `use_cpu`).
     """
 
     # Parameters that control the training
@@ -119,8 +126,10 @@ class SeqTempConfig(TrainingArguments):
     loss_type: str = field(
         default="ratio",
         metadata={
-            "help": "Objective: 'ratio' (L_ratio/L_p, Eq. 19-20, pairs over the batch) or 'ssts' (LHTS/L_SSTS, "
-            "Eq. 8/18, importance-weighted NLL).",
+            "help": "Objective: 'ratio' (L_ratio/L_p, Eq. 19-20, pairs over the batch), 'ssts' (LHTS/L_SSTS, "
+            "Eq. 8/18, importance-weighted NLL), or a recall-oriented loss: 'c_div' (conditional Tsallis "
+            "divergence, see --c_div_alpha), 'trunc_r' (NLL on the sequences below a rolling likelihood quantile, "
+            "see --trunc_r_quantile), 'lambda_pr' (precision-recall divergence, see --lambda_pr_lambda).",
             "choices": sorted(LOSSES),
         },
     )
@@ -195,6 +204,8 @@ class SeqTempConfig(TrainingArguments):
         # normalise
         if isinstance(self.loss_type, str):
             self.loss_type = self.loss_type.strip().lower()
+        if self.dataloader_pin_memory and (self.use_cpu or not _has_accelerator()):
+            self.dataloader_pin_memory = False  # pinning only helps copies to an accelerator; torch warns without one
         # validate
         self.target_temperature = validate_temperature(self.target_temperature, "target_temperature")
         if self.loss_type not in LOSSES:

@@ -31,7 +31,9 @@ from ..groups import group_codes, require_pairs, within_group_pairs
 from ..losses import LossInputs
 from ..metrics.core import effective_temperature, kendall_tau, temperature_log_ratio
 from ..models.base import DiffusionLM
-from ..models.diffusion import _BLOCK_TYPES, _SHIFTED_TYPES, _UNSHIFTED_TYPES, wrap_diffusion_model
+from ..models.diffusion import wrap_diffusion_model
+from ..models.validation import check_model_kind, is_raw_diffusion_model
+from ..peft_compat import peft_deprecations_silenced
 from .config import SeqTempConfig
 from .families import DiffusionFamily, family_for, order_seed
 from .hub_mixin import HubMixin
@@ -51,12 +53,6 @@ def _peft_of(model):
     """The PeftModel of `model` (itself, or the inner model of a diffusion adapter), or `None`."""
     inner = model.model if isinstance(model, DiffusionLM) else model
     return inner if _is_peft_model(inner) else None
-
-
-def _is_raw_diffusion_model(model) -> bool:
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    known = _BLOCK_TYPES | _SHIFTED_TYPES | _UNSHIFTED_TYPES
-    return model_type in known or type(model).__name__.endswith("ForMaskedLM")
 
 
 class SeqTempTrainer(HubMixin, Trainer):
@@ -173,7 +169,8 @@ class SeqTempTrainer(HubMixin, Trainer):
     def _prepare_model(model, peft_config, processing_class, args: SeqTempConfig):
         if isinstance(model, str):
             model = AutoModelForCausalLM.from_pretrained(model)
-        if not isinstance(model, DiffusionLM) and _is_raw_diffusion_model(model):
+        check_model_kind(model)
+        if not isinstance(model, DiffusionLM) and is_raw_diffusion_model(model):
             model = wrap_diffusion_model(model, processing_class)
         if args.init_from_token_temperature and (peft_config is None or isinstance(model, DiffusionLM)):
             raise ValueError(
@@ -188,7 +185,8 @@ class SeqTempTrainer(HubMixin, Trainer):
         inner = model.model if isinstance(model, DiffusionLM) else model
         if args.init_from_token_temperature:
             peft_config = with_trainable_final_norm(peft_config, inner)
-        peft_model = get_peft_model(inner, peft_config)
+        with peft_deprecations_silenced():
+            peft_model = get_peft_model(inner, peft_config)
         if args.init_from_token_temperature:
             fold_token_temperature(peft_model, args.target_temperature)
         name = getattr(getattr(inner, "config", None), "_name_or_path", None)
@@ -432,11 +430,14 @@ class SeqTempTrainer(HubMixin, Trainer):
         A diffusion adapter is saved as its inner model (the PEFT adapter, or the full model), which is what
         `from_pretrained` reloads; the adapter is rebuilt from `seqtemp_config.json`'s `model_family`.
         """
+        from ..hub import embedding_save_kwargs
+
         output_dir = output_dir or self.args.output_dir
         if isinstance(self.model, DiffusionLM):
             if self.args.should_save:
                 os.makedirs(output_dir, exist_ok=True)
-                self.model.model.save_pretrained(output_dir, state_dict=state_dict)
+                inner = self.model.model
+                inner.save_pretrained(output_dir, state_dict=state_dict, **embedding_save_kwargs(inner))
                 if self.processing_class is not None:
                     self.processing_class.save_pretrained(output_dir)
         else:
@@ -448,4 +449,4 @@ class SeqTempTrainer(HubMixin, Trainer):
             os.remove(pickled)
         with open(os.path.join(output_dir, "training_args.json"), "w", encoding="utf-8") as handle:
             handle.write(self.args.to_json_string())
-        self.sequence_temperature_config().save_pretrained(output_dir)
+        self._save_card(output_dir)  # seqtemp_config.json and the model card (HubMixin)
