@@ -23,7 +23,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from hf_seqtemp.generation.glauber import glauber_refine
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.losses.recall import RollingQuantile, c_div_loss, lambda_pr_loss, trunc_r_loss
-from hf_seqtemp.tasks.multiplication import MultiplicationTask
+from hf_seqtemp.tasks.multiplication import BOS, EOS, PAD, MultiplicationTask
 
 
 def build_model(task: MultiplicationTask) -> LlamaForCausalLM:
@@ -35,6 +35,9 @@ def build_model(task: MultiplicationTask) -> LlamaForCausalLM:
         num_attention_heads=4,
         num_key_value_heads=4,
         max_position_embeddings=16,
+        bos_token_id=BOS,
+        eos_token_id=EOS,  # Glauber answers end here and are padded with PAD, as the task's windows are
+        pad_token_id=PAD,
     )
     return LlamaForCausalLM(config)
 
@@ -117,9 +120,9 @@ def evaluate_model(name, model, task, args, generator, rows):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pretrain-steps", type=int, default=300)
-    parser.add_argument("--finetune-steps", type=int, default=300)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--pretrain_steps", type=int, default=300)
+    parser.add_argument("--finetune_steps", type=int, default=300)
+    parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--samples", type=int, default=16, help="samples per prompt (64 prompts)")
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.7, 1.0, 1.5, 2.5])
     parser.add_argument("--rounds", type=int, default=2, help="Glauber rounds after the ancestral draft")

@@ -1,85 +1,74 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""hf_seqtemp: sequence-level temperature for Hugging Face language models — measure, train, ship, sample."""
+"""hf_seqtemp: sequence-level temperature for Hugging Face language models — measure, train, ship, sample.
 
-from .config import SequenceTemperatureConfig
-from .generation import (
-    DiffusionGenerateOutput,
-    GlauberGenerateOutput,
-    PowerLogitsWarper,
-    PowerSamplingOutput,
-    diffusion_generate,
-    generate_tempered,
-    glauber_refine,
-    power_sample,
-    seqtemp_generate,
-    write_custom_generate,
-)
-from .hub import push_to_hub, save_for_hub
-from .likelihood import (
-    AutoregressiveScorer,
-    BlockDiffusionScorer,
-    MaskedDiffusionScorer,
-    SequenceScorer,
-    schedule_variance,
-)
-from .loading import adapter_name_for, load_tempered
-from .losses import LOSSES
-from .metrics import effective_temperature, kendall_tau, module_path, sequence_nll, temperature_log_ratio
-from .metrics.pass_at_k import pass_at_k
-from .metrics.precision_recall import knn_precision_recall, precision_recall_curve
-from .models import (
-    DEFAULT_MODEL_ID,
-    BlockDiffusionAdapter,
-    DiffusionLM,
-    LLaDAAdapter,
-    MaskedLMAdapter,
-    ShiftedLogitsAdapter,
-    load_default_model,
-    wrap_diffusion_model,
-)
-from .trainer import SeqTempConfig, SeqTempTrainer, sample_dataset
+Public names are imported on first use, so `import hf_seqtemp` (and `hf-seqtemp --help`) does not load torch,
+transformers, datasets or peft until something needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DEFAULT_MODEL_ID",
-    "LOSSES",
-    "AutoregressiveScorer",
-    "BlockDiffusionAdapter",
-    "BlockDiffusionScorer",
-    "DiffusionGenerateOutput",
-    "DiffusionLM",
-    "GlauberGenerateOutput",
-    "LLaDAAdapter",
-    "MaskedDiffusionScorer",
-    "MaskedLMAdapter",
-    "PowerLogitsWarper",
-    "PowerSamplingOutput",
-    "SeqTempConfig",
-    "SeqTempTrainer",
-    "SequenceScorer",
-    "SequenceTemperatureConfig",
-    "ShiftedLogitsAdapter",
-    "adapter_name_for",
-    "diffusion_generate",
-    "effective_temperature",
-    "generate_tempered",
-    "glauber_refine",
-    "kendall_tau",
-    "knn_precision_recall",
-    "load_default_model",
-    "load_tempered",
-    "module_path",
-    "pass_at_k",
-    "power_sample",
-    "precision_recall_curve",
-    "push_to_hub",
-    "sample_dataset",
-    "save_for_hub",
-    "schedule_variance",
-    "seqtemp_generate",
-    "sequence_nll",
-    "temperature_log_ratio",
-    "wrap_diffusion_model",
-    "write_custom_generate",
-]
+# public name -> the submodule that defines it
+_EXPORTS = {
+    "DEFAULT_MODEL_ID": "models",
+    "LOSSES": "losses",
+    "AutoregressiveScorer": "likelihood",
+    "BlockDiffusionAdapter": "models",
+    "BlockDiffusionScorer": "likelihood",
+    "DiffusionGenerateOutput": "generation",
+    "DiffusionLM": "models",
+    "GlauberGenerateOutput": "generation",
+    "LLaDAAdapter": "models",
+    "MaskedDiffusionScorer": "likelihood",
+    "MaskedLMAdapter": "models",
+    "PowerLogitsWarper": "generation",
+    "PowerSamplingOutput": "generation",
+    "SeqTempConfig": "trainer",
+    "SeqTempTrainer": "trainer",
+    "SequenceScorer": "likelihood",
+    "SequenceTemperatureConfig": "config",
+    "ShiftedLogitsAdapter": "models",
+    "adapter_name_for": "loading",
+    "diffusion_generate": "generation",
+    "effective_temperature": "metrics",
+    "generate_tempered": "generation",
+    "glauber_refine": "generation",
+    "kendall_tau": "metrics",
+    "knn_precision_recall": "metrics.precision_recall",
+    "load_default_model": "models",
+    "load_tempered": "loading",
+    "module_path": "metrics",
+    "pass_at_k": "metrics.pass_at_k",
+    "power_sample": "generation",
+    "precision_recall_curve": "metrics.precision_recall",
+    "push_to_hub": "hub",
+    "sample_dataset": "trainer",
+    "save_for_hub": "hub",
+    "schedule_variance": "likelihood",
+    "seqtemp_generate": "generation",
+    "sequence_nll": "metrics",
+    "temperature_log_ratio": "metrics",
+    "wrap_diffusion_model": "models",
+    "write_custom_generate": "generation",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Imports a public name (or a submodule such as `hf_seqtemp.hub`) on first access."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

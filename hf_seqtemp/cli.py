@@ -102,6 +102,14 @@ def _load_data(data_args: DataArguments, model, tokenizer):
 # ---------------------------------------------------------------------------------------------------- commands
 def run_train(script_args: TrainScriptArguments, training_args) -> int:
     """Trains a LoRA adapter with [`SeqTempTrainer`] and saves it to `--output_dir` (and pushes with --push_to_hub)."""
+    from .cli_parser import missing_integration
+    from .hub import check_can_push
+
+    missing = missing_integration(training_args.report_to)
+    if missing:
+        raise ValueError(missing)
+    if training_args.push_to_hub:
+        check_can_push(training_args.hub_token)  # before hours of training, not after
     from peft import LoraConfig
 
     from .trainer import SeqTempTrainer
@@ -262,16 +270,18 @@ def _dataclass_types(command: str):
 
 
 def _run(command: str, rest: list[str]) -> int:
-    from transformers import HfArgumentParser
+    from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
+
+    from .cli_parser import SeqTempArgumentParser
 
     types = _dataclass_types(command)
-    parser = HfArgumentParser(types, prog=f"hf-seqtemp {command}", description=COMMANDS[command])
+    parser = SeqTempArgumentParser(types, prog=f"hf-seqtemp {command}", description=COMMANDS[command])
     try:
-        parsed = parser.parse_args_into_dataclasses(args=rest)
+        parsed = parser.parse_flags(rest)
         if command == "train":
             return run_train(*parsed)
         return run_eval(*parsed) if command == "eval" else run_generate(*parsed)
-    except (ValueError, TypeError, FileNotFoundError) as error:
+    except (ValueError, TypeError, FileNotFoundError, LocalTokenNotFoundError, OfflineModeIsEnabled) as error:
         parser.error(_flagged(str(error), types))
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .generation.routing import STRATEGIES
+# `hf_seqtemp.generation.routing.STRATEGIES` minus "imh" (diffusion only); written out so that `--help` does not
+# import torch (tests/test_cli.py checks the two agree)
+GENERATE_STRATEGIES = ("auto", "adapter", "mcmc", "glauber")
 
 
 @dataclass
@@ -41,8 +43,10 @@ class DataArguments:
 
 
 @dataclass
-class TrainScriptArguments(ModelArguments, DataArguments):
+class TrainScriptArguments(DataArguments, ModelArguments):
     """`hf-seqtemp train`: what to train on and the LoRA adapter (the training settings are SeqTempConfig's)."""
+
+    _argument_group_name = "model, data and adapter"
 
     eval_fraction: float = field(
         default=0.0,
@@ -60,8 +64,10 @@ class TrainScriptArguments(ModelArguments, DataArguments):
 
 
 @dataclass
-class EvalArguments(ModelArguments, DataArguments):
+class EvalArguments(DataArguments, ModelArguments):
     """`hf-seqtemp eval`: a tempered adapter against its base model on held-out sequences."""
+
+    _argument_group_name = "adapter, base model and held-out data"
 
     adapter_path: str | None = field(default=None, metadata={"help": "Tempered adapter: a folder or a Hub repo id."})
     token_temperature: float | None = field(
@@ -77,6 +83,8 @@ class EvalArguments(ModelArguments, DataArguments):
 class GenerateArguments(ModelArguments):
     """`hf-seqtemp generate`: prompt → completions at a sequence temperature."""
 
+    _argument_group_name = "prompts, model and sampler"
+
     prompt: list[str] = field(default_factory=list, metadata={"help": "One or more prompts."})
     seq_temperature: float | None = field(default=None, metadata={"help": "Sequence temperature T > 0."})
     adapter_path: str | None = field(
@@ -85,8 +93,8 @@ class GenerateArguments(ModelArguments):
     strategy: str = field(
         default="auto",
         metadata={
-            "help": "'auto', 'adapter', 'interpolate' (need --adapter_path), 'mcmc' (power sampling) or 'glauber'.",
-            "choices": [s for s in STRATEGIES if s != "imh"],
+            "help": "'auto', 'adapter' (needs --adapter_path), 'mcmc' (power sampling) or 'glauber'.",
+            "choices": list(GENERATE_STRATEGIES),
         },
     )
     num_samples: int = field(default=1, metadata={"help": "Completions per prompt."})

@@ -46,8 +46,6 @@ class SequenceTemperatureConfig:
         eval_t_eff (`float`, *optional*): measured held-out effective temperature (Eq. 17).
         eval_kendall_tau (`float`, *optional*): measured held-out Kendall τ (Eq. 13).
         eval_nll (`float`, *optional*): measured held-out NLL per token of the tempered model.
-        calibration (`list` of `dict`, *optional*):
-            Measured `{"lora_scale": s, "t_eff": T}` points, used to reach temperatures between trained ones.
 
     Example:
     ```python
@@ -55,7 +53,7 @@ class SequenceTemperatureConfig:
     >>> from hf_seqtemp import SequenceTemperatureConfig
     >>> config = SequenceTemperatureConfig(target_temperature=0.5, base_model_id="my/base")
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = config.save_pretrained(folder)
+    ...     _ = config.save_pretrained(folder)
     ...     SequenceTemperatureConfig.from_pretrained(folder).target_temperature
     0.5
     ```
@@ -69,7 +67,6 @@ class SequenceTemperatureConfig:
     eval_t_eff: float | None = None
     eval_kendall_tau: float | None = None
     eval_nll: float | None = None
-    calibration: list[dict[str, float]] = field(default_factory=list)
     hf_seqtemp_version: str = "0.1.0"
 
     def __post_init__(self):
@@ -77,9 +74,6 @@ class SequenceTemperatureConfig:
         families = ("causal_lm", "masked_diffusion", "block_diffusion")
         if self.model_family not in families:
             raise ValueError(f"`model_family` must be one of {families}, got {self.model_family!r}.")
-        for entry in self.calibration:
-            if set(entry) != {"lora_scale", "t_eff"}:
-                raise ValueError(f"each `calibration` entry needs keys 'lora_scale' and 't_eff', got {entry!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,6 +114,8 @@ class SequenceTemperatureConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SequenceTemperatureConfig:
         known = {f.name for f in fields(cls)}
+        # files written before the unmeasured LoRA-scale dial was removed carry an empty, never-read `calibration`
+        values = {key: value for key, value in values.items() if not (key == "calibration" and not value)}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown keys in a {CONFIG_NAME}: {unknown}; known keys are {sorted(known)}.")

@@ -5,25 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
-import string
-from importlib import resources
-from typing import Any
+import re
 
 import torch
 
+from .card import CARD_NAME, PLOT_NAME, ROW_NAMES, plot_log_likelihoods, render_model_card, write_card  # noqa: F401
 from .config import SequenceTemperatureConfig
 from .generation.custom_generate import write_custom_generate
 from .likelihood import AutoregressiveScorer
 from .measure import score_dataset, temperature_report
-
-CARD_NAME = "README.md"
-PLOT_NAME = "seqtemp_loglik.png"
-ROW_NAMES = {
-    "base": "base model",
-    "myopic": "myopic baseline (token temperature T)",
-    "tempered": "tempered (this adapter)",
-}
+from .models.validation import check_model_kind
 
 
 def _is_peft_model(model) -> bool:
@@ -70,6 +63,7 @@ def measure_held_out(
     >>> reports["tempered"]["t_eff"]  # doctest: +SKIP
     ```
     """
+    check_model_kind(model, allow_diffusion=False)
     scorer = scorer if scorer is not None else AutoregressiveScorer()
     if not isinstance(scorer, AutoregressiveScorer):
         raise TypeError(
@@ -97,170 +91,85 @@ def measure_held_out(
     return reports, logps
 
 
-def plot_log_likelihoods(
-    logps: dict[str, torch.Tensor], reports: dict[str, dict[str, float]], target_temperature: float, path: str
-) -> str:
-    """Scatter plot of log p (base) against log q over held-out sequences, with the fitted slope 1/T_eff.
-
-    T_eff (Eq. 17) is the least-squares slope of centred log p on centred log q, so the fitted line goes through
-    the centroid with slope 1/T_eff in the (log p, log q) plane; the dashed line has the target slope 1/T.
-
-    Example:
-    ```python
-    >>> plot_log_likelihoods(logps, reports, 0.5, "seqtemp_loglik.png")  # doctest: +SKIP
-    ```
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    base = logps["base"].double()
-    figure, axes = plt.subplots(figsize=(5.5, 4.5), dpi=100)
-    span = torch.linspace(base.min().item(), base.max().item(), 2, dtype=torch.float64)
-    styles = {"myopic": ("tab:orange", "myopic (token T)"), "tempered": ("tab:blue", "tempered adapter")}
-    for name, (colour, label) in styles.items():
-        values = logps[name].double()
-        t_eff = reports[name]["t_eff"]
-        axes.scatter(base, values, s=12, alpha=0.6, color=colour, label=f"{label}: T_eff = {t_eff:.3f}")
-        line = values.mean() + (span - base.mean()) / t_eff
-        axes.plot(span, line, color=colour, linewidth=1.5)
-    target = logps["tempered"].double().mean() + (span - base.mean()) / target_temperature
-    axes.plot(
-        span,
-        target,
-        color="black",
-        linestyle="--",
-        linewidth=1,
-        label=f"target slope 1/T = {1 / target_temperature:.3g}",
-    )
-    axes.set_xlabel("log p(x)  (base model)")
-    axes.set_ylabel("log q(x)")
-    axes.set_title(f"Held-out sequences ({base.numel()}), target T = {target_temperature:g}")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
-    return path
-
-
-# ---------------------------------------------------------------------------------------------------- the card
-def _card_template() -> string.Template:
-    text = resources.files("hf_seqtemp").joinpath("templates", "seqtemp_card.md").read_text(encoding="utf-8")
-    return string.Template(text)
-
-
-def _metadata(config: SequenceTemperatureConfig, dataset_names) -> str:
-    from huggingface_hub import ModelCardData
-
-    tags = ["seqtemp", "lora", f"sequence-temperature-{config.target_temperature:g}", "hf_seqtemp"]
-    data = ModelCardData(
-        base_model=config.base_model_id,
-        library_name="peft",
-        tags=tags,
-        datasets=list(dataset_names or []) or None,
-        pipeline_tag="text-generation" if config.model_family == "causal_lm" else None,
-    )
-    return data.to_yaml()
-
-
-def _evaluation_section(reports, num_sequences: int | None, dataset_names, plot_name: str | None) -> str:
-    if not reports:
-        return "No held-out evaluation was run when this card was written (no held-out dataset was given)."
-    source = f" from {', '.join(f'`{d}`' for d in dataset_names)}" if dataset_names else ""
-    lines = [
-        (
-            f"Measured on {num_sequences} held-out sequences{source}, never used for training. Every model is"
-            " compared with the base model p on the same sequences."
-        ),
-        "",
-        "| model | T_eff | Kendall τ | NLL / token |",
-        "|---|---:|---:|---:|",
-    ]
-    for key, label in ROW_NAMES.items():
-        r = reports[key]
-        lines.append(f"| {label} | {r['t_eff']:.4f} | {r['kendall_tau']:.4f} | {r['nll_per_token']:.4f} |")
-    if plot_name:
-        lines += [
-            "",
-            f"![log p against log q over the held-out sequences]({plot_name})",
-            "",
-            (
-                "Each point is one held-out sequence; the solid lines have the fitted slopes 1/T_eff and the dashed "
-                "line the target slope 1/T."
-            ),
-        ]
-    return "\n".join(lines)
-
-
-def render_model_card(
-    config: SequenceTemperatureConfig,
-    reports: dict[str, dict[str, float]] | None = None,
-    num_sequences: int | None = None,
-    repo_id: str | None = None,
-    dataset_names: list[str] | None = None,
-    plot_name: str | None = PLOT_NAME,
-) -> str:
-    """Fills `hf_seqtemp/templates/seqtemp_card.md` (`string.Template`) with a config and measured reports.
-
-    Args:
-        config ([`SequenceTemperatureConfig`]): temperature, base model, loss and hyper-parameters.
-        reports (`dict`, *optional*): [`measure_held_out`] reports; without them the card says nothing was measured.
-        num_sequences (`int`, *optional*): how many held-out sequences the reports cover.
-        repo_id (`str`, *optional*): the Hub repository, used in the usage snippet.
-        dataset_names (`list` of `str`, *optional*): Hub dataset ids for the metadata.
-        plot_name (`str`, *optional*): file name of the plot inside the repository.
-
-    Example:
-    ```python
-    >>> from hf_seqtemp import SequenceTemperatureConfig
-    >>> card = render_model_card(SequenceTemperatureConfig(0.5, base_model_id="my/base"), repo_id="me/tempered")
-    >>> "sequence-temperature-0.5" in card and 'load_tempered("me/tempered")' in card
-    True
-    ```
-    """
-    base = config.base_model_id or "unknown base model"
-    hyper = {"target sequence temperature T": f"{config.target_temperature:g}", "loss": f"`{config.loss_type}`"}
-    hyper.update({key: value for key, value in sorted(config.training_hyperparameters.items()) if value is not None})
-    values: dict[str, Any] = {
-        "metadata": _metadata(config, dataset_names).strip(),
-        "title": f"{base.split('/')[-1]} at sequence temperature T = {config.target_temperature:g}",
-        "base_model": base,
-        "base_model_url": f"https://huggingface.co/{base}" if config.base_model_id else "#",
-        "temperature": f"{config.target_temperature:g}",
-        "repo_id": repo_id or "<user>/<repo>",
-        "tokenizer_id": config.base_model_id or repo_id or "<user>/<repo>",
-        "training_table": "\n".join(f"| {key} | {value} |" for key, value in hyper.items()),
-        "evaluation": _evaluation_section(reports, num_sequences, dataset_names, plot_name if reports else None),
-    }
-    return _card_template().substitute(values)
-
-
 # ---------------------------------------------------------------------------------------------------- the folder
-def _unpack(trainer_or_model, tokenizer, base_model):
-    """Returns (model, config, tokenizer, held-out dataset, scorer, saver) for a trainer or a model."""
-    from .trainer import SeqTempTrainer
+def _base_vocab_size(base_id: str) -> int | None:
+    """`vocab_size` of the base model's config.json when a copy is on this machine (no network), else `None`."""
+    from huggingface_hub import try_to_load_from_cache
 
-    if isinstance(trainer_or_model, SeqTempTrainer):
-        trainer = trainer_or_model
-        base = base_model if base_model is not None else trainer._ref_model
-        return (
-            trainer.model,
-            trainer.sequence_temperature_config(),
-            tokenizer or trainer.processing_class,
-            trainer.eval_dataset,
-            trainer.family.scorer,
-            base,
-            lambda folder: trainer.save_model(folder, _internal_call=True),
-        )
-    model = trainer_or_model
+    from .models.default import DEFAULT_MODEL_ID, cached_model_folder
+
+    candidates = [os.path.join(base_id, "config.json")]
+    if base_id == DEFAULT_MODEL_ID:
+        candidates.append(str(cached_model_folder() / "config.json"))
+    try:
+        candidates.append(try_to_load_from_cache(base_id, "config.json"))
+    except ValueError:  # not a repo id
+        pass
+    for path in candidates:
+        if isinstance(path, str) and os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle).get("vocab_size")
+    return None
+
+
+def _adapts_embeddings(model, targets) -> bool:
+    """Whether an adapter's `target_modules` include an embedding layer, decided as PEFT decides it."""
+    from peft.utils.constants import EMBEDDING_LAYER_NAMES
+
+    if isinstance(targets, str) and targets != "all-linear":
+        names = (name for name, _ in model.get_base_model().named_modules())
+        embeddings = [n for n in names if any(re.match(rf"(.*\.)?{e}$", n) for e in EMBEDDING_LAYER_NAMES)]
+        return any(re.fullmatch(targets, name) for name in embeddings)
+    return bool(targets) and any(name in targets for name in EMBEDDING_LAYER_NAMES)
+
+
+def embedding_save_kwargs(model) -> dict:
+    """`save_embedding_layers` for `PeftModel.save_pretrained`, decided from local files instead of a Hub lookup.
+
+    PEFT's default (`"auto"`) saves the embedding matrices when the adapted model's vocabulary differs from the base
+    model's, and asks the Hub for the base config to find out; offline it cannot, and warns. The base config is
+    usually on this machine: in a local folder, in the embedded model's cache, or in the Hugging Face cache it was
+    downloaded into. Returns `{}` (PEFT decides as before) when embeddings are adapted or no local copy exists.
+
+    Example:
+    ```python
+    >>> embedding_save_kwargs(torch.nn.Linear(2, 2))  # not a PeftModel
+    {}
+    ```
+    """
+    if not _is_peft_model(model):
+        return {}
+    config = model.peft_config.get(model.active_adapter)
+    base_id = getattr(config, "base_model_name_or_path", None)
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+    targets = getattr(config, "target_modules", None)
+    if not base_id or vocab is None or _adapts_embeddings(model, targets):
+        return {}  # PEFT saves adapted embeddings on its own; without a base id or vocabulary there is no question
+    base_vocab = _base_vocab_size(base_id)
+    return {} if base_vocab is None else {"save_embedding_layers": base_vocab != vocab}
+
+
+def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, dataset_names, repo_id, batch_size):
+    """`save_for_hub` for a model from `load_tempered`: weights, tokenizer, then the measured card."""
     config = getattr(model, "seqtemp_config", None)
     if not isinstance(config, SequenceTemperatureConfig):
         raise TypeError(
             "`trainer_or_model` must be a SeqTempTrainer or a model carrying `seqtemp_config` (from `load_tempered`), "
             f"got a {type(model).__name__} without one: set `model.seqtemp_config = SequenceTemperatureConfig(...)`."
         )
-    return model, config, tokenizer, None, None, base_model, lambda folder: model.save_pretrained(folder)
+    config = copy.deepcopy(config)  # never change the model's own `seqtemp_config`
+    model.save_pretrained(str(folder), **embedding_save_kwargs(model))
+    if tokenizer is not None:
+        tokenizer.save_pretrained(str(folder))
+    if isinstance(base_model, (str, os.PathLike)):
+        config.base_model_id = str(base_model)
+    measurement = None
+    if held_out_dataset is not None:
+        measurement = measure_held_out(
+            model, held_out_dataset, config.target_temperature, base_model, tokenizer, batch_size=batch_size
+        )
+    source = "its `seqtemp_config.json`, as recorded when it was saved"
+    return write_card(folder, config, measurement, repo_id=repo_id, dataset_names=dataset_names, source=source)
 
 
 def save_for_hub(
@@ -278,7 +187,9 @@ def save_for_hub(
 
     With a held-out dataset (for a [`SeqTempTrainer`], its `eval_dataset` by default) the base model, the myopic
     baseline and the tempered model are scored on it ([`measure_held_out`]); the tempered model's T_eff, Kendall τ
-    and NLL per token go into `seqtemp_config.json` and all three rows into the card's table and plot.
+    and NLL per token go into `seqtemp_config.json` and all three rows into the card's table and plot. A trainer
+    writes the folder with `save_model`, which measures once per training step: a `save_model()` before it is
+    not scored again.
 
     Args:
         trainer_or_model ([`SeqTempTrainer`] or `PeftModel`): a trainer, or a model from [`load_tempered`] (any
@@ -300,39 +211,52 @@ def save_for_hub(
     >>> config.eval_t_eff  # doctest: +SKIP
     ```
     """
+    from .trainer import SeqTempTrainer
+
     if isinstance(dataset_names, str):
         raise TypeError(f"`dataset_names` must be a list of Hub dataset ids, got the string {dataset_names!r}.")
-    model, config, tokenizer, default_held_out, scorer, base, save = _unpack(trainer_or_model, tokenizer, base_model)
-    config = copy.deepcopy(config)  # never change the model's own `seqtemp_config`
-    held_out = held_out_dataset if held_out_dataset is not None else default_held_out
     os.makedirs(folder, exist_ok=True)
-    save(str(folder))
-    if tokenizer is not None:
-        tokenizer.save_pretrained(str(folder))
-    if isinstance(base_model, (str, os.PathLike)):
-        config.base_model_id = str(base_model)
-    config.base_model_id = config.base_model_id or None  # a model built from a config has `_name_or_path == ""`
-    reports, num_sequences, plot_name = None, None, None
-    if held_out is not None:
-        reports, logps = measure_held_out(
-            model, held_out, config.target_temperature, base, tokenizer, scorer, batch_size=batch_size
-        )
-        num_sequences = int(logps["base"].numel())
-        config.eval_t_eff = reports["tempered"]["t_eff"]
-        config.eval_kendall_tau = reports["tempered"]["kendall_tau"]
-        config.eval_nll = reports["tempered"]["nll_per_token"]
-        plot_name = os.path.basename(
-            plot_log_likelihoods(logps, reports, config.target_temperature, os.path.join(folder, PLOT_NAME))
-        )
-    config.save_pretrained(folder)
+    options = {"held_out_dataset": held_out_dataset, "base_model": base_model, "tokenizer": tokenizer}
+    options.update(dataset_names=dataset_names, repo_id=repo_id, batch_size=batch_size)
+    if isinstance(trainer_or_model, SeqTempTrainer):
+        config = trainer_or_model._save_with_card(str(folder), **options)
+    else:
+        config = _save_model_folder(trainer_or_model, folder, **options)
     write_custom_generate(folder)
-    card = render_model_card(config, reports, num_sequences, repo_id, dataset_names, plot_name or PLOT_NAME)
-    with open(os.path.join(folder, CARD_NAME), "w", encoding="utf-8") as handle:
-        handle.write(card)
     return config
 
 
 # ---------------------------------------------------------------------------------------------------- the upload
+def check_can_push(token: str | None = None) -> None:
+    """Fails at once when an upload cannot succeed, so that nothing is trained or scored for it first.
+
+    Args:
+        token (`str`, *optional*): the token that will be used; without one, the logged-in token must exist.
+
+    Raises:
+        `huggingface_hub.errors.OfflineModeIsEnabled`: `HF_HUB_OFFLINE=1` is set.
+        `huggingface_hub.errors.LocalTokenNotFoundError`: no token was given and none is logged in.
+
+    Example:
+    ```python
+    >>> check_can_push("hf_...")  # doctest: +SKIP
+    ```
+    """
+    from huggingface_hub import constants, get_token
+    from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
+
+    if constants.is_offline_mode():
+        raise OfflineModeIsEnabled(
+            "cannot push to the Hub: offline mode is on (HF_HUB_OFFLINE=1). Unset HF_HUB_OFFLINE to upload, or "
+            "save locally instead with `save_for_hub(trainer, folder)` or `trainer.save_model()` and upload later."
+        )
+    if token is None and get_token() is None:
+        raise LocalTokenNotFoundError(
+            "cannot push to the Hub: no token. Log in with `hf auth login`, set the HF_TOKEN environment variable, "
+            "or pass a write token (`hub_token` / `--hub_token`)."
+        )
+
+
 def push_to_hub(
     folder: str | os.PathLike,
     repo_id: str,
@@ -363,6 +287,7 @@ def push_to_hub(
         raise ValueError(f"`repo_id` must be a Hub repository id such as 'user/name', got {repo_id!r}.")
     if not os.path.isdir(folder):
         raise ValueError(f"`folder` must be an existing folder (from `save_for_hub`), got {str(folder)!r}.")
+    check_can_push(token)
     from huggingface_hub import HfApi
 
     api = HfApi(token=token)

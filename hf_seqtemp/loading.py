@@ -11,6 +11,7 @@ from .config import SequenceTemperatureConfig
 from .generation.adapters import register_tempered_adapter
 from .generation.custom_generate import enable_seq_temperature_generate
 from .models.default import DEFAULT_MODEL_ID, load_default_model
+from .peft_compat import peft_deprecations_silenced
 
 
 def adapter_name_for(temperature: float) -> str:
@@ -85,7 +86,9 @@ def load_tempered(
         base_model.set_adapter(name)
         model = base_model
     else:
-        model = PeftModel.from_pretrained(_resolve_base(config, base_model, dtype), str(path), adapter_name=name)
+        base = _resolve_base(config, base_model, dtype)
+        with peft_deprecations_silenced():
+            model = PeftModel.from_pretrained(base, str(path), adapter_name=name)
     register_tempered_adapter(model, config, name)
     enable_seq_temperature_generate(model)
     model.seqtemp_config = config

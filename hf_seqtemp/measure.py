@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import torch
 from datasets import Dataset
 from torch.utils.data import DataLoader
@@ -10,7 +13,30 @@ from tqdm.auto import tqdm
 
 from .likelihood import AutoregressiveScorer, SequenceScorer
 from .metrics.core import effective_temperature, kendall_tau, sequence_nll
+from .models.validation import check_model_kind
 from .trainer.data import SeqTempCollator, prepare_dataset
+
+
+def sequences_digest(dataset: Dataset, tokenizer=None, max_length: int = 4096) -> str:
+    """A digest of the token sequences [`score_dataset`] scores (ids and scored positions, in order).
+
+    Two datasets with the same digest get the same scores under the same model, whatever their layout (text,
+    prompt/completion or pre-tokenised), so a measurement can be reused instead of scoring again.
+
+    Example:
+    ```python
+    >>> from datasets import Dataset
+    >>> a = Dataset.from_dict({"input_ids": [[0, 1, 2]]})
+    >>> b = Dataset.from_dict({"input_ids": [[0, 1, 2]], "completion_mask": [[0, 1, 1]]})
+    >>> sequences_digest(a) == sequences_digest(b) != sequences_digest(Dataset.from_dict({"input_ids": [[0, 2, 1]]}))
+    True
+    ```
+    """
+    prepared = prepare_dataset(dataset, tokenizer, "text", max_length, "dataset")
+    digest = hashlib.sha256()
+    for ids, mask in zip(prepared["input_ids"], prepared["completion_mask"]):
+        digest.update(json.dumps([[int(i) for i in ids], [int(m) for m in mask]]).encode())
+    return digest.hexdigest()
 
 
 @torch.no_grad()
@@ -43,6 +69,7 @@ def score_dataset(
     ```
     """
     scorer = scorer or AutoregressiveScorer()
+    check_model_kind(model, allow_diffusion=not isinstance(scorer, AutoregressiveScorer))
     prepared = prepare_dataset(dataset, tokenizer, "text", max_length, "dataset")
     device = next(model.parameters()).device
     loader = DataLoader(prepared, batch_size=batch_size, collate_fn=SeqTempCollator())

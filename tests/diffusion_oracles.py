@@ -29,6 +29,13 @@ def tiny_masked_lm(seed: int = 0) -> BertForMaskedLM:
     return BertForMaskedLM(config).eval()
 
 
+def real_log_softmax(logits: torch.Tensor) -> torch.Tensor:
+    """The model's conditional renormalised over the real tokens (the mask token is never a sampled token)."""
+    logits = logits.float().clone()
+    logits[..., MASK] = -math.inf
+    return logits.log_softmax(-1)
+
+
 def naive_order_logp(model, ids: list[int], attention: list[int], completion: list[int], order: list[int]):
     """log p(x; π) for one row: reveal `order` (tensor positions) one by one, one forward per step."""
     total = torch.zeros(())
@@ -36,7 +43,7 @@ def naive_order_logp(model, ids: list[int], attention: list[int], completion: li
     for pos in order:
         state = [MASK if completion[i] and i not in revealed else t for i, t in enumerate(ids)]
         logits = model(torch.tensor([state]), torch.tensor([attention]))[0, pos]
-        total = total + logits.float().log_softmax(-1)[ids[pos]]
+        total = total + real_log_softmax(logits)[ids[pos]]
         revealed.add(pos)
     return total
 

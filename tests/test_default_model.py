@@ -7,7 +7,9 @@ import pytest
 import torch
 from peft import LoraConfig, get_peft_model
 
+import hf_seqtemp
 from hf_seqtemp import AutoregressiveScorer, SequenceTemperatureConfig, load_default_model, load_tempered
+from hf_seqtemp.generation.answers import answer_mask
 from hf_seqtemp.models import default as default_module
 
 
@@ -41,31 +43,59 @@ def test_scorer_agrees_with_the_models_own_loss(smollm):
         assert scores[row].item() == pytest.approx(-loss * (real.shape[1] - 1), rel=1e-4)
 
 
+def _first_step_logps(model, inputs, **kwargs):
+    out = model.generate(**inputs, max_new_tokens=1, output_logits=True, return_dict_in_generate=True, **kwargs)
+    return out.logits[0].float().log_softmax(-1)
+
+
 def test_generate_with_seq_temperature_through_an_adapter_and_by_mcmc(smollm, tmp_path):
+    """The adapter route samples the adapter (T = 0.5) and the base model (T = 1): first-step log-probs equal
+    theirs; the custom_generate recipe on the plain model returns answers padded after EOS whose reported
+    log-probabilities equal an independent rescoring."""
     model, tokenizer = smollm
+    inputs = tokenizer(["Name a colour:"], return_tensors="pt")
+    # the README recipe on a plain model: any causal LM, no adapter, no `load_tempered`
+    out = model.generate(
+        **inputs,
+        custom_generate=hf_seqtemp.seqtemp_generate,
+        seq_temperature=0.5,
+        strategy="mcmc",
+        mcmc_steps=1,
+        block_size=1,
+        max_new_tokens=2,
+        generator=torch.Generator().manual_seed(0),
+        return_dict_in_generate=True,
+    )
+    pad, prompt_length = tokenizer.pad_token_id, inputs["input_ids"].shape[1]
+    assert torch.equal(out.sequences[:, :prompt_length], inputs["input_ids"])
+    completion = torch.zeros_like(out.sequences, dtype=torch.bool)
+    completion[:, prompt_length:] = True
+    in_answer = answer_mask(out.sequences, completion, torch.tensor([tokenizer.eos_token_id]))
+    assert (out.sequences[completion & ~in_answer] == pad).all()  # padding after the answer's EOS
+    with torch.no_grad():
+        rescored = AutoregressiveScorer()(model, out.sequences, completion_mask=in_answer)
+    torch.testing.assert_close(out.sequence_logps, rescored, atol=1e-3, rtol=1e-4)
+
     lora = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
+    with torch.no_grad():
+        adapter_logps = lora(**inputs).logits[:, -1].float().log_softmax(-1)
     lora.save_pretrained(tmp_path)
     SequenceTemperatureConfig(
         target_temperature=0.5, base_model_id="HuggingFaceTB/SmolLM2-135M-Instruct"
     ).save_pretrained(tmp_path)
     model = lora.unload()  # the base model again, for load_tempered to wrap
+    with torch.no_grad():
+        base_logps = model(**inputs).logits[:, -1].float().log_softmax(-1)
+    assert (adapter_logps - base_logps).abs().max() > 1e-2  # the adapter changes the model
     tempered = load_tempered(tmp_path, base_model=model)
-    inputs = tokenizer(["Name a colour:"], return_tensors="pt")
-    torch.manual_seed(0)
-    out = tempered.generate(**inputs, seq_temperature=0.5, max_new_tokens=3, pad_token_id=tokenizer.pad_token_id)
-    assert out.shape == (1, inputs["input_ids"].shape[1] + 3) and torch.equal(out[:, :-3], inputs["input_ids"])
+    got = _first_step_logps(tempered, inputs, seq_temperature=0.5, pad_token_id=pad)
+    torch.testing.assert_close(got, adapter_logps, atol=1e-4, rtol=0)
+    got = _first_step_logps(tempered, inputs, seq_temperature=1.0, pad_token_id=pad)
+    torch.testing.assert_close(got, base_logps, atol=1e-4, rtol=0)
     with pytest.raises(ValueError, match=r"available temperatures: \[0.5\]"):
         tempered.generate(**inputs, seq_temperature=0.25, max_new_tokens=2)
-    mcmc = tempered.generate(
-        **inputs,
-        seq_temperature=0.5,
-        strategy="mcmc",
-        mcmc_steps=1,
-        block_size=2,
-        max_new_tokens=2,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    assert mcmc.shape == (1, inputs["input_ids"].shape[1] + 2)
+    tempered.unload()  # leave the shared model as the fixture gave it
+    del model.generate  # `load_tempered` bound a `generate` accepting `seq_temperature` to the instance
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Finding, switching and rescaling the sequence-temperature LoRA adapters of a model at generation time.
+"""Finding and switching the sequence-temperature adapters of a model at generation time.
 
 `load_tempered` returns a `PeftModel`; `PeftModel.generate` forwards to the *inner* transformers model, which is the
 `model` a `custom_generate` callable receives. [`register_tempered_adapter`] therefore records each adapter's
@@ -10,8 +10,6 @@ either side.
 from __future__ import annotations
 
 import contextlib
-import itertools
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +27,7 @@ def register_tempered_adapter(model, config: Any, adapter_name: str = "default")
     Args:
         model: a `PeftModel` (or its inner transformers model) holding the adapter.
         config ([`SequenceTemperatureConfig`]): the adapter's config (`target_temperature`, `model_family`,
-            measured `eval_t_eff` and optionally `scale_calibration`).
+            measured `eval_t_eff`).
         adapter_name (`str`, *optional*, defaults to `"default"`): the PEFT adapter name.
 
     Example:
@@ -67,64 +65,76 @@ def tempered_adapters(model) -> dict[str, Any]:
     return found
 
 
-def _tuner_layers(model) -> list:
+def _peft_modules(model) -> list:
+    """Every module through which a PEFT adapter changes the forward pass: LoRA (and other tuner) layers and the
+    `modules_to_save` / trainable-token copies (e.g. the folded 1/T final norm of `init_from_token_temperature`)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    from peft.utils.other import AuxiliaryTrainingWrapper
+
+    return [module for module in model.modules() if isinstance(module, (BaseTunerLayer, AuxiliaryTrainingWrapper))]
+
+
+def _holds_adapter(module, adapter_name: str) -> bool:
     from peft.tuners.tuners_utils import BaseTunerLayer
 
-    return [module for module in model.modules() if isinstance(module, BaseTunerLayer)]
+    if isinstance(module, BaseTunerLayer):
+        return adapter_name in module._get_available_adapters()
+    return adapter_name in module._adapters
+
+
+def _switch(module, adapter_name: str | None) -> None:
+    """The one definition of "adapter off" (`None`) and "adapter `adapter_name` on" for a single PEFT module.
+
+    Off: the module is disabled, so it computes the base module's output. On: the module is enabled with
+    `adapter_name` as its only active adapter when it holds that adapter, and disabled otherwise (an adapter that
+    did not touch this module leaves it at the base output, whatever other adapters hold there).
+    """
+    if adapter_name is None or not _holds_adapter(module, adapter_name):
+        module.enable_adapters(False)
+    else:
+        module.enable_adapters(True)
+        module.set_adapter(adapter_name)
 
 
 @contextlib.contextmanager
 def active_adapter(model, adapter_name: str | None) -> Iterator[None]:
-    """Makes `adapter_name` the only active adapter (`None`: all adapters off, i.e. the base model `p`), then restores
-    the previous active adapters, enabled flags and `requires_grad` flags."""
-    layers = _tuner_layers(model)
-    saved = [(layer, list(layer.active_adapters), layer.disable_adapters) for layer in layers]
-    grads = [(p, p.requires_grad) for layer in layers for p in layer.parameters()]
-    try:
-        for layer in layers:
-            if adapter_name is None:
-                layer.enable_adapters(False)
-            else:
-                layer.enable_adapters(True)
-                layer.set_adapter(adapter_name)
-        yield
-    finally:
-        for layer, names, disabled in saved:
-            layer.set_adapter(names)
-            layer.enable_adapters(not disabled)
-        for param, flag in grads:
-            param.requires_grad_(flag)
+    """Makes `adapter_name` the only active adapter (`None`: every adapter off, i.e. the base model `p`) in every
+    PEFT module of `model`, LoRA layers and `modules_to_save` copies alike, then restores each module's active
+    adapters, enabled flag and `requires_grad` flags.
 
-
-def calibration_points(config: Any) -> list[tuple[float, float]]:
-    """`(lora_scale, measured T_eff)` pairs of one adapter, sorted by scale.
-
-    Scale 0 is the base model, whose effective temperature is 1 by definition; scale 1 is the adapter as trained,
-    with `config.eval_t_eff` measured on held-out data; `config.scale_calibration` (optional, a `{scale: t_eff}`
-    dict or a list of pairs) adds measurements at other scales.
-    """
-    points = {0.0: 1.0}
-    if getattr(config, "eval_t_eff", None) is not None:
-        points[1.0] = float(config.eval_t_eff)
-    extra = getattr(config, "scale_calibration", None) or {}
-    for scale, t_eff in extra.items() if isinstance(extra, dict) else extra:
-        points[float(scale)] = float(t_eff)
-    return sorted(points.items())
-
-
-def interpolate_scale(points: list[tuple[float, float]], seq_temperature: float) -> float | None:
-    """LoRA scale reaching `seq_temperature`, by linear interpolation of scale against `log T_eff`; `None` when no
-    measured segment brackets it (no extrapolation).
+    Works on a `PeftModel` and on the inner transformers model a `custom_generate` callable receives. Inside the
+    context the model computes exactly what `PeftModel.set_adapter(adapter_name)` (or `disable_adapter()` for
+    `None`) would make it compute.
 
     Example:
     ```python
-    >>> round(interpolate_scale([(0.0, 1.0), (1.0, 0.25)], 0.5), 6)  # halfway in log T
-    0.5
+    >>> import torch
+    >>> from peft import LoraConfig, get_peft_model
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> base = LlamaForCausalLM(LlamaConfig(vocab_size=8, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+    ...                                     num_attention_heads=2, num_key_value_heads=2)).eval()
+    >>> ids = torch.tensor([[1, 2, 3]])
+    >>> reference = base(input_ids=ids).logits
+    >>> model = get_peft_model(base, LoraConfig(target_modules=["q_proj"], modules_to_save=["model.norm"]))
+    >>> with torch.no_grad():
+    ...     _ = model.base_model.model.model.norm.modules_to_save["default"].weight.mul_(2.0)
+    >>> torch.allclose(model(input_ids=ids).logits, reference)  # the adapter's norm copy doubles the logits
+    False
+    >>> with active_adapter(model, None):
+    ...     torch.allclose(model(input_ids=ids).logits, reference)
+    True
     ```
     """
-    target = math.log(seq_temperature)
-    for (s0, t0), (s1, t1) in itertools.pairwise(points):
-        lo, hi = sorted((math.log(t0), math.log(t1)))
-        if lo <= target <= hi and hi > lo:
-            return s0 + (s1 - s0) * (target - math.log(t0)) / (math.log(t1) - math.log(t0))
-    return None
+    modules = _peft_modules(model)
+    saved = [(module, list(module.active_adapters), module.disable_adapters) for module in modules]
+    grads = [(p, p.requires_grad) for module in modules for p in module.parameters()]
+    try:
+        for module in modules:
+            _switch(module, adapter_name)
+        yield
+    finally:
+        for module, names, disabled in saved:
+            module.set_adapter(names)
+            module.enable_adapters(not disabled)
+        for param, flag in grads:
+            param.requires_grad_(flag)

@@ -10,6 +10,12 @@ IMH cost: the initial state and the `num_proposals` proposals are evaluated in O
 once), and the accepted candidate's logits are the next step's logits. The last step of a block has no masked
 position left to look ahead to, so Δ̂ = 0, every proposal is accepted and no call is made. Decoding `n` tokens
 therefore takes the same `n` sequential model calls as confidence decoding; only the batch is wider.
+
+The decoder and the scorers share the block layout ([`block_index`]: blocks counted from each row's first real
+token) and the token support ([`real_token_log_softmax`]: the mask token is never sampled, so every conditional is
+renormalised over the real tokens). With `policy="random"`, `tokens_per_step=1` and the local sampler at token
+temperature 1, the decoder therefore samples exactly the distribution whose `log p(x)` [`BlockDiffusionScorer`]
+computes, for any prompt length and padding.
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ import math
 from dataclasses import dataclass
 
 import torch
-from transformers.generation.logits_process import SuppressTokensLogitsProcessor, TemperatureLogitsWarper
+from transformers.generation.logits_process import TemperatureLogitsWarper
 from transformers.utils import ModelOutput
 
 from ..likelihood.base import validate_token_temperature
+from ..likelihood.masked_diffusion import block_index, real_token_log_softmax
 from ..models.base import DiffusionLM
 from .imh import imh_chain, lookahead_correction
 from .logits_process import PowerLogitsWarper
@@ -76,11 +83,14 @@ def _validate(model, input_ids, max_new_tokens, block_length, tokens_per_step, n
         raise ValueError(f"`input_ids` must be a 2-D tensor (batch, length), got {getattr(input_ids, 'shape', None)}.")
     _check_positive_int("max_new_tokens", max_new_tokens)
     _check_positive_int("block_length", block_length, allow_none=True)
-    block_length = max_new_tokens if block_length is None else block_length
-    if max_new_tokens % block_length:
+    model_block = getattr(model, "block_size", None)
+    if block_length is not None and model_block is not None and block_length != model_block:
         raise ValueError(
-            f"`block_length` ({block_length}) must divide `max_new_tokens` ({max_new_tokens}); choose a divisor."
+            f"`block_length` is {block_length} but the block-diffusion model uses block_size={model_block}: decoding "
+            f"in other blocks samples a distribution the model does not define. Pass `block_length={model_block}` "
+            "or leave it unset."
         )
+    block_length = block_length if block_length is not None else model_block
     _check_positive_int("tokens_per_step", tokens_per_step)
     _check_positive_int("num_proposals", num_proposals)
     _check_positive_int("max_batch", max_batch, allow_none=True)
@@ -99,7 +109,6 @@ class _Decoder:
     def __init__(self, model, alpha, token_temperature, num_proposals, max_batch, do_sample, generator):
         self.model, self.alpha, self.num_proposals = model, alpha, num_proposals
         self.max_batch, self.do_sample, self.generator = max_batch, do_sample, generator
-        self.suppress = SuppressTokensLogitsProcessor([model.mask_token_id])
         self.local_warper = TemperatureLogitsWarper(float(token_temperature))
         self.proposal_warper = PowerLogitsWarper(alpha) if alpha is not None else None
         self.calls = 0
@@ -108,18 +117,15 @@ class _Decoder:
         self.proposed = 0
 
     def log_probs(self, logits: torch.Tensor) -> torch.Tensor:
-        """`log q(x_j = u | s)` in float32 with the mask token excluded."""
-        flat = logits.reshape(-1, logits.shape[-1])
-        suppress = self.suppress.suppress_tokens.to(flat.device)
-        flat = flat.masked_fill(torch.isin(torch.arange(flat.shape[-1], device=flat.device), suppress), -math.inf)
-        return flat.log_softmax(dim=-1).view_as(logits)
+        """`log q(x_j = u | s)` in float32 over the real tokens (the scorers' token support)."""
+        return real_token_log_softmax(logits, self.model.mask_token_id)
 
     def forward(self, ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
         self.calls += 1
         self.states += ids.shape[0]
         return _forward(self.model, ids, attn, self.max_batch)
 
-    def local_step(self, x, log_probs, positions):
+    def local_step(self, x, log_probs, positions, valid):
         rows = torch.arange(x.shape[0], device=x.device)[:, None]
         selected = log_probs[rows, positions]  # (batch, k, vocab)
         if self.do_sample:
@@ -127,17 +133,19 @@ class _Decoder:
             tokens = torch.multinomial(scores.softmax(-1), 1, generator=self.generator).view(positions.shape)
         else:
             tokens = selected.argmax(dim=-1)
-        x[rows, positions] = tokens
+        x[rows, positions] = torch.where(valid, tokens, x[rows, positions])
         return x
 
-    def imh_step(self, x, attn, log_probs, positions, remaining):
-        """Commits the IMH-chosen tokens at `positions`; returns the new state and its logits (or `None`)."""
+    def imh_step(self, x, attn, log_probs, positions, valid, remaining):
+        """Commits the IMH-chosen tokens at the `valid` `positions`; returns the new state and its logits (or `None`)."""
         batch, k = positions.shape
         rows = torch.arange(batch, device=x.device)
         selected = log_probs[rows[:, None], positions].reshape(batch * k, -1)
         proposal = self.proposal_warper(None, selected).softmax(dim=-1)
         draws = torch.multinomial(proposal, self.num_proposals + 1, replacement=True, generator=self.generator)
         draws = draws.view(batch, k, -1).transpose(1, 2)  # (batch, 1 + N, k); column 0 is the initial state
+        # slots past a row's last candidate keep their token, so they neither move nor split duplicates
+        draws = torch.where(valid[:, None, :], draws, x[rows[:, None], positions][:, None, :])
         if not remaining.any():
             # nothing left to look ahead to: Δ̂ = 0, the chain accepts every proposal and ends on the last one
             x[rows[:, None], positions] = draws[:, -1]
@@ -160,29 +168,37 @@ class _Decoder:
         x[rows[:, None], positions] = draws[rows, chosen]
         return x, cand_logits[inverse[rows, chosen]]
 
-    def decode(self, x, attn, start, block_length, tokens_per_step, policy):
+    def decode(self, x, attn, completion, block_length, tokens_per_step, policy):
+        """Unmasks the `completion` positions of `x`, block by block in the layout of [`block_index`].
+
+        Each row works on its *current block*, the block of its first mask token, exactly as the block-diffusion
+        adapter and the scorers define it; rows with different prompt lengths are in different blocks at the same
+        step. A step commits `min(tokens_per_step, masked positions left in the row's current block)` positions.
+        """
         mask_id = self.model.mask_token_id
+        block = block_index(attn, block_length)
+        beyond = block.new_full((), x.shape[1])
+        rows = torch.arange(x.shape[0], device=x.device)
         logits = None
-        for block_start in range(start, x.shape[1], block_length):
-            in_block = torch.zeros(x.shape[1], dtype=torch.bool, device=x.device)
-            in_block[block_start : block_start + block_length] = True
-            while True:
-                masked = (x == mask_id) & in_block
-                left = int(masked[0].sum())
-                if left == 0:
-                    break
-                if logits is None:
-                    logits = self.forward(x, attn)
-                log_probs = self.log_probs(logits)
-                k = min(tokens_per_step, left)
-                positions = select_positions(policy, log_probs.exp(), masked, k, self.generator)
-                if self.alpha is None:
-                    x, logits = self.local_step(x, log_probs, positions), None
-                else:
-                    remaining = masked.clone()
-                    remaining[torch.arange(x.shape[0], device=x.device)[:, None], positions] = False
-                    x, logits = self.imh_step(x, attn, log_probs, positions, remaining)
-        return x
+        while True:
+            masked = (x == mask_id) & completion
+            if not masked.any():
+                return x
+            current = torch.where(masked, block, beyond).min(dim=1, keepdim=True).values
+            candidates = masked & (block == current)
+            left = candidates.sum(dim=1)
+            k = min(tokens_per_step, int(left.max()))
+            if logits is None:
+                logits = self.forward(x, attn)
+            log_probs = self.log_probs(logits)
+            positions = select_positions(policy, log_probs.exp(), candidates, k, self.generator)
+            valid = torch.arange(k, device=x.device)[None, :] < left[:, None]  # candidates come first in topk
+            if self.alpha is None:
+                x, logits = self.local_step(x, log_probs, positions, valid), None
+            else:
+                remaining = candidates.clone()
+                remaining[rows[:, None], positions] = False
+                x, logits = self.imh_step(x, attn, log_probs, positions, valid, remaining)
 
 
 @torch.no_grad()
@@ -219,8 +235,11 @@ def diffusion_generate(
         policy (`str`, *optional*, defaults to `"confidence"`): `"random"`, `"confidence"`, `"entropy"`,
             `"margin"` or `"left_to_right"`.
         token_temperature (`float`, *optional*, defaults to `1.0`): local temperature of the baseline sampler.
-        block_length (`int`, *optional*): semi-autoregressive block length (must divide `max_new_tokens`);
-            defaults to one block.
+        block_length (`int`, *optional*): semi-autoregressive block length. Blocks are runs of `block_length` real
+            tokens counted from the first real token of each row, prompt included ([`block_index`], the layout of
+            the scorers and of [`BlockDiffusionAdapter`]), so with a prompt of `P` tokens the first block decoded
+            holds `block_length - P % block_length` completion positions. Defaults to the model's `block_size` (one
+            block for a masked-diffusion model); another value than a block-diffusion model's is an error.
         tokens_per_step (`int`, *optional*, defaults to `1`): positions committed per step.
         num_proposals (`int`, *optional*, defaults to `8`): IMH proposals `N` per step.
         max_batch (`int`, *optional*): split the batched IMH evaluation into chunks of at most this many rows.
@@ -270,7 +289,9 @@ def diffusion_generate(
     x = torch.cat([input_ids, completion], dim=1)
     attn = torch.cat([attention_mask, attention_mask.new_ones(batch, max_new_tokens)], dim=1)
     decoder = _Decoder(diffusion_model, alpha, token_temperature, num_proposals, max_batch, do_sample, generator)
-    x = decoder.decode(x, attn, prompt_length, block_length, tokens_per_step, policy)
+    completion_mask = torch.zeros_like(x, dtype=torch.bool)
+    completion_mask[:, prompt_length:] = True
+    x = decoder.decode(x, attn, completion_mask, block_length, tokens_per_step, policy)
     if not return_dict_in_generate:
         return x
     acceptance = None

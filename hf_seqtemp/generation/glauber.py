@@ -7,6 +7,16 @@ Sec. 3, Alg. 2 and App. D). Each round draws a fresh random permutation of the c
 in turn. The energy is `f(x) = -log p(x) / T` with `log p(x)` the model's exact sequence log-likelihood over the
 completion, so the chain's stationary distribution is the sequence-tempered `p^(1/T) / Z` exactly.
 
+Answers end at EOS. The chain runs on completions `y` of fixed length `n`; the answer `a(y)` is `y` up to and
+including its first EOS (all of `y` when there is none: the truncated event), and the positions after it, the
+*tail*, are an auxiliary variable distributed as the model's own continuation. The target is
+
+    pi(y) ∝ p(a(y))^(1/T) · p(tail | a(y)),   i.e.   f(y) = -(1/T) Σ_{j in answer} log p_j - Σ_{j in tail} log p_j,
+
+whose marginal over answers is exactly `p(a)^(1/T) / Z` because `p(tail | a)` sums to 1 over the tails. The
+returned sequences hold the answer and `pad_token_id` in place of the tail. With no EOS id every completion is an
+answer of `n` tokens (fixed length, EOS an ordinary token).
+
 At a site `i` a proposal `v` is drawn from `q(v | x_-i)`: the AR model's own conditional `p(v | x_<i)`, a masked
 LM's conditional, or uniform. None of them depends on the current token `x_i`, so the MH acceptance is
 `min(1, exp(f(x) - f(x')) q(x_i) / q(v))`, detailed balance holds for every site kernel, and so every sweep keeps
@@ -24,6 +34,9 @@ import torch
 from transformers.utils import ModelOutput
 
 from ..likelihood.autoregressive import AutoregressiveScorer, position_ids_from_attention_mask
+from .answers import answer_mask, pad_after_answer, resolve_eos_and_pad
+
+_NO_EOS = torch.zeros(0, dtype=torch.long)
 
 
 @dataclass
@@ -72,10 +85,36 @@ def _forward_logits(model: torch.nn.Module, input_ids: torch.Tensor, attention_m
     return out if isinstance(out, torch.Tensor) else out.logits
 
 
-def _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab):
+def chain_energies(token_logps, sequences, completion_mask, seq_temperature, eos=_NO_EOS):
+    """Energy `f(y) = -log pi(y)` (up to a constant) of completions `y`: `1/T` on the answer, 1 on the tail.
+
+    Args:
+        token_logps (`torch.FloatTensor` of shape `(..., length)`): `log p(y_j | y_<j)`, 0 off the completion.
+        sequences (`torch.LongTensor` of shape `(..., length)`): the sequences.
+        completion_mask (`torch.BoolTensor` broadcastable to `sequences`): the completion positions.
+        seq_temperature (`float`): `T`.
+        eos (`torch.LongTensor` of shape `(num_eos,)`, *optional*): EOS ids; empty for fixed-length answers.
+
+    Returns:
+        `torch.FloatTensor` of shape `(...)`.
+
+    Example:
+    ```python
+    >>> logps, ids = torch.tensor([[0.0, -1.0, -2.0, -4.0]]), torch.tensor([[0, 5, 2, 7]])
+    >>> chain_energies(logps, ids, ids > -1, 0.5, torch.tensor([2])).tolist()  # (1 + 2) / 0.5 + 4
+    [10.0]
+    ```
+    """
+    in_answer = answer_mask(sequences, completion_mask, eos)
+    weights = torch.where(in_answer, 1.0 / seq_temperature, 1.0)
+    return -(token_logps * weights).sum(dim=-1)
+
+
+def _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab, eos=_NO_EOS):
     """Scores every substitution `x_site = v` of each row in ONE forward pass over `rows * |vocab|` sequences.
 
-    Returns `(energies, ar_log_q)`, both `(rows, |vocab|)`: `-log p(x with v) / T` and `log p(v | x_<site)`.
+    Returns `(energies, ar_log_q)`, both `(rows, |vocab|)`: [`chain_energies`] of `x with v` and
+    `log p(v | x_<site)`.
     """
     rows, length = x.shape
     cand = x[:, None, :].repeat(1, vocab.numel(), 1)
@@ -84,7 +123,7 @@ def _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab)
     expand = lambda t: t[:, None, :].expand(rows, vocab.numel(), length).reshape(-1, length)
     token_logps, _ = scorer.token_logps(model, flat, expand(attn), expand(cmask))
     token_logps = token_logps.view(rows, vocab.numel(), length)
-    energies = -token_logps.sum(dim=-1) / seq_temperature
+    energies = chain_energies(token_logps, cand, cmask[:, None, :], seq_temperature, eos)
     ar_log_q = token_logps[torch.arange(rows), :, sites]
     return energies, ar_log_q
 
@@ -142,7 +181,7 @@ def mtm_probabilities(log_w_candidates: torch.Tensor, log_w_current: torch.Tenso
     Example:
     ```python
     >>> select, accept = mtm_probabilities(torch.log(torch.tensor([[1.0, 3.0]])), torch.log(torch.tensor([2.0])))
-    >>> select.tolist(), [round(value, 6) for value in accept[0].tolist()]
+    >>> select.tolist(), [round(a, 6) for a in accept[0].tolist()]
     ([[0.25, 0.75]], [0.8, 1.0])
     ```
     """
@@ -154,9 +193,10 @@ def mtm_probabilities(log_w_candidates: torch.Tensor, log_w_current: torch.Tenso
     return select, accept
 
 
-def _full_site_update(model, scorer, x, attn, cmask, sites, seq_temperature, proposal, mask_token_id, generator):
+def _full_site_update(model, scorer, x, attn, cmask, sites, target, proposal, mask_token_id, generator):
     vocab = torch.arange(_vocab_size(model), device=x.device)
-    energies, ar_log_q = _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab)
+    seq_temperature, eos = target
+    energies, ar_log_q = _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab, eos)
     log_q = _proposal_log_q(proposal, x, attn, sites, ar_log_q, vocab.numel(), mask_token_id)
     current = x[torch.arange(x.shape[0]), sites]
     proposed = torch.multinomial(log_q.exp(), 1, generator=generator).squeeze(1)
@@ -164,7 +204,7 @@ def _full_site_update(model, scorer, x, attn, cmask, sites, seq_temperature, pro
     return torch.where(accept, proposed, current), accept
 
 
-def _mtm_site_update(model, scorer, x, attn, cmask, sites, seq_temperature, proposal, mask_token_id, generator, n):
+def _mtm_site_update(model, scorer, x, attn, cmask, sites, target, proposal, mask_token_id, generator, n):
     rows, vocab_size = x.shape[0], _vocab_size(model)
     ar_log_q = None
     if proposal == "model":
@@ -174,7 +214,7 @@ def _mtm_site_update(model, scorer, x, attn, cmask, sites, seq_temperature, prop
     current = x[torch.arange(rows), sites]
     tries = torch.multinomial(log_q.exp(), n, replacement=True, generator=generator)
     candidates = torch.cat([current[:, None], tries], dim=1)  # (rows, 1 + n): current first
-    energies, _ = _site_energies_of(model, scorer, x, attn, cmask, sites, seq_temperature, candidates)
+    energies = _site_energies_of(model, scorer, x, attn, cmask, sites, target, candidates)
     log_w = -energies - log_q.gather(1, candidates)
     select, accept_prob = mtm_probabilities(log_w[:, 1:], log_w[:, 0])
     j = torch.multinomial(select, 1, generator=generator).squeeze(1)
@@ -182,7 +222,7 @@ def _mtm_site_update(model, scorer, x, attn, cmask, sites, seq_temperature, prop
     return torch.where(accept, tries[torch.arange(rows), j], current), accept
 
 
-def _site_energies_of(model, scorer, x, attn, cmask, sites, seq_temperature, candidates):
+def _site_energies_of(model, scorer, x, attn, cmask, sites, target, candidates):
     """Like [`_site_energies`] for a per-row candidate set `(rows, K)`: one forward over `rows * K` sequences."""
     rows, length = x.shape
     k = candidates.shape[1]
@@ -190,7 +230,7 @@ def _site_energies_of(model, scorer, x, attn, cmask, sites, seq_temperature, can
     cand[torch.arange(rows)[:, None], torch.arange(k)[None, :], sites[:, None]] = candidates
     expand = lambda t: t[:, None, :].expand(rows, k, length).reshape(-1, length)
     token_logps, _ = scorer.token_logps(model, cand.reshape(-1, length), expand(attn), expand(cmask))
-    return -token_logps.view(rows, k, length).sum(dim=-1) / seq_temperature, None
+    return chain_energies(token_logps.view(rows, k, length), cand, cmask[:, None, :], *target)
 
 
 def _vocab_size(model: torch.nn.Module) -> int:
@@ -245,8 +285,15 @@ def glauber_refine(
     draft: str = "input",
     mask_token_id: int | None = None,
     generator: torch.Generator | None = None,
+    eos_token_id: int | list[int] | None = None,
+    pad_token_id: int | None = None,
 ) -> GlauberOutput:
-    """Samples completions from the sequence-tempered `p^(1/T)/Z` of a causal LM by Glauber dynamics.
+    """Samples answers from the sequence-tempered `p^(1/T)/Z` of a causal LM by Glauber dynamics.
+
+    An answer ends at the first EOS of the completion (included); the returned sequences hold `pad_token_id` after
+    it. A completion without EOS is the truncated event (probability of its tokens). The chain keeps the positions
+    after the EOS as an auxiliary tail distributed as `p`'s own continuation (see the module docstring), so its
+    answers follow `p(answer)^(1/T)` exactly in the limit.
 
     Args:
         model (`torch.nn.Module`): a causal LM (e.g. [`~transformers.LlamaForCausalLM`]); its exact sequence
@@ -256,7 +303,7 @@ def glauber_refine(
         attention_mask (`torch.Tensor` of shape `(batch, length)`, *optional*): 1 for real tokens.
         completion_mask (`torch.Tensor` of shape `(batch, length)`, *optional*): positions that are sampled and
             scored; defaults to every non-pad token but the first. Prompt tokens stay fixed.
-        seq_temperature (`float`, *optional*, defaults to `1.0`): `T`; the target is `p^(1/T)/Z` over completions.
+        seq_temperature (`float`, *optional*, defaults to `1.0`): `T`; the target is `p^(1/T)/Z` over answers.
         num_rounds (`int`, *optional*, defaults to `2`): rounds; each visits every completion position once, in a
             fresh random order.
         proposal (`str` or `torch.nn.Module`, *optional*, defaults to `"model"`): `"model"` proposes from the AR
@@ -268,9 +315,14 @@ def glauber_refine(
             first replaces them by ancestral samples of the model.
         mask_token_id (`int`, *optional*): mask id of a masked-LM proposal without a `mask_token_id` attribute.
         generator (`torch.Generator`, *optional*): source of randomness, for reproducible chains.
+        eos_token_id (`int` or `list[int]`, *optional*): tokens that end an answer; defaults to the model's
+            `generation_config.eos_token_id`; `[]` (or a model without one) makes every completion a fixed-length
+            answer.
+        pad_token_id (`int`, *optional*): written after an answer's EOS; defaults to the generation config's pad
+            id, else the first EOS id.
 
     Returns:
-        [`GlauberOutput`] with `sequences`, per-round `acceptance_rates` and final `log_likelihoods`.
+        [`GlauberOutput`] with `sequences`, per-round `acceptance_rates` and the answers' `log_likelihoods`.
 
     Example:
     ```python
@@ -287,31 +339,37 @@ def glauber_refine(
     seq_temperature, mask_token_id = _validate(
         model, input_ids, seq_temperature, num_rounds, proposal, num_candidates, draft, mask_token_id
     )
+    eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
+    target = (seq_temperature, eos.to(input_ids.device))
     scorer = AutoregressiveScorer()
     x, attn, cmask = scorer._check_inputs(input_ids, attention_mask, completion_mask)
     if cmask[:, 0].any():
         raise ValueError("`completion_mask` marks position 0, which has no AR conditional: prepend a BOS token.")
-    if draft == "ancestral":
-        x = _ancestral_draft(model, x, attn, cmask, generator)
-    x = x.clone()
+    x = _ancestral_draft(model, x, attn, cmask, generator) if draft == "ancestral" else x.clone()
+    chain = (model, scorer, x, attn, cmask, target, proposal, mask_token_id, num_candidates, generator)
+    rates = [_sweep(*chain) for _ in range(num_rounds)]
+    token_logps, _ = scorer.token_logps(model, x, attn, cmask)
+    log_likelihoods = (token_logps * answer_mask(x, cmask, target[1])).sum(dim=1)
+    sequences = pad_after_answer(x, cmask, target[1], pad)
+    return GlauberOutput(sequences, torch.tensor(rates, dtype=torch.float32), log_likelihoods)
+
+
+def _sweep(model, scorer, x, attn, cmask, target, proposal, mask_token_id, num_candidates, generator) -> float:
+    """One round: every completion position of every row once, in a fresh random order; updates `x` in place."""
     counts = cmask.sum(dim=1)
-    rates = []
-    for _ in range(num_rounds):
-        order = torch.full((x.shape[0], int(counts.max()) if counts.numel() else 0), -1, dtype=torch.long)
-        for b in range(x.shape[0]):
-            positions = cmask[b].nonzero().squeeze(1)
-            order[b, : positions.numel()] = positions[torch.randperm(positions.numel(), generator=generator)]
-        accepted = proposed = 0
-        for step in range(order.shape[1]):
-            rows = (order[:, step] >= 0).nonzero().squeeze(1)
-            sites = order[rows, step]
-            args = (model, scorer, x[rows], attn[rows], cmask[rows], sites, seq_temperature, proposal, mask_token_id)
-            if num_candidates is None:
-                new, accept = _full_site_update(*args, generator)
-            else:
-                new, accept = _mtm_site_update(*args, generator, num_candidates)
-            x[rows, sites] = new
-            accepted, proposed = accepted + int(accept.sum()), proposed + rows.numel()
-        rates.append(accepted / max(proposed, 1))
-    log_likelihoods = scorer(model, x, attn, cmask)
-    return GlauberOutput(x, torch.tensor(rates, dtype=torch.float32), log_likelihoods)
+    order = torch.full((x.shape[0], int(counts.max()) if counts.numel() else 0), -1, dtype=torch.long)
+    for b in range(x.shape[0]):
+        positions = cmask[b].nonzero().squeeze(1)
+        order[b, : positions.numel()] = positions[torch.randperm(positions.numel(), generator=generator)]
+    accepted = proposed = 0
+    for step in range(order.shape[1]):
+        rows = (order[:, step] >= 0).nonzero().squeeze(1)
+        sites = order[rows, step]
+        args = (model, scorer, x[rows], attn[rows], cmask[rows], sites, target, proposal, mask_token_id)
+        if num_candidates is None:
+            new, accept = _full_site_update(*args, generator)
+        else:
+            new, accept = _mtm_site_update(*args, generator, num_candidates)
+        x[rows, sites] = new
+        accepted, proposed = accepted + int(accept.sum()), proposed + rows.numel()
+    return accepted / max(proposed, 1)

@@ -69,7 +69,8 @@ def select_positions(
             `"margin"` (largest top-1 minus top-2 gap first), `"left_to_right"`.
         probs (`torch.FloatTensor` of shape `(batch, length, vocab)`): the model's per-position distributions.
         candidates (`torch.BoolTensor` of shape `(batch, length)`): positions that may be chosen (still masked and
-            inside the current block). Every row must hold at least `num_positions` candidates.
+            inside the current block). A row with `c < num_positions` candidates gets them in its first `c` slots;
+            its other slots hold non-candidates, which the caller ignores.
         num_positions (`int`): positions committed per row in this step.
         generator (`torch.Generator`, *optional*): randomness of the `"random"` policy.
 

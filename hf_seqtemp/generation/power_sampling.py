@@ -4,23 +4,29 @@
 The completion is grown block by block (blocks of `block_size` tokens). After each new block is drawn, `mcmc_steps`
 MH steps run on the prefix built so far, targeting `pi(x) ∝ p(x)^alpha` with `alpha = 1 / seq_temperature`. A step
 picks a block boundary `b` uniformly (independently of the state), keeps `x_{<=b}` and resamples the suffix from the
-model at *token* temperature `T`, `r(x'_j | x'_{<j}) = softmax(alpha * l_j)`. The acceptance ratio is
+model at *token* temperature `T`, `r(x'_j | x'_{<j}) = softmax(alpha * l_j)`, until EOS or the end of the stage. The
+acceptance ratio is
 
     A = min(1, [p(x'_{>b} | x_{<=b})^alpha r(x_{>b} | x_{<=b})] / [p(x_{>b} | x_{<=b})^alpha r(x'_{>b} | x_{<=b})]),
 
-computed in log space from per-token log-probabilities, so the chain is reversible with respect to `p^alpha` on
-each stage's prefix (the prefix marginal of an AR model is its own product of conditionals). With `mcmc_steps=0`
-this is plain token-temperature sampling; more steps move the samples toward the sequence-tempered target.
+computed in log space from per-token log-probabilities (padding after EOS counts 0). `x` is an *answer*: it ends at
+its first EOS (see [`~hf_seqtemp.generation.answers`]), and an answer that already ended at or before `b` is left
+as it is. For each `b` the kernel is an independence sampler within the answers sharing `x_{<=b}`, reversible with
+respect to `p^alpha` restricted to them, so every step keeps `p^alpha` over the stage's answers invariant (an
+answer cut at the stage end is the truncated event, whose probability is its prefix's). With `mcmc_steps=0` this
+is plain token-temperature sampling; more steps move the samples toward the sequence-tempered target.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from transformers.utils import ModelOutput, logging
 
-from ..likelihood.autoregressive import gather_token_logps, position_ids_from_attention_mask
+from ..likelihood.autoregressive import _accepts_position_ids, gather_token_logps, position_ids_from_attention_mask
+from .answers import resolve_eos_and_pad
 from .diffusion import validate_seq_temperature
 
 logger = logging.get_logger(__name__)
@@ -31,10 +37,12 @@ class PowerSamplingOutput(ModelOutput):
     """Output of [`power_sample`] with `return_dict_in_generate=True`.
 
     Args:
-        sequences (`torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`): prompts and completions.
-        acceptance_rate (`torch.FloatTensor` of shape `(batch,)`): fraction of MH proposals accepted per row
-            (`nan` when `mcmc_steps=0`).
-        sequence_logps (`torch.FloatTensor` of shape `(batch,)`): `log p(completion | prompt)` at temperature 1.
+        sequences (`torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`): prompts and answers,
+            padded after each answer's EOS.
+        acceptance_rate (`torch.FloatTensor` of shape `(batch,)`): fraction of MH proposals accepted per row, over
+            the steps whose boundary fell inside the row's answer (`nan` when there was none, e.g. `mcmc_steps=0`).
+        sequence_logps (`torch.FloatTensor` of shape `(batch,)`): `log p(answer | prompt)` at temperature 1, the
+            answer's EOS included.
     """
 
     sequences: torch.LongTensor | None = None
@@ -42,46 +50,62 @@ class PowerSamplingOutput(ModelOutput):
     sequence_logps: torch.FloatTensor | None = None
 
 
-def _rollout(model, ids, attn, num_new, alpha, generator):
-    """Samples `num_new` tokens at token temperature `1 / alpha` with a KV cache.
+def _rollout(model, ids, attn, num_new, alpha, generator, ends):
+    """Samples `num_new` tokens at token temperature `1 / alpha` with a KV cache, stopping each row at EOS.
 
-    Returns new tokens, their log-probs under `p` (temperature 1) and under the proposal `r`, each `(batch, num_new)`.
+    `ends = (eos, pad, done)`: EOS ids, pad id and the rows already ended (they get `pad` throughout). Returns new
+    tokens, their log-probs under `p` (temperature 1) and under the proposal `r`, each `(batch, num_new)`, 0 on pad.
     """
+    eos, pad, done = ends
     tokens, logp, logr = [], [], []
     past, step_ids = None, ids
     for _ in range(num_new):
-        positions = position_ids_from_attention_mask(attn)[:, -step_ids.shape[1] :]
-        out = model(
-            input_ids=step_ids, attention_mask=attn, position_ids=positions, past_key_values=past, use_cache=True
-        )
+        if bool(done.all()):
+            zeros = ids.new_zeros(ids.shape[0], 1)
+            tokens.append(zeros + pad)
+            logp.append(zeros[:, 0].float())
+            logr.append(zeros[:, 0].float())
+            continue
+        kwargs = {"attention_mask": attn, "past_key_values": past, "use_cache": True}
+        if _accepts_position_ids(model):
+            kwargs["position_ids"] = position_ids_from_attention_mask(attn)[:, -step_ids.shape[1] :]
+        out = model(input_ids=step_ids, **kwargs)
         past = out.past_key_values
         logits = out.logits[:, -1:].float()
         proposal = (alpha * logits[:, 0]).softmax(dim=-1)
-        token = torch.multinomial(proposal, 1, generator=generator)
+        token = torch.multinomial(proposal, 1, generator=generator).masked_fill(done[:, None], pad)
         tokens.append(token)
-        logp.append(gather_token_logps(logits, token)[:, 0])
-        logr.append(gather_token_logps(logits, token, token_temperature=1.0 / alpha)[:, 0])
+        logp.append(gather_token_logps(logits, token)[:, 0].masked_fill(done, 0.0))
+        logr.append(gather_token_logps(logits, token, token_temperature=1.0 / alpha)[:, 0].masked_fill(done, 0.0))
+        done = done | torch.isin(token[:, 0], eos)
         step_ids, attn = token, torch.cat([attn, attn.new_ones(attn.shape[0], 1)], dim=1)
     return torch.cat(tokens, dim=1), torch.stack(logp, dim=1), torch.stack(logr, dim=1)
 
 
-def _mh_step(model, state, prompt_attn, end, boundary, alpha, generator):
-    """One MH move on the completion prefix `[:end]`: resample from `boundary`; returns accepted mask."""
+def _ended(ids: torch.Tensor, eos: torch.Tensor) -> torch.Tensor:
+    """Rows of `ids` (completion tokens only) that hold an EOS."""
+    return torch.isin(ids, eos).any(dim=1)
+
+
+def _mh_step(model, state, prompt_attn, end, boundary, alpha, generator, eos_pad):
+    """One MH move on the completion prefix `[:end]`: resample from `boundary`; returns (accepted, proposed) masks."""
     ids, logp, logr = state
+    eos, pad = eos_pad
     prompt_len = prompt_attn.shape[1]
     keep = ids[:, : prompt_len + boundary]
+    proposed = ~_ended(keep[:, prompt_len:], eos)  # an answer that ended at or before `b` has nothing to resample
     attn = torch.cat([prompt_attn, prompt_attn.new_ones(ids.shape[0], boundary)], dim=1)
-    new, new_logp, new_logr = _rollout(model, keep, attn, end - boundary, alpha, generator)
+    new, new_logp, new_logr = _rollout(model, keep, attn, end - boundary, alpha, generator, (eos, pad, ~proposed))
     log_ratio = alpha * (new_logp.sum(1) - logp[:, boundary:end].sum(1)) + (
         logr[:, boundary:end].sum(1) - new_logr.sum(1)
     )
     log_u = torch.rand(ids.shape[0], generator=generator, device=ids.device).log()
-    accept = log_u < log_ratio.clamp(max=0.0)
+    accept = (log_u < log_ratio.clamp(max=0.0)) & proposed
     rows = accept.nonzero().squeeze(-1)
     ids[rows, prompt_len + boundary : prompt_len + end] = new[rows]
     logp[rows, boundary:end] = new_logp[rows]
     logr[rows, boundary:end] = new_logr[rows]
-    return accept
+    return accept, proposed
 
 
 def _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size):
@@ -105,23 +129,32 @@ def power_sample(
     block_size: int | None = None,
     generator: torch.Generator | None = None,
     return_dict_in_generate: bool = False,
+    eos_token_id: int | Sequence[int] | None = None,
+    pad_token_id: int | None = None,
 ) -> PowerSamplingOutput | torch.LongTensor:
-    """Samples completions of exactly `max_new_tokens` tokens approximately from `p(x | prompt)^(1/T)`.
+    """Samples answers approximately from `p(answer | prompt)^(1/T)` by power sampling (MH over blocks).
 
-    The completion length is fixed: an EOS token is an ordinary token here (its probability is part of `p`).
+    An answer ends at its first EOS token; the positions after it are `pad_token_id`. An answer with no EOS within
+    `max_new_tokens` tokens is the truncated event (its probability is that of its `max_new_tokens` tokens), so the
+    target is `p^(1/T)` over the answers of at most `max_new_tokens` tokens. With `eos_token_id=[]` EOS is an
+    ordinary token and every completion has exactly `max_new_tokens` tokens.
 
     Args:
         model (`torch.nn.Module`): a causal LM (any `transformers` `...ForCausalLM`, PEFT-wrapped or not).
         input_ids (`torch.LongTensor` of shape `(batch, prompt_length)`): prompts, left-padded.
         attention_mask (`torch.Tensor` of shape `(batch, prompt_length)`, *optional*): 0 on padding.
-        max_new_tokens (`int`, *optional*, defaults to `16`): completion length.
+        max_new_tokens (`int`, *optional*, defaults to `16`): longest answer.
         seq_temperature (`float`, *optional*, defaults to `0.5`): sequence temperature `T`.
         mcmc_steps (`int`, *optional*, defaults to `4`): MH steps after each new block (0: token-temperature
             sampling).
         block_size (`int`, *optional*): tokens per block; `None` makes one block, i.e. an independence sampler
-            over whole completions.
+            over whole answers.
         generator (`torch.Generator`, *optional*): makes the run reproducible.
         return_dict_in_generate (`bool`, *optional*, defaults to `False`): return a [`PowerSamplingOutput`].
+        eos_token_id (`int` or `list[int]`, *optional*): tokens that end an answer; defaults to the model's
+            `generation_config.eos_token_id` (none: fixed length).
+        pad_token_id (`int`, *optional*): written after an answer's EOS; defaults to the generation config's pad
+            id, else the first EOS id.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or a [`PowerSamplingOutput`].
@@ -134,33 +167,38 @@ def power_sample(
     ...                      num_attention_heads=2, num_key_value_heads=2)
     >>> model = LlamaForCausalLM(config).eval()
     >>> out = power_sample(model, torch.tensor([[1, 2]]), max_new_tokens=4, seq_temperature=0.5, mcmc_steps=2,
-    ...                    block_size=2, generator=torch.Generator().manual_seed(0), return_dict_in_generate=True)
+    ...                    block_size=2, generator=torch.Generator().manual_seed(0), return_dict_in_generate=True,
+    ...                    eos_token_id=3, pad_token_id=0)
     >>> out.sequences.shape, out.acceptance_rate.shape
     (torch.Size([1, 6]), torch.Size([1]))
     ```
     """
     _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size)
     alpha = 1.0 / validate_seq_temperature(seq_temperature)
+    eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
+    eos = eos.to(input_ids.device)
     block_size = max_new_tokens if block_size is None else block_size
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
-    batch = input_ids.shape[0]
+    batch, prompt_length = input_ids.shape
     ids, logp, logr = input_ids, input_ids.new_zeros(batch, 0).float(), input_ids.new_zeros(batch, 0).float()
     accepted = torch.zeros(batch, device=input_ids.device)
-    proposals = 0
+    proposed = torch.zeros(batch, device=input_ids.device)
     for start in range(0, max_new_tokens, block_size):
         end = min(start + block_size, max_new_tokens)
         attn = torch.cat([attention_mask, attention_mask.new_ones(batch, start)], dim=1)
-        new, new_logp, new_logr = _rollout(model, ids, attn, end - start, alpha, generator)
+        ends = (eos, pad, _ended(ids[:, prompt_length:], eos))
+        new, new_logp, new_logr = _rollout(model, ids, attn, end - start, alpha, generator, ends)
         ids, logp, logr = torch.cat([ids, new], 1), torch.cat([logp, new_logp], 1), torch.cat([logr, new_logr], 1)
         for _ in range(mcmc_steps):
             boundaries = torch.arange(0, end, block_size)
             boundary = int(boundaries[torch.randint(len(boundaries), (1,), generator=generator)])
-            accepted += _mh_step(model, (ids, logp, logr), attention_mask, end, boundary, alpha, generator).float()
-            proposals += 1
-    acceptance = accepted / proposals if proposals else torch.full((batch,), float("nan"))
-    if proposals:
-        logger.info(f"power sampling: mean MH acceptance rate {acceptance.mean().item():.3f} over {proposals} steps")
+            state = (ids, logp, logr)
+            accept, moved = _mh_step(model, state, attention_mask, end, boundary, alpha, generator, (eos, pad))
+            accepted, proposed = accepted + accept.float(), proposed + moved.float()
+    acceptance = accepted / proposed  # nan for a row that never had anything to resample
+    if mcmc_steps:
+        logger.info(f"power sampling: mean MH acceptance rate {acceptance.nanmean().item():.3f}")
     if not return_dict_in_generate:
         return ids
     return PowerSamplingOutput(sequences=ids, acceptance_rate=acceptance, sequence_logps=logp.sum(dim=1))

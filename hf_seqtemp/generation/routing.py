@@ -8,12 +8,13 @@ criteria, pops the callable's extra parameters (`seq_temperature`, `strategy`, .
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from typing import Any
 
 import torch
-from transformers.generation import GenerationMixin
+from transformers.generation import GenerationConfig, GenerationMixin
 from transformers.generation.logits_process import (
     EpsilonLogitsWarper,
     EtaLogitsWarper,
@@ -26,12 +27,13 @@ from transformers.generation.logits_process import (
 )
 
 from ..models.base import DiffusionLM
-from .adapters import active_adapter, calibration_points, interpolate_scale, tempered_adapters
+from .adapters import active_adapter, tempered_adapters
+from .answers import pad_after_answer, resolve_eos_and_pad
 from .diffusion import diffusion_generate, validate_seq_temperature
-from .glauber import GlauberGenerateOutput, glauber_refine
+from .glauber import GlauberGenerateOutput, _ancestral_draft, glauber_refine
 from .power_sampling import power_sample
 
-STRATEGIES = ("auto", "adapter", "interpolate", "mcmc", "glauber", "imh")
+STRATEGIES = ("auto", "adapter", "mcmc", "glauber", "imh")
 # `strategy="glauber"` with `num_candidates=None` runs `batch * |V|` sequences per site; above this, ask for N
 _MAX_FULL_SITE_ROWS = 1 << 16
 # token-level reshaping that would distort the sequence-tempered target
@@ -83,27 +85,9 @@ def _matching_adapter(adapters: dict[str, Any], seq_temperature: float) -> str |
     available = sorted(float(c.target_temperature) for c in adapters.values())
     raise ValueError(
         f"No loaded adapter was trained for `seq_temperature={seq_temperature}`; available temperatures: "
-        f"{available}. Pass one of them, load a matching adapter, or use `strategy='interpolate'` or "
-        "`strategy='mcmc'`."
+        f"{available}. Pass one of them, load a matching adapter with `load_tempered`, or sample without an adapter: "
+        "`strategy='mcmc'` or `strategy='glauber'`."
     )
-
-
-def _interpolated_adapter(adapters: dict[str, Any], seq_temperature: float) -> tuple[str, float]:
-    candidates = []
-    for name, cfg in adapters.items():
-        scale = interpolate_scale(calibration_points(cfg), seq_temperature)
-        if scale is not None:
-            distance = abs(math.log(float(cfg.target_temperature)) - math.log(seq_temperature))
-            candidates.append((distance, name, scale))
-    if not candidates:
-        ranges = {n: [t for _, t in calibration_points(c)] for n, c in adapters.items()}
-        raise ValueError(
-            f"`seq_temperature={seq_temperature}` lies outside every adapter's measured T_eff range {ranges}: "
-            "interpolation does not extrapolate. Measure `eval_t_eff`/`scale_calibration` further out or use "
-            "`strategy='mcmc'`."
-        )
-    _, name, scale = min(candidates)
-    return name, scale
 
 
 def _plain_sampling(
@@ -124,10 +108,21 @@ def _plain_sampling(
     )
 
 
-def _glauber_generate(model, input_ids, attention_mask, max_new_tokens, seq_temperature, rounds, options):
-    """Ancestral draft of `max_new_tokens` tokens, then `rounds` Glauber sweeps targeting `p^(1/T)` (fixed length)."""
+def _eos_and_pad(generation_config) -> tuple[list[int], int | None]:
+    """EOS ids and pad id of a prepared `generate` call (no EOS id: fixed-length answers)."""
+    eos = getattr(generation_config, "_eos_token_tensor", None)
+    eos = generation_config.eos_token_id if eos is None else eos
+    eos = [] if eos is None else torch.as_tensor(eos).flatten().tolist()
+    pad = getattr(generation_config, "_pad_token_tensor", None)
+    pad = generation_config.pad_token_id if pad is None else pad
+    return eos, None if pad is None else int(torch.as_tensor(pad).flatten()[0])
+
+
+def _glauber_generate(model, input_ids, attention_mask, generation_config, seq_temperature, rounds, options):
+    """Ancestral draft of `max_new_tokens` tokens, then `rounds` Glauber sweeps targeting `p^(1/T)` over answers."""
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
         raise ValueError(f"`glauber_rounds` must be a non-negative integer, got {rounds!r}; 0 returns the draft.")
+    max_new_tokens = generation_config.max_length - input_ids.shape[1]
     if max_new_tokens < 1:
         raise ValueError(f"`max_new_tokens` must be >= 1 for `strategy='glauber'`, got {max_new_tokens}.")
     batch, prompt_length = input_ids.shape
@@ -143,26 +138,67 @@ def _glauber_generate(model, input_ids, attention_mask, max_new_tokens, seq_temp
     attn = torch.cat([attention_mask, attention_mask.new_ones(batch, max_new_tokens)], dim=1)
     cmask = torch.zeros_like(ids, dtype=torch.bool)
     cmask[:, prompt_length:] = True
-    common = {"attention_mask": attn, "completion_mask": cmask, "seq_temperature": seq_temperature}
-    common.update(num_candidates=options["num_candidates"], generator=options["generator"])
-    draft = glauber_refine(model, ids, num_rounds=0, draft="ancestral", **common)
-    out = glauber_refine(model, draft.sequences, num_rounds=rounds, **common)
+    eos_token_id, pad_token_id = _eos_and_pad(generation_config)
+    eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
+    draft = _ancestral_draft(model, ids, attn, cmask, options["generator"])
+    out = glauber_refine(
+        model,
+        draft,
+        attn,
+        cmask,
+        seq_temperature=seq_temperature,
+        num_rounds=rounds,
+        num_candidates=options["num_candidates"],
+        generator=options["generator"],
+        eos_token_id=eos,
+        pad_token_id=pad,
+    )
     if not options["return_dict"]:
         return out.sequences
     return GlauberGenerateOutput(
         sequences=out.sequences,
-        draft_sequences=draft.sequences,
+        draft_sequences=pad_after_answer(draft, cmask, eos, pad),
         acceptance_rate=out.acceptance_rates,
         sequence_logps=out.log_likelihoods,
+    )
+
+
+_RECIPE = (
+    "model.generate(**inputs, custom_generate=hf_seqtemp.seqtemp_generate, seq_temperature=0.5, strategy='mcmc', "
+    "max_new_tokens=32)"
+)
+
+
+def _training_free(model, input_ids, generation_config, model_kwargs, strategy, seq_temperature, options):
+    """`strategy="mcmc"` ([`power_sample`]) or `"glauber"` on the model as it is, answers ending at EOS."""
+    options["return_dict"] = bool(generation_config.return_dict_in_generate)
+    attention_mask = model_kwargs.get("attention_mask")
+    if strategy == "glauber":
+        return _glauber_generate(
+            model, input_ids, attention_mask, generation_config, seq_temperature, options["glauber_rounds"], options
+        )
+    eos_token_id, pad_token_id = _eos_and_pad(generation_config)
+    return power_sample(
+        model,
+        input_ids,
+        attention_mask,
+        max_new_tokens=generation_config.max_length - input_ids.shape[1],
+        seq_temperature=seq_temperature,
+        mcmc_steps=options["mcmc_steps"],
+        block_size=options["block_size"],
+        generator=options["generator"],
+        return_dict_in_generate=options["return_dict"],
+        eos_token_id=eos_token_id,
+        pad_token_id=pad_token_id,
     )
 
 
 def seqtemp_generate(
     model,
     input_ids: torch.LongTensor,
-    logits_processor: LogitsProcessorList,
-    stopping_criteria,
-    generation_config,
+    logits_processor: LogitsProcessorList | None = None,
+    stopping_criteria=None,
+    generation_config=None,
     synced_gpus: bool = False,
     streamer=None,
     seq_temperature: float | None = None,
@@ -182,14 +218,18 @@ def seqtemp_generate(
     - `"adapter"`: activate the adapter whose `seqtemp_config.target_temperature` equals `seq_temperature` (with
       several adapters loaded, the matching one) and sample from it at token temperature 1. `seq_temperature=1`
       without a matching adapter samples the base model with adapters off.
-    - `"interpolate"`: activate the adapter whose measured `T_eff` range brackets `seq_temperature` and rescale its
-      LoRA update by a scale interpolated linearly in `log T_eff` between the calibration points `(0, 1)` (base
-      model), `(1, eval_t_eff)` and any `scale_calibration` measurements in its config. No extrapolation.
     - `"mcmc"`: training-free power sampling ([`power_sample`]), `mcmc_steps` MH steps per block of `block_size`
-      tokens; completions have exactly `max_new_tokens` tokens.
-    - `"glauber"`: training-free Glauber dynamics ([`glauber_refine`]): an ancestral draft of exactly
-      `max_new_tokens` tokens, then `glauber_rounds` sweeps of single-site Metropolis-Hastings updates whose
-      stationary law is `p^(1/T)` over completions (the draft is the chain's start, so few rounds are approximate).
+      tokens.
+    - `"glauber"`: training-free Glauber dynamics ([`glauber_refine`]): an ancestral draft of `max_new_tokens`
+      tokens, then `glauber_rounds` sweeps of single-site Metropolis-Hastings updates whose stationary law is
+      `p^(1/T)` over answers (the draft is the chain's start, so few rounds are approximate).
+
+    `"mcmc"` and `"glauber"` work on any causal LM (on a model with sequence-temperature adapters they run with
+    the adapters off, so that `p` is the base model on every route) and target `p(answer)^(1/T)` over *answers*:
+    an answer ends at its first EOS token (`generation_config.eos_token_id`, included) and is padded with
+    `pad_token_id` after it; an answer without EOS within `max_new_tokens` is the truncated event, whose
+    probability is that of its tokens.
+    A model without an EOS id gets completions of exactly `max_new_tokens` tokens.
 
     When `seq_temperature` is given, sampling is forced (`do_sample=True`) with `top_k=0`, `top_p=1.0` and token
     `temperature=1.0`: the temperature, top-k, top-p, min-p, typical, epsilon and eta warpers are removed, since any
@@ -199,7 +239,7 @@ def seqtemp_generate(
 
     Args:
         seq_temperature (`float`, *optional*): sequence temperature `T > 0` of the target `p(x)^(1/T)`.
-        strategy (`str`, *optional*, defaults to `"auto"`): `"auto"`, `"adapter"`, `"interpolate"`, `"mcmc"` or
+        strategy (`str`, *optional*, defaults to `"auto"`): `"auto"`, `"adapter"`, `"mcmc"` or
             `"glauber"` (`"imh"` is for diffusion models, see [`diffusion_generate`]).
         mcmc_steps (`int`, *optional*, defaults to `4`): MH steps per block (`"mcmc"` only).
         block_size (`int`, *optional*): MH block size (`"mcmc"` only); `None` is one block.
@@ -230,6 +270,11 @@ def seqtemp_generate(
     torch.Size([1, 6])
     ```
     """
+    if not isinstance(generation_config, GenerationConfig):
+        raise TypeError(
+            "`seqtemp_generate` is a `custom_generate` callable for `generate`, which prepares its inputs: call "
+            f"`{_RECIPE}` (any causal LM), or `hf_seqtemp.generate_tempered(model, input_ids, seq_temperature=0.5)`."
+        )
     strategy = _check_strategy(strategy)
     sampling_args = (model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus, streamer)
     if seq_temperature is None:
@@ -237,42 +282,29 @@ def seqtemp_generate(
             raise ValueError(f"`strategy={strategy!r}` needs `seq_temperature`; pass e.g. `seq_temperature=0.5`.")
         return GenerationMixin._sample(*sampling_args, **model_kwargs)
     seq_temperature = validate_seq_temperature(seq_temperature)
+    if (generation_config.num_beams or 1) > 1:
+        raise ValueError(
+            f"`num_beams={generation_config.num_beams}` cannot be combined with `seq_temperature`, which samples "
+            "p^(1/T): drop `num_beams`; for several samples per prompt pass `do_sample=True, num_return_sequences=n`."
+        )
     adapters = tempered_adapters(model)
     _check_family(model, adapters, strategy)
     if strategy == "auto":
         strategy = "adapter" if adapters else "mcmc"
-    if strategy in ("adapter", "interpolate") and not adapters:
+    if strategy == "adapter" and not adapters:
         raise ValueError(
             f"`strategy={strategy!r}` needs a model with sequence-temperature adapters (load one with "
             "`load_tempered`); without adapters use `strategy='mcmc'`."
         )
-    if strategy == "mcmc":
-        return power_sample(
-            model,
-            input_ids,
-            model_kwargs.get("attention_mask"),
-            max_new_tokens=generation_config.max_length - input_ids.shape[1],
-            seq_temperature=seq_temperature,
-            mcmc_steps=mcmc_steps,
-            block_size=block_size,
-            generator=generator,
-            return_dict_in_generate=bool(generation_config.return_dict_in_generate),
-        )
-    if strategy == "glauber":
-        options = {"num_candidates": num_candidates, "generator": generator}
-        options["return_dict"] = bool(generation_config.return_dict_in_generate)
-        max_new_tokens = generation_config.max_length - input_ids.shape[1]
-        attention_mask = model_kwargs.get("attention_mask")
-        return _glauber_generate(
-            model, input_ids, attention_mask, max_new_tokens, seq_temperature, glauber_rounds, options
-        )
-    if strategy == "adapter":
-        with active_adapter(model, _matching_adapter(adapters, seq_temperature)):
-            return _plain_sampling(*sampling_args, model_kwargs)
-    from peft.helpers import rescale_adapter_scale
-
-    name, scale = _interpolated_adapter(adapters, seq_temperature)
-    with active_adapter(model, name), rescale_adapter_scale(model, scale):
+    if strategy in ("mcmc", "glauber"):
+        options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
+        options.update(num_candidates=num_candidates, generator=generator)
+        # `seq_temperature` is relative to the base model p on every route: tempered adapters are switched off
+        with active_adapter(model, None) if adapters else contextlib.nullcontext():
+            return _training_free(
+                model, input_ids, generation_config, model_kwargs, strategy, seq_temperature, options
+            )
+    with active_adapter(model, _matching_adapter(adapters, seq_temperature)):
         return _plain_sampling(*sampling_args, model_kwargs)
 
 

@@ -7,6 +7,7 @@ import inspect
 
 import torch
 
+from ..models.validation import SUPPORTED
 from .base import SequenceScorer
 
 
@@ -75,6 +76,19 @@ def _accepts_position_ids(model: torch.nn.Module) -> bool:
         return False
 
 
+def _logits_of(outputs, model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+    """The `(batch, length, vocab)` logits of a forward pass, or a `TypeError` saying what the model returned."""
+    logits = getattr(outputs, "logits", None)
+    if isinstance(logits, torch.Tensor) and logits.dim() == 3 and logits.shape[:2] == input_ids.shape:
+        return logits
+    got = f"`.logits` of shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor) else "no `.logits`"
+    raise TypeError(
+        f"`model` ({type(model).__name__}) returned {type(outputs).__name__} with {got}; the autoregressive scorer "
+        f"needs next-token logits of shape (batch, length, vocab) = {tuple(input_ids.shape)} + (vocab,). {SUPPORTED}: "
+        "load a causal LM with `AutoModelForCausalLM.from_pretrained(...)`."
+    )
+
+
 class AutoregressiveScorer(SequenceScorer):
     """[`SequenceScorer`] that computes exact sequence log-likelihoods of a causal LM from one forward pass.
 
@@ -137,7 +151,7 @@ class AutoregressiveScorer(SequenceScorer):
         kwargs = {"attention_mask": attention_mask}
         if _accepts_position_ids(model):
             kwargs["position_ids"] = position_ids_from_attention_mask(attention_mask)
-        logits = model(input_ids=input_ids, **kwargs).logits
+        logits = _logits_of(model(input_ids=input_ids, **kwargs), model, input_ids)
         # position i predicts token i + 1; the last position's target is a dummy, dropped below. Using the whole
         # (contiguous) logits tensor instead of `logits[:, :-1]` keeps the flattening in `gather_token_logps` a view.
         next_ids = torch.cat([input_ids[:, 1:], input_ids[:, :1]], dim=1)

@@ -8,7 +8,14 @@ import math
 import torch
 
 from .base import SequenceScorer
-from .masked_diffusion import MaskedDiffusionScorer, check_diffusion_inputs, check_positive_int, real_positions
+from .masked_diffusion import (
+    MaskedDiffusionScorer,
+    block_index,
+    check_diffusion_inputs,
+    check_positive_int,
+    real_positions,
+    real_token_log_softmax,
+)
 
 MAX_EXACT_BLOCK_SIZE = 16
 """Largest block size the exact DP accepts: it runs 2^B - 1 partial states per block (65535 at B = 16) and keeps a
@@ -40,7 +47,7 @@ def block_layout(attention_mask: torch.Tensor, completion_mask: torch.Tensor, bl
         prompt is simply absent from M, so a block with m completion positions has m! orders.
     """
     pos = real_positions(attention_mask)
-    pos_block = torch.where(pos >= 0, pos // block_size, pos)
+    pos_block = block_index(attention_mask, block_size)
     pos_slot = torch.where(pos >= 0, pos % block_size, pos)
     num_blocks = max(int(pos_block.max().item()) + 1, 1)
     bits = torch.where(completion_mask.bool(), 1 << pos_slot.clamp(min=0), torch.zeros_like(pos_slot))
@@ -82,7 +89,8 @@ def block_logp_table(model, input_ids, attention_mask, completion_mask, block_si
         logits = model(inputs, attention_mask[b])
         where = slot_index[b, j]  # (n, B)
         slot_logits = logits.gather(1, where[..., None].expand(-1, -1, logits.shape[-1])).float() / token_temperature
-        values.append(slot_logits.log_softmax(dim=-1).gather(-1, ids.gather(1, where)[..., None]).squeeze(-1))
+        slot_logps = real_token_log_softmax(slot_logits, model.mask_token_id)
+        values.append(slot_logps.gather(-1, ids.gather(1, where)[..., None]).squeeze(-1))
     table = torch.zeros(batch * num_blocks * (1 << block_size), block_size, device=input_ids.device)
     if values:
         flat = (states[:, 0] * num_blocks + states[:, 1]) * (1 << block_size) + states[:, 2]
@@ -141,7 +149,9 @@ class BlockDiffusionScorer(SequenceScorer):
     Blocks are runs of `block_size` real tokens counted from each row's first real token; they are unmasked one after
     the other and, within a block, in a uniformly random order of its completion positions (Cor. 4.4:
     `Pr(π) = 1 / Π_j m_j!`). Prompt positions are visible from the start and padding is absent, so a block with m
-    completion positions has m! orders; a completion shorter than a block is just such a block (no error).
+    completion positions has m! orders; a completion shorter than a block is just such a block (no error). Every
+    conditional is renormalised over the real tokens ([`real_token_log_softmax`]): the mask token is never sampled,
+    so `log p(x)` is the log-probability of what `diffusion_generate` samples with the same blocks ([`block_index`]).
 
     With `method="exact"` the dynamic program of Algorithm 1 marginalises over revealed subsets: one model call per
     (block, revealed subset), all stacked `max_batch` at a time, `O(L 2^B)` states, then a log-space DP

@@ -49,6 +49,56 @@ def real_positions(attention_mask: torch.Tensor) -> torch.Tensor:
     return torch.where(mask, mask.long().cumsum(dim=1) - 1, torch.full_like(mask, -1, dtype=torch.long))
 
 
+def block_index(attention_mask: torch.Tensor, block_size: int | None) -> torch.Tensor:
+    """The block layout shared by every diffusion scorer, loss, adapter and decoder: the block of each position.
+
+    Blocks are runs of `block_size` *real* tokens counted from the first real token of the row, prompt included, so
+    padding never shifts a boundary and a prompt of `P` tokens leaves `P % block_size` of its tokens in the first
+    block that holds completion positions. `block_size=None` is one block (masked diffusion).
+
+    Returns:
+        `torch.LongTensor` of shape `(batch, length)`: `real_position // block_size`, `-1` on padding.
+
+    Example:
+    ```python
+    >>> block_index(torch.tensor([[0, 1, 1, 1, 1], [1, 1, 1, 1, 1]]), 2).tolist()
+    [[-1, 0, 0, 1, 1], [0, 0, 1, 1, 2]]
+    ```
+    """
+    pos = real_positions(attention_mask)
+    if block_size is None:
+        return torch.where(pos >= 0, torch.zeros_like(pos), pos)
+    return torch.where(pos >= 0, pos // block_size, pos)
+
+
+def real_token_log_softmax(logits: torch.Tensor, mask_token_id: int) -> torch.Tensor:
+    """The token support shared by the diffusion scorers and decoders: float32 log-probabilities over real tokens.
+
+    A diffusion decoder never writes the mask token into a sequence (it would stay masked), so the distribution it
+    samples from at a position is the model's softmax renormalised over the other tokens. The scorers use the same
+    renormalised conditionals, so `log p(x)` is the log-probability of what the decoder samples, whatever mass the
+    model gives the mask token. A `mask_token_id` outside the logits' vocabulary removes nothing.
+
+    Args:
+        logits (`torch.Tensor` of shape `(..., vocab)`): model logits (already divided by a token temperature).
+        mask_token_id (`int`): id of the mask token.
+
+    Returns:
+        `torch.FloatTensor` of shape `(..., vocab)`, `-inf` at the mask token.
+
+    Example:
+    ```python
+    >>> real_token_log_softmax(torch.log(torch.tensor([0.25, 0.25, 0.5])), 2).exp().tolist()
+    [0.5, 0.5, 0.0]
+    ```
+    """
+    logits = logits.float()
+    if 0 <= mask_token_id < logits.shape[-1]:
+        is_mask = torch.arange(logits.shape[-1], device=logits.device) == mask_token_id
+        logits = logits.masked_fill(is_mask, -math.inf)
+    return logits.log_softmax(dim=-1)
+
+
 def sample_orders(
     attention_mask: torch.Tensor,
     completion_mask: torch.Tensor,
@@ -80,7 +130,7 @@ def sample_orders(
     batch, length = completion_mask.shape
     keys = torch.rand(batch, num_orders, length, generator=generator).to(completion_mask.device)
     if block_size is not None:
-        keys = keys + (real_positions(attention_mask) // block_size)[:, None, :]
+        keys = keys + block_index(attention_mask, block_size)[:, None, :]
     comp = completion_mask[:, None, :].expand_as(keys)
     keys = torch.where(comp, keys, torch.full_like(keys, math.inf))
     ranks = keys.argsort(dim=-1).argsort(dim=-1)
@@ -172,7 +222,8 @@ def order_step_logps(
         target_pos = (ranks == t[:, None]).int().argmax(dim=1)
         here = torch.arange(b.numel(), device=ids.device)
         step_logits = logits[here, target_pos].float() / token_temperature
-        values.append(step_logits.log_softmax(dim=-1).gather(-1, ids[here, target_pos][:, None]).squeeze(-1))
+        step_logps = real_token_log_softmax(step_logits, model.mask_token_id)
+        values.append(step_logps.gather(-1, ids[here, target_pos][:, None]).squeeze(-1))
     flat = torch.zeros(batch * k * length, device=input_ids.device)
     if values:
         flat = flat.index_copy(0, (rows * k + order_idx) * length + steps, torch.cat(values))
@@ -205,7 +256,8 @@ class MaskedDiffusionScorer(SequenceScorer):
     `log (1/k) Σ_j p(x; π_j)` = `logsumexp_j log p(x; π_j) - log k`, a consistent estimator of `log p(x)` that is
     biased low for finite k (Remark 4.5). With `estimator="elbo"` it is `(1/k) Σ_j log p(x; π_j)`, the order ELBO of
     Eq. 4 (a lower bound on `log p(x)` in expectation). Prompt positions stay visible and padding stays absent
-    throughout; only completion positions are ever masked and scored.
+    throughout; only completion positions are ever masked and scored. Conditionals are renormalised over the real
+    tokens ([`real_token_log_softmax`]), the token support of the decoder.
 
     Args:
         num_orders (`int`, *optional*, defaults to `4`): k, orders sampled per row and call.

@@ -17,7 +17,7 @@ from .temperature import lhts_loss, lhts_weights, ratio_loss, suffix_logps, temp
 def _ratio_objective(inputs: LossInputs, args) -> LossOutput:
     nll_weight = args.nll_weight
     h = temperature_log_ratio(inputs.ref_logps, inputs.policy_logps, args.target_temperature)
-    pair_loss = ratio_loss(h)
+    pair_loss = ratio_loss(h, inputs.groups)
     nll = inputs.drift_term()
     loss = scale_gradient(pair_loss, inputs.world_size)
     if nll is None:
@@ -26,7 +26,9 @@ def _ratio_objective(inputs: LossInputs, args) -> LossOutput:
 
 
 def _ssts_objective(inputs: LossInputs, args) -> LossOutput:
-    weights, ess = lhts_weights(inputs.ref_token_logps, inputs.completion_mask, args.target_temperature)
+    weights, ess = lhts_weights(
+        inputs.ref_token_logps, inputs.completion_mask, args.target_temperature, inputs.local_groups
+    )
     weighted = lhts_loss(inputs.policy_token_logps, weights, inputs.completion_mask)
     nll = token_nll(inputs.policy_token_logps, inputs.completion_mask)
     count = inputs.completion_mask.bool().sum(0)  # sequences scored at each step
@@ -44,9 +46,16 @@ def _ssts_objective(inputs: LossInputs, args) -> LossOutput:
 
 LOSSES: dict[str, LossSpec] = {
     "ratio": LossSpec(
-        _ratio_objective, paper="Eq. 19-20, 24 (L_ratio / L_p / L_k) + nll_weight * token NLL or L_diff (Eq. 4)"
+        _ratio_objective,
+        paper="Eq. 19-20, 24 (L_ratio / L_p / L_k) + nll_weight * token NLL or L_diff (Eq. 4)",
+        needs_groups=True,
     ),
-    "ssts": LossSpec(_ssts_objective, needs_ref_token_logps=True, paper="Eq. 8 / 18 (LHTS, autoregressive L_SSTS)"),
+    "ssts": LossSpec(
+        _ssts_objective,
+        needs_ref_token_logps=True,
+        paper="Eq. 8 / 18 (LHTS, autoregressive L_SSTS)",
+        needs_groups=True,
+    ),
     **RECALL_LOSSES,
 }
 

@@ -15,6 +15,8 @@ from typing import Literal, NamedTuple
 
 import torch
 
+from ..groups import group_log_mean_exp
+
 Reduction = Literal["mean", "sum", "none"]
 
 
@@ -86,20 +88,28 @@ class SSTSLossOutput(NamedTuple):
 
 
 def _ssts_log_weights(
-    ref_cond_logp: torch.Tensor, step_mask: torch.Tensor, temperature: float, normalization: str
+    ref_cond_logp: torch.Tensor,
+    step_mask: torch.Tensor,
+    temperature: float,
+    normalization: str,
+    groups: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Per-step log importance weights, normalised across all (batch, order) samples of each step."""
+    """Per-step log importance weights, normalised across the (row, order) samples of each step *within each prompt
+    group* (normalising across prompts would mix their partition functions Z_T(c))."""
     step_mask = step_mask.bool()
+    groups = torch.zeros(step_mask.shape[0], dtype=torch.long) if groups is None else groups
     if temperature == 1.0:  # every weight is exactly 1, even where the reference gives -inf
         raw = torch.zeros_like(ref_cond_logp, dtype=torch.float32)
     else:
         raw = (1.0 - temperature) / temperature * ref_cond_logp.detach().float()
     raw = raw.masked_fill(~step_mask, float("-inf"))
-    count = step_mask.sum(dim=(0, 1)).clamp(min=1).to(raw.dtype)
     if normalization == "self":
-        baseline = torch.logsumexp(raw, dim=(0, 1)) - torch.log(count)
-    elif normalization == "baseline":
-        baseline = raw.masked_fill(~step_mask, 0.0).sum(dim=(0, 1)) / count
+        baseline = group_log_mean_exp(raw, step_mask, groups)
+    elif normalization == "baseline":  # Eq. 18's baseline: the group's mean log-weight at the step
+        member = (groups[None, :] == torch.arange(int(groups.max()) + 1)[:, None]).to(raw.dtype)
+        total = torch.einsum("gb,bks->gs", member, raw.masked_fill(~step_mask, 0.0))
+        count = torch.einsum("gb,bks->gs", member, step_mask.to(raw.dtype))
+        baseline = (total / count.clamp(min=1))[groups][:, None, :]
     else:
         raise ValueError(f"`normalization` must be 'self' or 'baseline', got {normalization!r}.")
     log_weights = raw - baseline.masked_fill(~torch.isfinite(baseline), 0.0)
@@ -112,6 +122,7 @@ def diffusion_ssts_loss(
     temperature: float,
     step_mask: torch.Tensor | None = None,
     normalization: Literal["self", "baseline"] = "self",
+    groups: torch.Tensor | None = None,
 ) -> SSTSLossOutput:
     """Importance-sampled diffusion objective `L_SSTS` for sequence-level temperature `T` (Eq. 18, Eq. 28).
 
@@ -122,9 +133,9 @@ def diffusion_ssts_loss(
 
     where `log p(x | x_{pi_{s-1}})` is the reference's log-likelihood of every token not yet revealed, given the state
     that step `s` conditions on (at the first step, `log p(x)`), and `mu_s` the per-step baseline. With
-    `normalization="self"` the weights of each step are self-normalised in log space over the `(batch, num_orders)`
-    samples (their mean is 1: `mu_s` is the log-mean-exp); with `"baseline"`, `mu_s` is the mean of the log-weights
-    over the batch (Eq. 18 as written). Weights are constants (no gradient flows through them). At `T = 1` every
+    `normalization="self"` the weights of each step are self-normalised in log space over the `(row, order)`
+    samples of one prompt group (their mean is 1: `mu_s` is the group's log-mean-exp); with `"baseline"`, `mu_s` is
+    the mean of the group's log-weights (Eq. 18 as written, per prompt). Weights are constants (no gradient flows through them). At `T = 1` every
     weight is 1 and the loss is the plain diffusion objective `L_Diff` (Eq. 4) over the sampled orders.
 
     Args:
@@ -136,6 +147,8 @@ def diffusion_ssts_loss(
         step_mask (`torch.BoolTensor` of shape `(batch, num_orders, steps)`, *optional*):
             false for padding steps (rows with fewer steps). Defaults to all true.
         normalization (`str`, *optional*, defaults to `"self"`): `"self"` or `"baseline"`, see above.
+        groups (`torch.LongTensor` of shape `(batch,)`, *optional*): dense prompt-group codes of the rows; weights
+            are normalised within each group (and step). `None`: one group.
 
     Returns:
         [`SSTSLossOutput`]: `loss` (scalar: sum over steps, mean over batch and orders), `effective_sample_size`
@@ -164,7 +177,7 @@ def diffusion_ssts_loss(
             f"`step_mask` must have the shape of `step_logq` {tuple(step_logq.shape)}, got {tuple(step_mask.shape)}."
         )
     step_mask = step_mask.bool()
-    log_weights = _ssts_log_weights(ref_cond_logp, step_mask, temperature, normalization)
+    log_weights = _ssts_log_weights(ref_cond_logp, step_mask, temperature, normalization, groups)
     weights = log_weights.exp()
     terms = (weights * step_logq.float()).masked_fill(~step_mask, 0.0)
     loss = -terms.sum(dim=2).mean()

@@ -85,7 +85,11 @@ def _diffusion_ssts_objective(inputs: LossInputs, args) -> LossOutput:
     step_logq, ref_steps, completion = inputs.policy_token_logps, inputs.ref_token_logps, inputs.completion_mask
     step_mask = step_mask_of(step_logq, completion)
     out = diffusion_ssts_loss(
-        step_logq, reference_conditionals(ref_steps, step_mask), args.target_temperature, step_mask
+        step_logq,
+        reference_conditionals(ref_steps, step_mask),
+        args.target_temperature,
+        step_mask,
+        groups=inputs.local_groups,
     )
     # diffusion_ssts_loss is a sum over steps (nats per sequence); per completion token, like L_diff and the
     # autoregressive objective, so that `nll_weight` means the same there (at T = 1 both terms estimate one thing).
@@ -100,4 +104,5 @@ DIFFUSION_SSTS = LossSpec(
     _diffusion_ssts_objective,
     needs_ref_token_logps=True,
     paper="Eq. 18 / 28 (diffusion L_SSTS, one-order reference conditionals) + nll_weight * L_diff (Eq. 4)",
+    needs_groups=True,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..likelihood.masked_diffusion import real_positions
+from ..likelihood.masked_diffusion import block_index, real_token_log_softmax
 from .diffusion import mdlm_elbo_loss
 
 
@@ -41,7 +41,8 @@ def diffusion_elbo_loss(
     For a block-diffusion model the ELBO is the sum over blocks of that term with earlier blocks clean: each row
     draws one of its n blocks holding completion positions uniformly and the term is multiplied by n (unbiased).
     Later blocks are hidden by the adapter ([`~hf_seqtemp.models.diffusion.BlockDiffusionAdapter`]); prompt
-    positions stay visible and padding absent. The sum over rows is divided by the number of completion tokens of
+    positions stay visible and padding absent. Blocks follow [`block_index`] and conditionals are renormalised over
+    the real tokens, as in the scorers and the decoder. The sum over rows is divided by the number of completion tokens of
     the batch, like the autoregressive token NLL.
 
     Args:
@@ -69,9 +70,7 @@ def diffusion_elbo_loss(
     if not (isinstance(min_time, float) and 0.0 < min_time < 1.0):
         raise ValueError(f"`min_time` must be a float in (0, 1), got {min_time!r}.")
     completion = completion_mask.bool() & attention_mask.bool()
-    pos = real_positions(attention_mask)
-    block = pos // block_size if block_size is not None else torch.where(pos >= 0, 0, pos)
-    block = torch.where(pos >= 0, block, torch.full_like(block, -1))
+    block = block_index(attention_mask, block_size)
     chosen, num_blocks = _pick_blocks(block, completion, generator)
     in_block = completion & (block == chosen[:, None])
     batch, length = input_ids.shape
@@ -81,6 +80,7 @@ def diffusion_elbo_loss(
     masked = in_block & (noise < t[:, None])
     states = torch.where(masked, torch.full_like(input_ids, model.mask_token_id), input_ids)
     logits = model(states, attention_mask).float()
-    logps = logits.log_softmax(dim=-1).gather(-1, input_ids[..., None]).squeeze(-1)
+    logps = real_token_log_softmax(logits, model.mask_token_id).gather(-1, input_ids[..., None]).squeeze(-1)
+    logps = torch.where(masked, logps, torch.zeros_like(logps))  # a pad id equal to the mask id has log-prob -inf
     per_row = mdlm_elbo_loss(logps, masked, t, reduction="none") * num_blocks
     return per_row.sum() / completion.sum().clamp(min=1)

@@ -35,6 +35,10 @@ class LossInputs:
             NLL of `policy_token_logps` (autoregressive).
         state (`dict`, *optional*): kept by the trainer across steps, for objectives with memory (TruncR's rolling
             quantile of recent sequence log-likelihoods).
+        groups (`torch.LongTensor` of shape `(n,)`, *optional*): dense prompt-group codes of the gathered sequences
+            (aligned with `policy_logps`); `None`: one group.
+        local_groups (`torch.LongTensor` of shape `(batch,)`, *optional*): dense codes of this rank's rows (aligned
+            with the per-token tensors); `None`: one group.
     """
 
     policy_logps: torch.Tensor
@@ -45,6 +49,8 @@ class LossInputs:
     world_size: int = 1
     anti_drift: torch.Tensor | None = None
     state: dict = field(default_factory=dict)
+    groups: torch.Tensor | None = None
+    local_groups: torch.Tensor | None = None
 
     def drift_term(self) -> torch.Tensor | None:
         """`anti_drift` if given, else the token NLL of `policy_token_logps`, else `None` (nothing to add)."""
@@ -68,6 +74,8 @@ class LossSpec:
     compute: Callable[[LossInputs, Any], LossOutput]
     needs_ref_token_logps: bool = False
     paper: str = ""
+    needs_groups: bool = False
+    """Compares completions of one prompt (pairs, self-normalisation): batches must hold whole prompt groups."""
 
 
 def scale_gradient(value: torch.Tensor, factor: float) -> torch.Tensor:

@@ -7,6 +7,8 @@ import math
 
 import torch
 
+from ..groups import group_log_mean_exp, group_means
+
 
 def temperature_log_ratio(ref_logps: torch.Tensor, policy_logps: torch.Tensor, temperature: float) -> torch.Tensor:
     """`h(x) = log p(x) − T · log q(x)` (Eq. 16), differentiable in `policy_logps`.
@@ -22,15 +24,19 @@ def temperature_log_ratio(ref_logps: torch.Tensor, policy_logps: torch.Tensor, t
     return ref_logps.to(policy_logps.dtype) - temperature * policy_logps
 
 
-def ratio_loss(h: torch.Tensor) -> torch.Tensor:
-    """Likelihood-ratio variance loss L_ratio / L_p (Eq. 19-20): mean over all distinct pairs of `(h_i − h_j)²`.
+def ratio_loss(h: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+    """Likelihood-ratio variance loss L_ratio / L_p (Eq. 19-20): mean over distinct pairs *of one prompt group* of
+    `(h_i − h_j)²`.
 
-    Uses `Σ_{i≠j} (h_i − h_j)² = 2n Σ_i (h_i − h̄)²`, so it is O(n); with fewer than two sequences there is no
-    pair and the loss is 0 (still attached to the graph). Sampling the pairs from the data rather than from p_T
-    gives L_p = Var_p[h], the paper's practical form.
+    For a prompted model h(x, c) = T log Z_T(c) at the optimum, constant within a prompt only, so pairs never cross
+    groups. Uses `Σ_{i≠j∈g} (h_i − h_j)² = 2 n_g Σ_{i∈g} (h_i − h̄_g)²`, so it is O(n), divided by the number of
+    ordered within-group pairs `Σ_g n_g (n_g − 1)`; with no such pair the loss is 0 (still attached to the graph).
+    Sampling the pairs from the data rather than from p_T gives L_p = Var_p[h], the paper's practical form.
 
     Args:
         h (`torch.Tensor` of shape `(n,)`): temperature log-ratios of Eq. 16.
+        groups (`torch.LongTensor` of shape `(n,)`, *optional*): dense group codes
+            ([`~hf_seqtemp.groups.group_codes`]); `None`: one group.
 
     Returns:
         `torch.Tensor`: scalar.
@@ -39,13 +45,18 @@ def ratio_loss(h: torch.Tensor) -> torch.Tensor:
     ```python
     >>> ratio_loss(torch.tensor([0.0, 1.0, 2.0])).item()  # pairs (0,1),(0,2),(1,2): (1 + 4 + 1) / 3
     2.0
+    >>> ratio_loss(torch.tensor([0.0, 1.0, 5.0, 5.0]), torch.tensor([0, 0, 1, 1])).item()  # pairs (0,1), (2,3)
+    0.5
     ```
     """
-    n = h.shape[0]
-    if n < 2:
+    groups = torch.zeros_like(h, dtype=torch.long) if groups is None else groups.to(h.device)
+    counts = torch.bincount(groups).to(h.dtype)
+    pairs = (counts * (counts - 1)).sum()
+    if pairs == 0:
         return h.sum() * 0.0
-    centred = h - h.mean()
-    return 2.0 * (centred * centred).sum() / (n - 1)
+    centred = h - group_means(h, groups)
+    size = counts[groups]
+    return 2.0 * (size * centred * centred).sum() / pairs
 
 
 def suffix_logps(token_logps: torch.Tensor) -> torch.Tensor:
@@ -67,33 +78,45 @@ def suffix_logps(token_logps: torch.Tensor) -> torch.Tensor:
 
 
 def lhts_weights(
-    ref_token_logps: torch.Tensor, completion_mask: torch.Tensor, temperature: float
+    ref_token_logps: torch.Tensor,
+    completion_mask: torch.Tensor,
+    temperature: float,
+    groups: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Self-normalised importance weights of LHTS / autoregressive L_SSTS (Eq. 8 and 18), in log space.
 
-    At step i the weight of sequence b is `exp((1−T)/T · log p(x_{≥i} | x_{<i}) − μ_i)` with the baseline
-    `μ_i` = batch mean of the log-weights at that step (Eq. 18), then normalised over the sequences that are
-    scored at step i so that their mean weight is 1. The baseline cancels in the normalisation; subtracting it
-    first keeps the exponent in range.
+    At step i the weight of sequence b is `exp((1−T)/T · log p(x_{≥i} | x_{<i}))`, normalised over the sequences
+    *of b's prompt group* that are scored at step i so that their mean weight is 1 (the baseline μ_i of Eq. 18
+    cancels in the normalisation). Normalising across prompts would mix their partition functions Z_T(c).
 
     Args:
         ref_token_logps (`torch.Tensor` of shape `(batch, length)`): reference log-probs per token (0 elsewhere).
         completion_mask (`torch.Tensor` of shape `(batch, length)`): positions that are scored.
         temperature (`float`): target temperature T.
+        groups (`torch.LongTensor` of shape `(batch,)`, *optional*): dense group codes; `None`: one group.
 
     Returns:
         A tuple `(weights, ess)`: `weights` of shape `(batch, length)` (0 at unscored positions, detached) and
-        `ess` of shape `(length,)`: the effective sample size `(Σw)² / Σw²` of each step's weights.
+        `ess` of shape `(length,)`: the effective sample size `(Σw)² / Σw²` of each step's weights, summed over the
+        groups.
+
+    Example:
+    ```python
+    >>> ref = torch.log(torch.tensor([[0.5], [0.25], [0.9], [0.1]]))
+    >>> weights, _ = lhts_weights(ref, torch.ones(4, 1), 0.5, torch.tensor([0, 0, 1, 1]))
+    >>> [round(w, 4) for w in weights.flatten().tolist()]  # p^((1-T)/T) = p, mean 1 within each prompt
+    [1.3333, 0.6667, 1.8, 0.2]
+    ```
     """
     mask = completion_mask.bool()
+    groups = torch.zeros(mask.shape[0], dtype=torch.long) if groups is None else groups
     log_w = (1.0 - temperature) / temperature * suffix_logps(ref_token_logps.float() * mask)
     log_w = log_w.masked_fill(~mask, -math.inf)
-    count = mask.sum(0).clamp(min=1)
-    mu = (log_w.masked_fill(~mask, 0.0).sum(0) / count)[None, :]
-    log_w = log_w - mu
-    log_norm = torch.logsumexp(log_w, dim=0, keepdim=True) - count.log()[None, :]
-    weights = (log_w - log_norm).exp().masked_fill(~mask, 0.0)
-    ess = weights.sum(0) ** 2 / (weights * weights).sum(0).clamp(min=1e-30)
+    weights = (log_w - group_log_mean_exp(log_w, mask, groups)).exp().masked_fill(~mask, 0.0)
+    ess = torch.zeros(mask.shape[1], dtype=weights.dtype, device=weights.device)
+    for code in torch.unique(groups).tolist():
+        member = weights[groups.to(weights.device) == code]
+        ess += member.sum(0) ** 2 / (member * member).sum(0).clamp(min=1e-30)
     return weights.detach(), ess.detach()
 
 

@@ -3,14 +3,21 @@
 
 Every function takes per-sequence log-likelihoods (`log p(x)` of the base model, `log q(x)` of the model being
 measured) on the same sequences, as tensors or lists, and returns plain Python floats.
+
+Prompted models are tempered per prompt (q(x|c) ∝ p(x|c)^{1/T}), so pairs, slopes, ranks and variances are taken
+*within* prompt groups: pass `groups=` (one hashable id per sequence, e.g. the prompt). Across prompts log Z_T(c)
+differs, and a pooled figure is wrong even for an exactly tempered model. `groups=None` treats all sequences as one
+group (an unconditional model, or a single prompt).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import torch
+
+from ..groups import group_codes, group_means, require_pairs
 
 
 def _as_float64(values, name: str) -> torch.Tensor:
@@ -34,48 +41,84 @@ def _paired(base_logp, tempered_logp, minimum: int = 2) -> tuple[torch.Tensor, t
     return base, tempered
 
 
+Groups = Sequence[Hashable] | torch.Tensor | None
+
+
+def _centred(base: torch.Tensor, tempered: torch.Tensor, groups: Groups) -> tuple[torch.Tensor, torch.Tensor]:
+    codes = group_codes(groups, base.numel())
+    if groups is not None:
+        require_pairs(codes)
+    return base - group_means(base, codes), tempered - group_means(tempered, codes)
+
+
 def effective_temperature(
-    base_logp: Sequence[float] | torch.Tensor, tempered_logp: Sequence[float] | torch.Tensor
+    base_logp: Sequence[float] | torch.Tensor, tempered_logp: Sequence[float] | torch.Tensor, groups: Groups = None
 ) -> float:
     """Effective temperature T_eff of Eq. 17: the homogeneous least-squares slope of base log-ratios on tempered ones.
 
-    `T_eff = Σ_{x,x'} log(p(x)/p(x')) log(q(x)/q(x')) / Σ_{x,x'} log(q(x)/q(x'))²` over all pairs. Since
-    `Σ_{x,x'} (a_x − a_x')(b_x − b_x') = 2n Σ_x (a_x − ā)(b_x − b̄)`, this is computed in O(n) from centred sums.
-    A model with `q ∝ p^{1/T}` has T_eff exactly `T`; the base model itself has 1.
+    `T_eff = Σ_{x,x'} log(p(x)/p(x')) log(q(x)/q(x')) / Σ_{x,x'} log(q(x)/q(x'))²` over all pairs of the same
+    prompt group. Since `Σ_{x,x'∈g} (a_x − a_x')(b_x − b_x') = 2n_g Σ_{x∈g} (a_x − ā_g)(b_x − b̄_g)`, it is computed
+    in O(n) from sums centred within groups: `T_eff = Σ_g Σ_{x∈g} (a − ā_g)(b − b̄_g) / Σ_g Σ_{x∈g} (b − b̄_g)²`
+    (the groups weighted by their size). A model with `q(·|c) ∝ p(·|c)^{1/T}` has T_eff exactly `T`; the base
+    model itself has 1.
 
     Args:
         base_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log p(x)` of the base model.
         tempered_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log q(x)` of the measured model.
+        groups (list of hashables or `torch.Tensor` of shape `(n,)`, *optional*): prompt id of each sequence;
+            `None`: one group.
 
     Returns:
-        `float`: T_eff (NaN when every `tempered_logp` is equal, where the slope is undefined).
+        `float`: T_eff (NaN when `tempered_logp` is constant within every group, where the slope is undefined).
+
+    Raises:
+        ValueError: when `groups` has the wrong length, or no two sequences share a group.
 
     Example:
     ```python
     >>> effective_temperature([-1.0, -2.0, -4.0], [-2.0, -4.0, -8.0])
     0.5
+    >>> # two prompts with different normalisers: log q = 2 log p + log Z(c)
+    >>> effective_temperature([-1.0, -2.0, -1.0, -3.0], [-1.0, -3.0, -5.0, -9.0], groups=["a", "a", "b", "b"])
+    0.5
     ```
     """
     base, tempered = _paired(base_logp, tempered_logp)
-    base_c, tempered_c = base - base.mean(), tempered - tempered.mean()
+    base_c, tempered_c = _centred(base, tempered, groups)
     denominator = (tempered_c * tempered_c).sum().item()
     if denominator == 0.0:
         return math.nan
     return (base_c * tempered_c).sum().item() / denominator
 
 
-def kendall_tau(
-    base_logp: Sequence[float] | torch.Tensor, tempered_logp: Sequence[float] | torch.Tensor, chunk_size: int = 2048
-) -> float:
-    """Kendall's τ-a (Eq. 13) between the rankings of sequences by `p` and by `q`, over all distinct pairs.
+def _concordance(base: torch.Tensor, tempered: torch.Tensor, chunk_size: int) -> float:
+    """`Σ_{i≠j} sgn(a_i − a_j) sgn(b_i − b_j)` over ordered pairs, in row chunks (memory O(chunk_size · n))."""
+    total = 0.0
+    for start in range(0, base.numel(), chunk_size):
+        sign_base = torch.sign(base[start : start + chunk_size, None] - base[None, :])
+        sign_tempered = torch.sign(tempered[start : start + chunk_size, None] - tempered[None, :])
+        total += (sign_base * sign_tempered).sum().item()
+    return total
 
-    `τ = Σ_{i<j} sgn(a_i − a_j) sgn(b_i − b_j) / (n(n−1)/2)`: 1.0 for identical rankings, −1.0 for reversed ones.
-    Ties count 0, so tied sequences lower |τ|. Computed in row chunks, so memory is O(chunk_size · n).
+
+def kendall_tau(
+    base_logp: Sequence[float] | torch.Tensor,
+    tempered_logp: Sequence[float] | torch.Tensor,
+    chunk_size: int = 2048,
+    groups: Groups = None,
+) -> float:
+    """Kendall's τ-a (Eq. 13) between the rankings of sequences by `p` and by `q`, over distinct pairs of a group.
+
+    `τ = Σ_g Σ_{i<j∈g} sgn(a_i − a_j) sgn(b_i − b_j) / Σ_g n_g(n_g−1)/2`: 1.0 for identical rankings within every
+    prompt, −1.0 for reversed ones. Ties count 0, so tied sequences lower |τ|. Computed per group in row chunks, so
+    memory is O(chunk_size · n_g).
 
     Args:
         base_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log p(x)` of the base model.
         tempered_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log q(x)` of the measured model.
         chunk_size (`int`, *optional*, defaults to `2048`): rows compared at once.
+        groups (list of hashables or `torch.Tensor` of shape `(n,)`, *optional*): prompt id of each sequence;
+            `None`: one group.
 
     Returns:
         `float` in [−1, 1]; higher means rankings agree more.
@@ -84,16 +127,23 @@ def kendall_tau(
     ```python
     >>> kendall_tau([-1.0, -2.0, -3.0], [-5.0, -6.0, -9.0])
     1.0
+    >>> kendall_tau([-1.0, -2.0, -1.0, -3.0], [-1.0, -3.0, -5.0, -9.0], groups=[0, 0, 1, 1])
+    1.0
     ```
     """
     base, tempered = _paired(base_logp, tempered_logp)
-    n = base.numel()
-    concordance = 0.0
-    for start in range(0, n, chunk_size):
-        sign_base = torch.sign(base[start : start + chunk_size, None] - base[None, :])
-        sign_tempered = torch.sign(tempered[start : start + chunk_size, None] - tempered[None, :])
-        concordance += (sign_base * sign_tempered).sum().item()
-    return concordance / (n * (n - 1))
+    codes = group_codes(groups, base.numel())
+    if groups is None:
+        return _concordance(base, tempered, chunk_size) / (base.numel() * (base.numel() - 1))
+    require_pairs(codes)
+    concordance, pairs = 0.0, 0
+    for code in torch.unique(codes).tolist():
+        members = codes == code
+        n = int(members.sum())
+        if n > 1:
+            concordance += _concordance(base[members], tempered[members], chunk_size)
+            pairs += n * (n - 1)
+    return concordance / pairs
 
 
 def sequence_nll(
@@ -130,20 +180,27 @@ def sequence_nll(
 
 
 def temperature_log_ratio(
-    base_logp: Sequence[float] | torch.Tensor, tempered_logp: Sequence[float] | torch.Tensor, temperature: float
+    base_logp: Sequence[float] | torch.Tensor,
+    tempered_logp: Sequence[float] | torch.Tensor,
+    temperature: float,
+    groups: Groups = None,
 ) -> dict[str, object]:
-    """Temperature log-ratio `h(x) = log p(x) − T · log q(x)` of Eq. 16, with its mean and variance.
+    """Temperature log-ratio `h(x) = log p(x) − T · log q(x)` of Eq. 16, with its mean and within-group variance.
 
-    `q ∝ p^{1/T}` exactly when `h` is the same for every sequence (Lemma 5.1), so a variance near 0 means the
-    model is tempered at `T`; the mean is `−T log Z`, not informative on its own.
+    `q(·|c) ∝ p(·|c)^{1/T}` exactly when `h` is the same for every completion of a prompt (Lemma 5.1, per context),
+    so a variance around the group means near 0 means the model is tempered at `T`; the mean of a group is
+    `T log Z_T(c)`, not informative on its own.
 
     Args:
         base_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log p(x)` of the base model.
         tempered_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log q(x)` of the measured model.
         temperature (`float`): the target temperature `T > 0`.
+        groups (list of hashables or `torch.Tensor` of shape `(n,)`, *optional*): prompt id of each sequence;
+            `None`: one group.
 
     Returns:
-        `dict` with `h` (list of floats), `mean` and `variance` (population variance; lower is better).
+        `dict` with `h` (list of floats), `mean` (over all sequences) and `variance` (population variance of `h`
+        around its group means; lower is better).
 
     Example:
     ```python
@@ -158,4 +215,8 @@ def temperature_log_ratio(
         raise ValueError(f"`temperature` must be a finite float > 0, got {temperature}.")
     base, tempered = _paired(base_logp, tempered_logp, minimum=1)
     h = base - float(temperature) * tempered
-    return {"h": h.tolist(), "mean": h.mean().item(), "variance": h.var(unbiased=False).item()}
+    codes = group_codes(groups, h.numel())
+    if groups is not None:
+        require_pairs(codes)
+    centred = h - group_means(h, codes)
+    return {"h": h.tolist(), "mean": h.mean().item(), "variance": (centred * centred).mean().item()}

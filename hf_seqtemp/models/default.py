@@ -60,9 +60,14 @@ def _convert(gguf: Path, target: Path) -> None:
     tmp.rename(target)
 
 
+def cached_model_folder() -> Path:
+    """Where the safetensors copy of the default model is (or will be) cached; it may not exist yet."""
+    return cache_dir() / "SmolLM2-135M-Instruct"
+
+
 def default_model_path() -> Path:
     """Folder of the cached safetensors copy of the default model, converting the GGUF file the first time."""
-    target = cache_dir() / "SmolLM2-135M-Instruct"
+    target = cached_model_folder()
     if not (target / "config.json").is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         _convert(default_gguf_path(), target)

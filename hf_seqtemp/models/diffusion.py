@@ -16,6 +16,7 @@ import inspect
 
 import torch
 
+from ..likelihood.masked_diffusion import block_index
 from .base import DiffusionLM
 
 # Config `model_type`s whose logits at position i predict token i (no shift) and that are not *ForMaskedLM classes.
@@ -210,12 +211,11 @@ class BlockDiffusionAdapter(_AdapterBase):
         self.shift_logits = bool(shift_logits)
 
     def _run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        # Rows are right-padded here, so the column index is the position among real tokens.
         length = input_ids.shape[1]
-        block = torch.arange(length, device=input_ids.device) // self.block_size
+        block = block_index(attention_mask, self.block_size)  # -1 on padding, which the mask hides anyway
         masked = (input_ids == self.mask_token_id) & attention_mask.bool()
         first_masked = torch.where(masked, block, block.new_full((), length)).min(dim=1).values
-        visible = block[None, :] <= first_masked[:, None]
+        visible = block <= first_masked[:, None]
         return super()._run(input_ids, attention_mask * visible.to(attention_mask.dtype))
 
 

@@ -11,6 +11,13 @@ from ..config import validate_temperature
 from ..losses import LOSSES
 
 
+def _has_accelerator() -> bool:
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)
+    return accelerator.is_available() if accelerator is not None else torch.cuda.is_available()
+
+
 @dataclass
 class SeqTempConfig(TrainingArguments):
     r"""
@@ -74,14 +81,32 @@ class SeqTempConfig(TrainingArguments):
             reproducible. `None` uses `num_orders`. Must be ≥ 1. With `loss_type="ssts"` the trained model is
             scored along these same seeded orders (not fresh ones), so it must be `None` or equal `num_orders`.
 
+        > Parameters that control the prompt groups and the sampling of completions
+
+        num_generations (`int`, *optional*, defaults to `8`):
+            Completions of one prompt in a batch (TRL's name). A prompted model is tempered per prompt, so the
+            temperature losses compare completions of the same prompt only: batches are built from runs of
+            `num_generations` completions of one prompt (as TRL's GRPO does), and a prompt-only dataset gets this many
+            completions per prompt sampled from the reference. Must be ≥ 2 for `"ratio"` and `"ssts"`, and
+            `per_device_train_batch_size` × processes must be a multiple of it.
+        max_completion_length (`int`, *optional*, defaults to `64`):
+            Longest completion sampled for a prompt-only dataset (a completion also ends at EOS). Sampling is exact:
+            token temperature 1, no top-k / top-p, from the reference p (the adapter disabled).
+        prompt_id_column (`str`, *optional*, defaults to `"prompt_id"`):
+            Column that names each example's prompt group, when the dataset has it (any ids). Without it the group
+            is the prompt's token ids (identical prompts share a group whatever the dataset layout); a plain-text
+            corpus is one group.
+
         > Parameters that control the data preprocessing
 
         max_length (`int`, *optional*, defaults to `512`):
             Maximum tokens per example (prompt + completion). Longer examples are dropped with a warning that
             counts them, never truncated: a truncated sequence is a different event with a different likelihood.
         dataset_text_field (`str`, *optional*, defaults to `"text"`):
-            Column holding plain text. Datasets may instead hold `prompt`/`completion` columns (only completion
-            tokens are scored and trained) or pre-tokenised `input_ids` (with an optional `completion_mask`).
+            Column holding plain text. Datasets may instead be in any of TRL's other formats: `prompt`/`completion`
+            (text or conversational; only completion tokens are scored and trained), `messages` (the last assistant
+            turn is the completion), `prompt` only (completions are sampled), or pre-tokenised `input_ids` (with an
+            optional `completion_mask`). Chat templates apply to conversational examples, as in TRL.
         precompute_ref_logps (`bool`, *optional*, defaults to `True`):
             Compute the reference log-probabilities log p(x) once before training (in batches of
             `per_device_eval_batch_size`, with a progress bar) and store them as dataset columns keyed by example.
@@ -90,7 +115,7 @@ class SeqTempConfig(TrainingArguments):
     > [!NOTE]
     > Defaults that differ from [`~transformers.TrainingArguments`]: `logging_steps=10`,
     > `remove_unused_columns=False` (the reference columns must reach the loss), `report_to="none"`,
-    > `learning_rate=1e-4` (LoRA).
+    > `learning_rate=1e-4` (LoRA), and `dataloader_pin_memory=False` when there is no accelerator (or `use_cpu`).
     """
 
     # Parameters that control the training
@@ -101,8 +126,10 @@ class SeqTempConfig(TrainingArguments):
     loss_type: str = field(
         default="ratio",
         metadata={
-            "help": "Objective: 'ratio' (L_ratio/L_p, Eq. 19-20, pairs over the batch) or 'ssts' (LHTS/L_SSTS, "
-            "Eq. 8/18, importance-weighted NLL).",
+            "help": "Objective: 'ratio' (L_ratio/L_p, Eq. 19-20, pairs over the batch), 'ssts' (LHTS/L_SSTS, "
+            "Eq. 8/18, importance-weighted NLL), or a recall-oriented loss: 'c_div' (conditional Tsallis "
+            "divergence, see --c_div_alpha), 'trunc_r' (NLL on the sequences below a rolling likelihood quantile, "
+            "see --trunc_r_quantile), 'lambda_pr' (precision-recall divergence, see --lambda_pr_lambda).",
             "choices": sorted(LOSSES),
         },
     )
@@ -136,6 +163,21 @@ class SeqTempConfig(TrainingArguments):
         default=0.8, metadata={"help": "Quantile in (0, 1] of recent log-likelihoods below which 'trunc_r' trains."}
     )
     lambda_pr_lambda: float = field(default=0.5, metadata={"help": "λ > 0 of the precision-recall divergence."})
+    # Parameters that control the prompt groups and the sampling of completions
+    num_generations: int = field(
+        default=8,
+        metadata={
+            "help": "Completions of one prompt per batch run (and sampled per prompt for prompt-only data); ≥ 2 for "
+            "ratio/ssts; per-device batch × processes must be a multiple of it."
+        },
+    )
+    max_completion_length: int = field(
+        default=64, metadata={"help": "Longest completion sampled for a prompt-only dataset (also ends at EOS)."}
+    )
+    prompt_id_column: str = field(
+        default="prompt_id",
+        metadata={"help": "Column naming each example's prompt group, if present; else the prompt's tokens."},
+    )
     # Parameters that control the data preprocessing
     max_length: int = field(
         default=512,
@@ -162,6 +204,8 @@ class SeqTempConfig(TrainingArguments):
         # normalise
         if isinstance(self.loss_type, str):
             self.loss_type = self.loss_type.strip().lower()
+        if self.dataloader_pin_memory and (self.use_cpu or not _has_accelerator()):
+            self.dataloader_pin_memory = False  # pinning only helps copies to an accelerator; torch warns without one
         # validate
         self.target_temperature = validate_temperature(self.target_temperature, "target_temperature")
         if self.loss_type not in LOSSES:
@@ -191,6 +235,10 @@ class SeqTempConfig(TrainingArguments):
                 f"`likelihood_method` must be 'exact', 'mc' or None (pick by model family),"
                 f" got {self.likelihood_method!r}."
             )
+        for name in ("num_generations", "max_completion_length"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
         for name in ("num_orders", "ref_num_orders"):
             value = getattr(self, name)
             if (value is not None or name == "num_orders") and (

@@ -3,15 +3,114 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from typing import TYPE_CHECKING
 
-from datasets import Dataset
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 
 class HubMixin:
     """Replaces `Trainer`'s Hub methods: the repo is created at `push_to_hub()` time, checkpoints are not uploaded,
-    and what is uploaded is [`~hf_seqtemp.hub.save_for_hub`]'s folder (adapter, config, card, plot)."""
+    and what is uploaded is [`~hf_seqtemp.hub.save_for_hub`]'s folder (adapter, config, card, plot).
 
+    Every save writes hf_seqtemp's model card and `seqtemp_config.json` next to the weights (over PEFT's
+    placeholder card). `save_model()` with an eval set measures the base model, the myopic baseline and the
+    tempered model on it, once per training step; a checkpoint shows the figures of the last `evaluate()`.
+    """
+
+    _card_options: dict | None = None  # what `save_for_hub` asks of the card being written
+    _card_config = None  # the config written by the last save
+    _measured: tuple | None = None  # (key, measurement): the last held-out measurement, reused at the same step
+    _saving_checkpoint = False
+
+    # ------------------------------------------------------------------ saving with the card
+    def _save(self, output_dir: str | None = None, state_dict=None) -> None:
+        """`Trainer._save`, with PEFT told from local files whether the base vocabulary changed (no Hub lookup)."""
+        from ..hub import embedding_save_kwargs
+
+        kwargs = embedding_save_kwargs(self.model)
+        if not kwargs:
+            return super()._save(output_dir, state_dict)
+        self.model.save_pretrained = functools.partial(self.model.save_pretrained, **kwargs)
+        try:
+            return super()._save(output_dir, state_dict)
+        finally:
+            del self.model.save_pretrained
+
+    def _save_checkpoint(self, model, trial) -> None:
+        self._saving_checkpoint = True  # the card of a checkpoint measures nothing
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self._saving_checkpoint = False
+
+    def _save_with_card(self, folder: str, **options):
+        """`save_model(folder)` with `save_for_hub`'s options for the card; returns the config written."""
+        self._card_options, self._card_config = options, None
+        try:
+            self.save_model(folder, _internal_call=True)
+        finally:
+            self._card_options = None
+        tokenizer = options.get("tokenizer")
+        if tokenizer is not None and tokenizer is not self.processing_class and self.args.should_save:
+            tokenizer.save_pretrained(folder)
+        return self._card_config or self.sequence_temperature_config()
+
+    def _save_card(self, output_dir: str) -> None:
+        """Writes `seqtemp_config.json` and the model card (measured when possible) beside the saved weights."""
+        from ..card import write_card
+
+        options = self._card_options or {}
+        config, base = self.sequence_temperature_config(), options.get("base_model")
+        if isinstance(base, (str, os.PathLike)):
+            config.base_model_id, base = str(base), None
+        held_out = options.get("held_out_dataset")
+        held_out = held_out if held_out is not None else self.eval_dataset
+        measurement, reason = None, None  # `reason`: why nothing was measured, shown if no evaluate() ran either
+        if held_out is not None and self._saving_checkpoint:
+            reason = "a checkpoint's card scores nothing and no `evaluate()` ran before this checkpoint"
+        elif held_out is not None:
+            tokenizer = options.get("tokenizer") or self.processing_class
+            measurement = self._measure_for_card(held_out, base, tokenizer, options.get("batch_size", 16))
+            reason = (
+                "the base model and the myopic baseline cannot be scored for this model (a diffusion model, or full "
+                "fine-tuning without the base model object), and no `evaluate()` ran before saving"
+            )
+        repo_id = options.get("repo_id") or (getattr(self, "hub_model_id", None) if self.args.push_to_hub else None)
+        self._card_config = write_card(
+            output_dir,
+            config,
+            measurement,
+            repo_id=repo_id,
+            dataset_names=options.get("dataset_names"),
+            source="the last `evaluate()` during training",
+            reason=reason,
+        )
+
+    def _measure_for_card(self, held_out, base, tokenizer, batch_size: int):
+        """[`~hf_seqtemp.hub.measure_held_out`] of the current model, or `None` where it cannot run (no held-out
+        set, a diffusion model, or full fine-tuning without the base model object). Reused at the same step."""
+        from ..hub import _is_peft_model, measure_held_out
+        from ..likelihood import AutoregressiveScorer
+        from ..measure import sequences_digest
+
+        base = base if base is not None else self._ref_model
+        scorer = getattr(self.family, "scorer", None)
+        if held_out is None or not isinstance(scorer, AutoregressiveScorer) or self.family.name != "causal_lm":
+            return None
+        if not _is_peft_model(self.model) and base is None:
+            return None
+        # the same sequences at the same step give the same figures, whether passed raw or as the prepared eval set
+        key = (self.state.global_step, sequences_digest(held_out, tokenizer), id(base), batch_size)
+        if self._measured is None or self._measured[0] != key:
+            target = self.args.target_temperature
+            result = measure_held_out(self.model, held_out, target, base, tokenizer, scorer, batch_size=batch_size)
+            self._measured = (key, result)
+        return self._measured[1]
+
+    # ------------------------------------------------------------------ the Hub
     def init_hf_repo(self, token: str | None = None, private: bool | None = None) -> None:
         """Records the target repository (`hub_model_id`, else the output folder's name); `push_to_hub` creates it."""
         self.hub_model_id = self.args.hub_model_id or os.path.basename(os.path.abspath(self.args.output_dir))
@@ -40,21 +139,23 @@ class HubMixin:
         >>> trainer.push_to_hub(dataset_names=["me/prompts"])  # doctest: +SKIP
         ```
         """
-        from ..hub import push_to_hub, save_for_hub
+        from .. import hub
 
+        token = token if token is not None else self.args.hub_token
+        hub.check_can_push(token)  # offline or no token: fail before anything is scored
         if self.hub_model_id is None:
             self.init_hf_repo()
         if not self.is_world_process_zero():
             return None
         folder = os.path.join(self.args.output_dir, "hub")
-        save_for_hub(
+        hub.save_for_hub(
             self, folder, held_out_dataset=held_out_dataset, dataset_names=dataset_names, repo_id=self.hub_model_id
         )
-        return push_to_hub(
+        return hub.push_to_hub(
             folder,
             self.hub_model_id,
             private=private if private is not None else self.args.hub_private_repo,
-            token=token if token is not None else self.args.hub_token,
+            token=token,
             commit_message=commit_message or "End of training",
             revision=revision if revision is not None else self.args.hub_revision,
         )

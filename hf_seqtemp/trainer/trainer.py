@@ -18,14 +18,26 @@ from transformers import AutoModelForCausalLM, Trainer
 from transformers.trainer import TRAINING_ARGS_NAME
 
 from ..config import SequenceTemperatureConfig
+from ..data import (
+    EXAMPLE_ID,
+    GROUP_ID,
+    GroupSampler,
+    SeqTempCollator,
+    check_group_batching,
+    is_prompt_only,
+    prepare_dataset,
+)
+from ..groups import group_codes, require_pairs, within_group_pairs
 from ..losses import LossInputs
-from ..metrics.core import effective_temperature, kendall_tau
+from ..metrics.core import effective_temperature, kendall_tau, temperature_log_ratio
 from ..models.base import DiffusionLM
-from ..models.diffusion import _BLOCK_TYPES, _SHIFTED_TYPES, _UNSHIFTED_TYPES, wrap_diffusion_model
+from ..models.diffusion import wrap_diffusion_model
+from ..models.validation import check_model_kind, is_raw_diffusion_model
+from ..peft_compat import peft_deprecations_silenced
 from .config import SeqTempConfig
-from .data import EXAMPLE_ID, SeqTempCollator, prepare_dataset
 from .families import DiffusionFamily, family_for, order_seed
 from .hub_mixin import HubMixin
+from .prompt_only import complete_prompts, pad_token_id_of
 from .token_temperature_init import fold_token_temperature, with_trainable_final_norm
 
 
@@ -41,12 +53,6 @@ def _peft_of(model):
     """The PeftModel of `model` (itself, or the inner model of a diffusion adapter), or `None`."""
     inner = model.model if isinstance(model, DiffusionLM) else model
     return inner if _is_peft_model(inner) else None
-
-
-def _is_raw_diffusion_model(model) -> bool:
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    known = _BLOCK_TYPES | _SHIFTED_TYPES | _UNSHIFTED_TYPES
-    return model_type in known or type(model).__name__.endswith("ForMaskedLM")
 
 
 class SeqTempTrainer(HubMixin, Trainer):
@@ -129,9 +135,7 @@ class SeqTempTrainer(HubMixin, Trainer):
         if eval_dataset is not None:
             eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset")
         if data_collator is None:
-            pad = getattr(processing_class, "pad_token_id", None)
-            pad = pad if pad is not None else getattr(processing_class, "eos_token_id", None)
-            data_collator = SeqTempCollator(pad_token_id=pad if isinstance(pad, int) else 0)
+            data_collator = SeqTempCollator(pad_token_id=pad_token_id_of(processing_class, model))
         self._ref_model = None
         if _peft_of(model) is None and not args.precompute_ref_logps:
             self._ref_model = copy.deepcopy(model).eval().requires_grad_(False)
@@ -153,6 +157,11 @@ class SeqTempTrainer(HubMixin, Trainer):
         self._buffers = {mode: defaultdict(list) for mode in ("train", "eval")}
         self._loss_state: dict = {}  # objectives with memory (TruncR's rolling quantile)
         self.last_eval_metrics: dict[str, float] = {}
+        if self.objective.needs_groups:
+            check_group_batching(
+                args.num_generations, args.per_device_train_batch_size, self.accelerator.num_processes, True
+            )
+        self._complete_prompt_only_datasets()
         self._prepare_reference()
 
     # ------------------------------------------------------------------ preparation
@@ -160,7 +169,8 @@ class SeqTempTrainer(HubMixin, Trainer):
     def _prepare_model(model, peft_config, processing_class, args: SeqTempConfig):
         if isinstance(model, str):
             model = AutoModelForCausalLM.from_pretrained(model)
-        if not isinstance(model, DiffusionLM) and _is_raw_diffusion_model(model):
+        check_model_kind(model)
+        if not isinstance(model, DiffusionLM) and is_raw_diffusion_model(model):
             model = wrap_diffusion_model(model, processing_class)
         if args.init_from_token_temperature and (peft_config is None or isinstance(model, DiffusionLM)):
             raise ValueError(
@@ -175,7 +185,8 @@ class SeqTempTrainer(HubMixin, Trainer):
         inner = model.model if isinstance(model, DiffusionLM) else model
         if args.init_from_token_temperature:
             peft_config = with_trainable_final_norm(peft_config, inner)
-        peft_model = get_peft_model(inner, peft_config)
+        with peft_deprecations_silenced():
+            peft_model = get_peft_model(inner, peft_config)
         if args.init_from_token_temperature:
             fold_token_temperature(peft_model, args.target_temperature)
         name = getattr(getattr(inner, "config", None), "_name_or_path", None)
@@ -192,7 +203,38 @@ class SeqTempTrainer(HubMixin, Trainer):
     def _prepare_dataset(dataset, processing_class, args: SeqTempConfig, name: str):
         if dataset is None:
             raise ValueError(f"`{name}` is None: pass a dataset of sequences to temper.")
-        return prepare_dataset(dataset, processing_class, args.dataset_text_field, args.max_length, name)
+        return prepare_dataset(
+            dataset, processing_class, args.dataset_text_field, args.max_length, name, args.prompt_id_column
+        )
+
+    def _complete_prompt_only_datasets(self):
+        """Samples `num_generations` completions per prompt from the reference for prompt-only datasets, and checks
+        that an eval set has completions of one prompt to compare."""
+        for split in ("train", "eval"):
+            dataset = getattr(self, f"{split}_dataset")
+            if dataset is not None and is_prompt_only(dataset):
+                if self.family.name != "causal_lm":
+                    raise ValueError(
+                        f"`{split}_dataset` holds prompts only: completions are sampled for causal LMs only. Give a "
+                        f"{self.family.name} model its completions (`prompt`/`completion` or `input_ids`)."
+                    )
+                with self._reference_model() as reference:
+                    dataset = complete_prompts(reference, dataset, self.args, self.processing_class, split)
+                setattr(self, f"{split}_dataset", dataset)
+        if self.eval_dataset is not None:
+            require_pairs(
+                group_codes(self.eval_dataset[GROUP_ID], len(self.eval_dataset)),
+                "eval_dataset",
+                "give at least two completions of each held-out prompt (a prompt-only eval set has "
+                "`num_generations` sampled per prompt), or a shared `prompt_id` column",
+            )
+
+    def _get_train_sampler(self, train_dataset=None):
+        """Runs of `num_generations` completions of one prompt (for objectives that compare them), else Trainer's."""
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        if not self.objective.needs_groups:
+            return super()._get_train_sampler(train_dataset)
+        return GroupSampler(dataset[GROUP_ID], self.args.num_generations, shuffle=True, seed=self.args.seed)
 
     def _prepare_reference(self):
         if not self.args.precompute_ref_logps:
@@ -274,7 +316,16 @@ class SeqTempTrainer(HubMixin, Trainer):
             ref_logps, ref_token_logps = inputs["ref_logps"], self.family.stored_reference(inputs)
         else:
             ref_logps, ref_token_logps = self._reference_logps(inputs)
-        # 2. the loss, on sequence values gathered over ranks so that pairs cross devices
+        # 2. the loss, on sequence values gathered over ranks so that pairs cross devices, within prompt groups
+        group_ids = self._gather_with_grad(inputs[GROUP_ID])
+        groups = group_codes(group_ids, group_ids.numel()).to(policy_logps.device)
+        pairs = within_group_pairs(groups)
+        if pairs == 0 and mode == "train" and self.objective.needs_groups:
+            raise ValueError(
+                f"This batch of {groups.numel()} sequences has no two completions of one prompt, so `loss_type="
+                f"{self.args.loss_type!r}` has nothing to compare. Keep `per_device_train_batch_size` × processes a "
+                "multiple of `num_generations` ≥ 2 and give each prompt at least `num_generations` completions."
+            )
         loss_inputs = LossInputs(
             policy_logps=self._gather_with_grad(policy_logps),
             ref_logps=self._gather_with_grad(ref_logps.float()),
@@ -284,6 +335,8 @@ class SeqTempTrainer(HubMixin, Trainer):
             world_size=self.accelerator.num_processes,
             anti_drift=anti_drift,
             state=self._loss_state,
+            groups=groups,
+            local_groups=group_codes(inputs[GROUP_ID], inputs[GROUP_ID].numel()),
         )
         output = self.objective.compute(loss_inputs, self.args)
         # 3. record what log() reports
@@ -291,6 +344,8 @@ class SeqTempTrainer(HubMixin, Trainer):
         buffer["policy"].append(loss_inputs.policy_logps.detach().float().cpu())
         buffer["ref"].append(loss_inputs.ref_logps.detach().float().cpu())
         buffer["tokens"].append(self.accelerator.gather(mask.sum(1)).float().cpu())
+        buffer["groups"].append(group_ids.detach().cpu())
+        buffer["groups/pairs"].append(torch.tensor([float(pairs)]))
         for key, value in output.metrics.items():
             buffer[key].append(torch.tensor([value]))
         return output.loss
@@ -308,18 +363,21 @@ class SeqTempTrainer(HubMixin, Trainer):
             return {}
         policy, ref = torch.cat(buffer["policy"]).double(), torch.cat(buffer["ref"]).double()
         tokens = torch.cat(buffer["tokens"]).double()
-        h = ref - self.args.target_temperature * policy
+        groups = group_codes(torch.cat(buffer["groups"]), policy.numel())
         metrics = {
             "logps/policy": policy.mean().item(),
             "logps/ref": ref.mean().item(),
             "nll/policy_per_token": (-policy.sum() / tokens.sum()).item(),
-            "temp/h_std": h.std().item() if h.numel() > 1 else math.nan,
+            "temp/h_std": math.nan,
         }
-        if policy.numel() > 1:
-            metrics["temp/t_eff"] = effective_temperature(ref, policy)
-            metrics["temp/kendall_tau"] = kendall_tau(ref, policy)
+        if within_group_pairs(groups) > 0:  # within prompts: h is constant within a prompt, not across prompts
+            ratio = temperature_log_ratio(ref, policy, self.args.target_temperature, groups=groups)
+            metrics["temp/h_std"] = math.sqrt(ratio["variance"])
+            metrics["temp/t_eff"] = effective_temperature(ref, policy, groups=groups)
+            metrics["temp/kendall_tau"] = kendall_tau(ref, policy, groups=groups)
+        metrics["temp/prompts"] = float(torch.unique(groups).numel())
         for key, values in buffer.items():
-            if key not in ("policy", "ref", "tokens"):
+            if key not in ("policy", "ref", "tokens", "groups"):
                 stacked = torch.cat(values)
                 stacked = stacked[~stacked.isnan()]
                 metrics[key] = stacked.mean().item() if stacked.numel() else math.nan
@@ -372,11 +430,14 @@ class SeqTempTrainer(HubMixin, Trainer):
         A diffusion adapter is saved as its inner model (the PEFT adapter, or the full model), which is what
         `from_pretrained` reloads; the adapter is rebuilt from `seqtemp_config.json`'s `model_family`.
         """
+        from ..hub import embedding_save_kwargs
+
         output_dir = output_dir or self.args.output_dir
         if isinstance(self.model, DiffusionLM):
             if self.args.should_save:
                 os.makedirs(output_dir, exist_ok=True)
-                self.model.model.save_pretrained(output_dir, state_dict=state_dict)
+                inner = self.model.model
+                inner.save_pretrained(output_dir, state_dict=state_dict, **embedding_save_kwargs(inner))
                 if self.processing_class is not None:
                     self.processing_class.save_pretrained(output_dir)
         else:
@@ -388,4 +449,4 @@ class SeqTempTrainer(HubMixin, Trainer):
             os.remove(pickled)
         with open(os.path.join(output_dir, "training_args.json"), "w", encoding="utf-8") as handle:
             handle.write(self.args.to_json_string())
-        self.sequence_temperature_config().save_pretrained(output_dir)
+        self._save_card(output_dir)  # seqtemp_config.json and the model card (HubMixin)

@@ -36,6 +36,7 @@ def model():
         num_attention_heads=2,
         num_key_value_heads=2,
         initializer_range=0.6,
+        eos_token_id=None,  # fixed-length completions here; answers ending at EOS: test_glauber_eos.py
     )
     return LlamaForCausalLM(config).eval()
 
@@ -60,13 +61,21 @@ def _pi(model, temperature):
     return (logp / temperature).softmax(0)
 
 
-def _site_kernel(model, site, temperature, proposal="model", mask_token_id=None, correct=True):
+def _site_kernel(model, site, temperature, proposal="model", mask_token_id=None, correct=True, eos=()):
     attn, cmask = torch.ones_like(STATES), torch.zeros_like(STATES, dtype=torch.bool)
     cmask[:, 1:] = True
     sites = torch.full((len(STATES),), site)
     with torch.no_grad():
         energies, ar_log_q = _site_energies(
-            model, AutoregressiveScorer(), STATES, attn, cmask, sites, temperature, torch.arange(V)
+            model,
+            AutoregressiveScorer(),
+            STATES,
+            attn,
+            cmask,
+            sites,
+            temperature,
+            torch.arange(V),
+            torch.tensor(eos, dtype=torch.long),
         )
         log_q = _proposal_log_q(proposal, STATES, attn, sites, ar_log_q, V, mask_token_id)
     kernel = torch.zeros(len(STATES), len(STATES), dtype=torch.float64)
@@ -144,6 +153,37 @@ def test_multiple_try_kernel_is_exact(model):
         kernels.append(kernel)
         assert (pi @ kernel - pi).abs().max() < 1e-6
     assert (pi @ _sweep(kernels) - pi).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_answer_target_with_eos_is_invariant_and_has_the_tempered_answer_marginal(model, temperature):
+    """EOS = token 2. The chain's target on the 27 completions is p(answer)^(1/T) p(tail | answer), built here from
+    the scorer's per-token conditionals; every site kernel keeps it invariant, and its marginal over the 15 answers
+    (lengths 1-3, the last truncated) is p(answer)^(1/T) / Z with p(answer) scored on the answer alone."""
+    eos = 2
+    cmask = torch.zeros_like(STATES, dtype=torch.bool)
+    cmask[:, 1:] = True
+    with torch.no_grad():
+        token_logps, _ = AutoregressiveScorer().token_logps(model, STATES, completion_mask=cmask)
+    token_logps = token_logps.double()
+    first_eos = [next((j for j in range(1, L) if s[j] == eos), L - 1) for s in STATES.tolist()]
+    in_answer = torch.tensor([[0 < j <= e for j in range(L)] for e in first_eos])
+    log_pi = (token_logps * in_answer).sum(1) / temperature + (token_logps * (cmask & ~in_answer)).sum(1)
+    pi = log_pi.softmax(0)
+    kernels = [_site_kernel(model, s, temperature, eos=(eos,))[0] for s in SITES]
+    for kernel in kernels:
+        assert (pi @ kernel - pi).abs().max() < 1e-6
+    assert (_pi(model, temperature) @ _sweep(kernels) - _pi(model, temperature)).abs().max() > 1e-3
+    answers = sorted({tuple(s[: e + 1]) for s, e in zip(STATES.tolist(), first_eos)})
+    assert len(answers) == 1 + (V - 1) + (V - 1) ** 2 + (V - 1) ** 3  # 15: "2", "x2", "xy2", "xyz" (x, y, z != 2)
+    marginal = torch.zeros(len(answers), dtype=torch.float64)
+    for prob, s, e in zip(pi, STATES.tolist(), first_eos):
+        marginal[answers.index(tuple(s[: e + 1]))] += prob
+    with torch.no_grad():
+        answer_logps = torch.stack(
+            [AutoregressiveScorer()(model, torch.tensor([a])).double()[0] for a in answers]
+        )  # each answer scored alone: no tail
+    torch.testing.assert_close(marginal, (answer_logps / temperature).softmax(0), atol=1e-6, rtol=0)
 
 
 def _tv(a, b):

@@ -1,16 +1,24 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""`generate(..., seq_temperature=T)` routing: adapters, interpolation, errors, Hub template."""
+"""`generate(..., seq_temperature=T)` routing: which distribution each route samples, errors, Hub template.
 
-import math
+The adapters are what the trainer ships with `init_from_token_temperature=True`: LoRA on the attention plus a
+`modules_to_save` copy of the final norm scaled by 1/T, saved to a folder and loaded back with `load_tempered`.
+Every route is checked against an oracle that involves no switching: the adapter alone on a fresh base model
+(`PeftModel.from_pretrained`), or the fresh base model itself.
+"""
+
+import itertools
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
+from distribution_checks import cell_counts, chi_square_pvalue
 from generation_toys import TinyMaskedLM, tiny_bert, tiny_llama
-from peft import LoraConfig, get_peft_model
-from peft.helpers import rescale_adapter_scale
+from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import GenerationConfig
 
+from hf_seqtemp import SequenceTemperatureConfig, load_tempered
 from hf_seqtemp.generation import (
     generate_tempered,
     register_tempered_adapter,
@@ -18,9 +26,108 @@ from hf_seqtemp.generation import (
     tempered_adapters,
     write_custom_generate,
 )
-from hf_seqtemp.generation.adapters import calibration_points, interpolate_scale
+from hf_seqtemp.likelihood import AutoregressiveScorer
+from hf_seqtemp.trainer.token_temperature_init import fold_token_temperature, with_trainable_final_norm
 
 PROMPT = torch.tensor([[1, 2, 3]])
+VOCAB, NEW, SAMPLES = 4, 3, 3000
+COMPLETIONS = torch.tensor(list(itertools.product(range(VOCAB), repeat=NEW)))
+
+
+def _base():
+    return tiny_llama(vocab_size=VOCAB, seed=2, head_scale=3.0)
+
+
+def _save_tempered_adapter(folder, temperature, seed):
+    """LoRA (random, non-zero) + the final norm folded to 1/T, saved as `load_tempered` expects."""
+    lora = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"])
+    model = get_peft_model(_base(), with_trainable_final_norm(lora, _base()))
+    fold_token_temperature(model, temperature)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0.0, 0.5)
+    model.save_pretrained(folder)
+    SequenceTemperatureConfig(target_temperature=temperature).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("adapters")
+    return {0.5: _save_tempered_adapter(root / "cold", 0.5, 0), 2.0: _save_tempered_adapter(root / "hot", 2.0, 1)}
+
+
+def _oracle(folders, temperature):
+    """The model `seq_temperature=T` must sample: the fresh base for T = 1, else adapter T alone on a fresh base."""
+    if temperature == 1.0:
+        return _base()
+    return PeftModel.from_pretrained(_base(), str(folders[temperature])).eval()
+
+
+def _first_step_logps(model, prompts, **kwargs):
+    out = model.generate(
+        prompts,
+        max_new_tokens=1,
+        pad_token_id=0,
+        output_logits=True,
+        return_dict_in_generate=True,
+        custom_generate=seqtemp_generate,
+        **kwargs,
+    )
+    return out.logits[0].float().log_softmax(-1)
+
+
+@torch.no_grad()
+def _exact_completion_probs(model, prompt):
+    states = torch.cat([prompt.expand(len(COMPLETIONS), -1), COMPLETIONS], dim=1)
+    cmask = torch.zeros_like(states, dtype=torch.bool)
+    cmask[:, prompt.shape[1] :] = True
+    return AutoregressiveScorer()(model, states, completion_mask=cmask).double().exp()
+
+
+def _completion_counts(model, prompt, **kwargs):
+    torch.manual_seed(0)
+    out = model.generate(
+        prompt.expand(SAMPLES, -1),
+        max_new_tokens=NEW,
+        pad_token_id=0,
+        custom_generate=seqtemp_generate,
+        **kwargs,
+    )
+    return cell_counts(out[:, prompt.shape[1] :], COMPLETIONS)
+
+
+@pytest.mark.parametrize("loaded", [(0.5,), (0.5, 2.0)], ids=["one_adapter", "two_adapters"])
+def test_each_temperature_samples_its_own_model(folders, loaded):
+    """`seq_temperature=1` samples the base model p and `seq_temperature=T_i` adapter i, LoRA and folded norm both:
+    first-step log-probs equal the oracle's to 1e-5 on two prompts, and completion frequencies (64 cells, 3000
+    samples) pass a chi-square test against the oracle's enumerated distribution."""
+    model = load_tempered(folders[loaded[0]], base_model=_base())
+    for temperature in loaded[1:]:
+        model = load_tempered(folders[temperature], base_model=model)
+    assert sorted(tempered_adapters(model)) == sorted("t" + f"{t:g}".replace(".", "_") for t in loaded)
+    prompts = torch.tensor([[1, 2, 3], [3, 1, 2]])
+    for temperature in (1.0, *loaded):
+        oracle = _oracle(folders, temperature)
+        with torch.no_grad():
+            expected = oracle(input_ids=prompts).logits[:, -1].float().log_softmax(-1)
+        got = _first_step_logps(model, prompts, seq_temperature=temperature, top_k=1)
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+        counts = _completion_counts(model, PROMPT, seq_temperature=temperature)
+        _, p_value, _ = chi_square_pvalue(counts, _exact_completion_probs(oracle, PROMPT))
+        assert p_value > 1e-3, (temperature, p_value)
+        if temperature == 1.0:  # the training-free routes temper the base model p, adapters off
+            counts = _completion_counts(model, PROMPT, seq_temperature=1.0, strategy="mcmc")
+            assert chi_square_pvalue(counts, _exact_completion_probs(oracle, PROMPT))[1] > 1e-3
+    assert model.active_adapter == "t" + f"{loaded[-1]:g}".replace(".", "_")  # restored after every call
+    # the test has power: the samples at T = 0.5 are rejected against p, and p's samples against adapter 0.5
+    with torch.no_grad():
+        base_probs = _exact_completion_probs(_base(), PROMPT)
+        cold_probs = _exact_completion_probs(_oracle(folders, 0.5), PROMPT)
+    assert chi_square_pvalue(_completion_counts(model, PROMPT, seq_temperature=0.5), base_probs)[1] < 1e-6
+    assert chi_square_pvalue(_completion_counts(model, PROMPT, seq_temperature=1.0), cold_probs)[1] < 1e-6
 
 
 def _config(t, t_eff=None, family="causal_lm"):
@@ -44,46 +151,11 @@ def _sample(model, **kwargs):
     return model.generate(PROMPT, max_new_tokens=12, pad_token_id=0, **kwargs)
 
 
-def test_adapter_strategy_samples_the_matching_adapter(two_adapters):
-    assert sorted(tempered_adapters(two_adapters)) == ["cold", "hot"]
-    routed = _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.5, top_k=1)
-    assert two_adapters.active_adapter == "hot"  # restored afterwards
-    two_adapters.set_adapter("cold")
-    # top_k=1 must have been replaced by top_k=0 / top_p=1: plain sampling from the "cold" adapter
-    direct = _sample(two_adapters, do_sample=True, top_k=0, top_p=1.0)
-    two_adapters.set_adapter("hot")
-    hot = _sample(two_adapters, do_sample=True, top_k=0, top_p=1.0)
-    assert torch.equal(routed, direct) and not torch.equal(routed, hot)
-    greedy = _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=2.0)
-    assert torch.equal(greedy, hot)
-
-
-def test_unit_temperature_samples_the_base_model(two_adapters):
-    routed = _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=1.0)
-    with two_adapters.disable_adapter():
-        base = _sample(two_adapters, do_sample=True, top_k=0, top_p=1.0)
-    assert torch.equal(routed, base)
-
-
-def test_interpolation_rescales_the_bracketing_adapter(two_adapters):
-    points = calibration_points(tempered_adapters(two_adapters)["cold"])
-    scale = interpolate_scale(points, 0.8)
-    assert math.isclose(scale, math.log(0.8) / math.log(0.6), rel_tol=1e-9)
-    routed = _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.8, strategy="interpolate")
-    two_adapters.set_adapter("cold")
-    with rescale_adapter_scale(two_adapters, scale):
-        direct = _sample(two_adapters, do_sample=True, top_k=0, top_p=1.0)
-    assert torch.equal(routed, direct)
-    assert interpolate_scale([(0.0, 1.0), (1.0, 1.7), (2.0, 2.5)], 2.0) == pytest.approx(
-        1 + math.log(2.0 / 1.7) / math.log(2.5 / 1.7)
-    )
-
-
 def test_routing_errors(two_adapters):
     with pytest.raises(ValueError, match=r"available temperatures: \[0.5, 2.0\]"):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.7)
-    with pytest.raises(ValueError, match="outside every adapter's measured T_eff range"):
-        _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.1, strategy="interpolate")
+    with pytest.raises(ValueError, match=r"`strategy` must be one of \['auto', 'adapter', 'mcmc', 'glauber', 'imh'\]"):
+        _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.8, strategy="interpolate")
     with pytest.raises(ValueError, match=r"`strategy` must be one of \['auto', 'adapter'"):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.5, strategy="beam")
     with pytest.raises(ValueError, match="`seq_temperature` must be a finite float > 0, got 0.0"):
@@ -92,6 +164,8 @@ def test_routing_errors(two_adapters):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=float("nan"))
     with pytest.raises(ValueError, match="`strategy='imh'` needs a diffusion model"):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.5, strategy="imh")
+    with pytest.raises(ValueError, match="`num_beams=2` cannot be combined with `seq_temperature`"):
+        _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.5, num_beams=2)
     with pytest.raises(ValueError, match="`strategy='mcmc'` needs `seq_temperature`"):
         _sample(two_adapters, custom_generate=seqtemp_generate, strategy="mcmc")
     register_tempered_adapter(two_adapters, _config(0.5, family="masked_diffusion"), "cold")
@@ -103,10 +177,23 @@ def test_model_without_adapters_errors_and_defaults_to_mcmc():
     model = tiny_llama(vocab_size=8)
     with pytest.raises(ValueError, match="`strategy='adapter'` needs a model with sequence-temperature adapters"):
         _sample(model, custom_generate=seqtemp_generate, seq_temperature=0.5, strategy="adapter")
-    out = _sample(model, custom_generate=seqtemp_generate, seq_temperature=0.5, return_dict_in_generate=True)
-    assert out.sequences.shape == (1, 15) and out.acceptance_rate.shape == (1,)  # auto -> mcmc
+    auto, mcmc = (
+        _sample(
+            model,
+            custom_generate=seqtemp_generate,
+            seq_temperature=0.5,
+            generator=torch.Generator().manual_seed(4),
+            **extra,
+        )
+        for extra in ({}, {"strategy": "mcmc"})
+    )
+    assert torch.equal(auto, mcmc)  # without adapters, "auto" is power sampling
     with pytest.raises(ValueError, match="Unsupported model family for `seq_temperature`: Linear"):
-        seqtemp_generate(torch.nn.Linear(1, 1), PROMPT, [], [], SimpleNamespace(), seq_temperature=0.5)
+        seqtemp_generate(torch.nn.Linear(1, 1), PROMPT, [], [], GenerationConfig(), seq_temperature=0.5)
+    with pytest.raises(
+        TypeError, match=r"call `model.generate\(\*\*inputs, custom_generate=hf_seqtemp.seqtemp_generate"
+    ):
+        seqtemp_generate(model, PROMPT, seq_temperature=0.5)  # called directly instead of through `generate`
 
 
 def test_generate_tempered_routes_diffusion_models_to_imh():

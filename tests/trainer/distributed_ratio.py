@@ -30,6 +30,7 @@ def main(output_dir: str) -> None:
         nll_weight=0.0,
         max_steps=3,
         per_device_train_batch_size=1,
+        num_generations=2,  # a prompt's pair of completions is split over the two ranks
         learning_rate=1e-2,
         save_strategy="no",
         use_cpu=True,

@@ -27,7 +27,7 @@ def _args(tmp_path, **kw):
 def test_prompt_completion_scores_only_the_completion(tmp_path):
     tok = _tokenizer()
     model = tiny_causal_lm(6, seed=4)
-    data = Dataset.from_dict({"prompt": ["a b", "c"], "completion": ["c d", "a b d"]})
+    data = Dataset.from_dict({"prompt": ["a b", "c"], "completion": [" c d", " a b d"]})  # TRL: text is concatenated
     trainer = SeqTempTrainer(model, _args(tmp_path), train_dataset=data, processing_class=tok)
     ids = [[0, 1, 2, 3, 4], [0, 3, 1, 2, 4]]
     masks = [[0, 0, 0, 1, 1], [0, 0, 1, 1, 1]]
@@ -78,7 +78,7 @@ def test_bad_datasets(tmp_path):
         SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"text": []}))
     with pytest.raises(ValueError, match="`train_dataset` is None"):
         SeqTempTrainer(model, _args(tmp_path), train_dataset=None)
-    with pytest.raises(ValueError, match=r"`train_dataset` has columns \['body'\] but needs a text column `text`"):
+    with pytest.raises(ValueError, match=r"`train_dataset` has columns \['body'\] but needs one of TRL's formats"):
         SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"body": ["a"]}))
     with pytest.raises(ValueError, match="`max_length`=3 is shorter than every example of `train_dataset`"):
         SeqTempTrainer(
@@ -93,7 +93,7 @@ def test_bad_datasets(tmp_path):
             train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2]]}),
             eval_dataset=Dataset.from_dict({"input_ids": []}),
         )
-    with pytest.raises(ValueError, match="text datasets need a tokenizer"):
+    with pytest.raises(ValueError, match="text and conversational datasets need a tokenizer"):
         SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"text": ["a b"]}))
     with pytest.raises(TypeError, match="`args` must be a SeqTempConfig"):
         SeqTempTrainer(model, object(), train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2]]}))
@@ -137,7 +137,6 @@ def test_sequence_temperature_config_round_trip_and_errors(tmp_path):
         loss_type="ssts",
         training_hyperparameters={"nll_weight": 0.1},
         eval_t_eff=0.27,
-        calibration=[{"lora_scale": 1.0, "t_eff": 0.27}],
     )
     config.save_pretrained(tmp_path)
     assert SequenceTemperatureConfig.from_pretrained(tmp_path) == config
@@ -145,8 +144,7 @@ def test_sequence_temperature_config_round_trip_and_errors(tmp_path):
         SequenceTemperatureConfig(target_temperature=float("nan"))
     with pytest.raises(ValueError, match="`model_family` must be one of"):
         SequenceTemperatureConfig(target_temperature=1.0, model_family="rnn")
-    with pytest.raises(ValueError, match="each `calibration` entry needs keys"):
-        SequenceTemperatureConfig(target_temperature=1.0, calibration=[{"scale": 1.0}])
+    assert SequenceTemperatureConfig.from_dict({"target_temperature": 1.0, "calibration": []}).target_temperature == 1
     with pytest.raises(ValueError, match=r"unknown keys in a seqtemp_config.json: \['colour'\]"):
         SequenceTemperatureConfig.from_dict({"target_temperature": 1.0, "colour": "red"})
     with pytest.raises(FileNotFoundError, match="no seqtemp_config.json in"):

@@ -290,6 +290,7 @@ def fresh_step_logps(adapter, row: list[int], orders: torch.Tensor) -> torch.Ten
                 state = torch.where((ranks >= step) & (ranks >= 0), torch.full_like(ids, MASK), ids)
                 position = int((ranks == step).nonzero())
                 logits = adapter(state, torch.ones_like(ids))[0, position].float()
+                logits[MASK] = -float("inf")  # the mask token is never a sampled token: renormalised away
                 values[j, step] = logits.log_softmax(-1)[row[position]]
     return values
 

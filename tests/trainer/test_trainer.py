@@ -65,6 +65,7 @@ def test_gradient_accumulation_matches_one_big_batch(tmp_path):
             max_steps=1,
             per_device_train_batch_size=batch,
             gradient_accumulation_steps=accumulation,
+            num_generations=2,
             max_grad_norm=0,
         )
         SeqTempTrainer(model, args, train_dataset=data, optimizers=(optimizer, None)).train()
@@ -121,16 +122,19 @@ def test_lora_reference_is_the_disabled_adapter_and_round_trip(tmp_path):
     assert load_tempered(out).seqtemp_config.target_temperature == 0.5
 
 
-def test_single_process_batch_of_one_has_no_pairs(tmp_path):
-    """Contrast for the 2-process test: alone, a batch of 1 gives the ratio loss no pair, so nothing moves."""
+def test_single_process_batch_of_one_is_an_error_not_a_silent_no_op(tmp_path):
+    """Contrast for the 2-process test: alone, a batch of 1 gives the ratio loss no pair; it used to train only the
+    NLL term, silently. Now the trainer refuses it before training and says how to fix it."""
     model = tiny_causal_lm(4, seed=0)
-    before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
     data = as_dataset(sample_sequences(model, 4, 3))
-    SeqTempTrainer(
-        model, _config(tmp_path, nll_weight=0.0, max_steps=2, per_device_train_batch_size=1), train_dataset=data
-    ).train()
-    after = torch.cat([p.detach().flatten() for p in model.parameters()])
-    assert torch.equal(before, after)
+    for generations in (1, 2):
+        args = _config(tmp_path, max_steps=2, per_device_train_batch_size=1, num_generations=generations)
+        with pytest.raises(ValueError, match=r"`num_generations`=[12]"):
+            SeqTempTrainer(model, args, train_dataset=data)
+    with pytest.raises(
+        ValueError, match=r"\(1 per device × 1 processes = 1 sequences\).*multiple of `num_generations`"
+    ):
+        SeqTempTrainer(model, _config(tmp_path, per_device_train_batch_size=1, num_generations=2), train_dataset=data)
 
 
 def test_logs_temperature_metrics(tmp_path):

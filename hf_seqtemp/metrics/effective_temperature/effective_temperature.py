@@ -1,10 +1,10 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """`evaluate` module: effective temperature T_eff (Eq. 17) of a model against its base."""
 
-import datasets
 import evaluate
 
 from hf_seqtemp.metrics.core import effective_temperature
+from hf_seqtemp.metrics.features import paired_logp_features
 
 _DESCRIPTION = """
 Effective temperature T_eff: the least-squares slope of log p(x)/p(x') (base model) on log q(x)/q(x') (measured
@@ -16,6 +16,8 @@ _KWARGS_DESCRIPTION = """
 Args:
     base_logp (`list` of `float`): sequence log-likelihoods log p(x) under the base model.
     tempered_logp (`list` of `float`): log q(x) of the same sequences under the measured model.
+    groups (`list`, *optional*): the prompt id of each sequence (any ids; compared as text). With it, every pair,
+        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt.
 Returns:
     effective_temperature (`float`): > 0 for a model that preserves the ranking; the target is the temperature
         the model was tempered to (closer is better).
@@ -41,10 +43,8 @@ class EffectiveTemperature(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"base_logp": datasets.Value("float64"), "tempered_logp": datasets.Value("float64")}
-            ),
+            features=paired_logp_features(),
         )
 
-    def _compute(self, base_logp, tempered_logp):
-        return {"effective_temperature": float(effective_temperature(base_logp, tempered_logp))}
+    def _compute(self, base_logp, tempered_logp, groups=None):
+        return {"effective_temperature": float(effective_temperature(base_logp, tempered_logp, groups=groups))}

@@ -1,10 +1,10 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """`evaluate` module: Kendall's tau-a between the sequence rankings of a model and its base."""
 
-import datasets
 import evaluate
 
 from hf_seqtemp.metrics.core import kendall_tau
+from hf_seqtemp.metrics.features import paired_logp_features
 
 _DESCRIPTION = """
 Kendall's tau-a over all distinct pairs of sequences (Eq. 13 of Scheufele, Blohm and Garg): the agreement of the
@@ -16,6 +16,8 @@ _KWARGS_DESCRIPTION = """
 Args:
     base_logp (`list` of `float`): sequence log-likelihoods log p(x) under the base model.
     tempered_logp (`list` of `float`): log q(x) of the same sequences under the measured model.
+    groups (`list`, *optional*): the prompt id of each sequence (any ids; compared as text). With it, every pair,
+        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt.
 Returns:
     kendall_tau (`float`): in [-1, 1]; higher is better, 1.0 for identical rankings.
 Examples:
@@ -41,10 +43,8 @@ class KendallTau(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"base_logp": datasets.Value("float64"), "tempered_logp": datasets.Value("float64")}
-            ),
+            features=paired_logp_features(),
         )
 
-    def _compute(self, base_logp, tempered_logp):
-        return {"kendall_tau": float(kendall_tau(base_logp, tempered_logp))}
+    def _compute(self, base_logp, tempered_logp, groups=None):
+        return {"kendall_tau": float(kendall_tau(base_logp, tempered_logp, groups=groups))}

@@ -1,10 +1,10 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """`evaluate` module: the temperature log-ratio h(x) = log p(x) - T log q(x) (Eq. 16), its mean and variance."""
 
-import datasets
 import evaluate
 
 from hf_seqtemp.metrics.core import temperature_log_ratio
+from hf_seqtemp.metrics.features import paired_logp_features
 
 _DESCRIPTION = """
 Temperature log-ratio h(x) = log p(x) - T log q(x) (Eq. 16 of Scheufele, Blohm and Garg). A model q is tempered
@@ -16,6 +16,8 @@ _KWARGS_DESCRIPTION = """
 Args:
     base_logp (`list` of `float`): sequence log-likelihoods log p(x) under the base model.
     tempered_logp (`list` of `float`): log q(x) of the same sequences under the measured model.
+    groups (`list`, *optional*): the prompt id of each sequence (any ids; compared as text). With it, every pair,
+        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt.
     temperature (`float`): the target temperature T > 0.
 Returns:
     h_mean (`float`): mean of h (equals -T log Z at the optimum; not a quality score on its own).
@@ -42,11 +44,9 @@ class TemperatureLogRatio(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"base_logp": datasets.Value("float64"), "tempered_logp": datasets.Value("float64")}
-            ),
+            features=paired_logp_features(),
         )
 
-    def _compute(self, base_logp, tempered_logp, temperature=1.0):
-        out = temperature_log_ratio(base_logp, tempered_logp, temperature)
+    def _compute(self, base_logp, tempered_logp, groups=None, temperature=1.0):
+        out = temperature_log_ratio(base_logp, tempered_logp, temperature, groups=groups)
         return {"h_mean": float(out["mean"]), "h_variance": float(out["variance"])}

@@ -1,0 +1,120 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""The flag parser of the `hf-seqtemp` commands: our own flags first, one-line errors, and early checks.
+
+`hf-seqtemp train --help` lists the command's flags (model, data, adapter), then [`SeqTempConfig`]'s own fields,
+then the ones it inherits from [`~transformers.TrainingArguments`]. A mistake prints the short usage line, the
+error and a pointer to `--help`, never the whole flag list.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib.util
+import sys
+from typing import get_type_hints
+
+from transformers import HfArgumentParser
+
+USAGE = "%(prog)s [--flag VALUE ...]"
+INHERITED_GROUP = "training: inherited from transformers.TrainingArguments"
+
+# `--report_to` integration -> (module imported by its transformers callback, pip package that provides it)
+INTEGRATION_PACKAGES = {
+    "azure_ml": ("azureml.core", "azureml-core"),
+    "clearml": ("clearml", "clearml"),
+    "codecarbon": ("codecarbon", "codecarbon"),
+    "comet_ml": ("comet_ml", "comet-ml"),
+    "dagshub": ("dagshub", "dagshub"),
+    "dvclive": ("dvclive", "dvclive"),
+    "flyte": ("flytekit", "flytekit"),
+    "mlflow": ("mlflow", "mlflow"),
+    "neptune": ("neptune", "neptune"),
+    "swanlab": ("swanlab", "swanlab"),
+    "tensorboard": ("tensorboard", "tensorboard"),
+    "trackio": ("trackio", "trackio"),
+    "wandb": ("wandb", "wandb"),
+}
+
+
+class SeqTempArgumentParser(HfArgumentParser):
+    """[`~transformers.HfArgumentParser`] that groups a `TrainingArguments` subclass's own fields first and keeps
+    errors short.
+
+    A dataclass with an `_argument_group_name` gets its own group (as in `HfArgumentParser`); a subclass of
+    `TrainingArguments` is split into its own fields and the inherited ones, in that order.
+
+    Example:
+    ```python
+    >>> from hf_seqtemp.cli_arguments import GenerateArguments
+    >>> parser = SeqTempArgumentParser(GenerateArguments, prog="hf-seqtemp generate")
+    >>> parser.format_usage().strip()
+    'usage: hf-seqtemp generate [--flag VALUE ...]'
+    >>> parser.parse_args_into_dataclasses(["--prompt", "Hi", "--seq_temperature", "0.5"])[0].seq_temperature
+    0.5
+    ```
+    """
+
+    def __init__(self, dataclass_types, **kwargs):
+        kwargs.setdefault("usage", USAGE)
+        super().__init__(dataclass_types, **kwargs)
+
+    def _add_dataclass_arguments(self, dtype) -> None:
+        # a TrainingArguments subclass has imported transformers.training_args already; others need not import it
+        training_args = sys.modules.get("transformers.training_args")
+        if training_args is None or not issubclass(dtype, training_args.TrainingArguments):
+            super()._add_dataclass_arguments(dtype)
+            return
+        inherited = {field.name for field in dataclasses.fields(training_args.TrainingArguments)}
+        own = self.add_argument_group(f"sequence temperature: {dtype.__name__}'s own fields")
+        rest = self.add_argument_group(INHERITED_GROUP)
+        hints = get_type_hints(dtype)
+        for field in dataclasses.fields(dtype):
+            if field.init:
+                field.type = hints[field.name]
+                self._parse_dataclass_field(rest if field.name in inherited else own, field)
+
+    def error(self, message: str):
+        """Prints the one-line usage, the error and where to find every flag, then exits with status 2."""
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\nRun `{self.prog} --help` to list every flag.\n")
+
+    def parse_flags(self, args: list[str]) -> tuple:
+        """Parses `args` into the dataclasses; an unknown flag is an error that suggests the nearest known one."""
+        *parsed, remaining = self.parse_args_into_dataclasses(args=args, return_remaining_strings=True)
+        if remaining:
+            self.error(self._unknown(remaining))
+        return tuple(parsed)
+
+    def _unknown(self, remaining: list[str]) -> str:
+        flags = [arg.split("=", 1)[0] for arg in remaining if arg.startswith("-")]
+        if not flags:
+            return f"unexpected value(s) {' '.join(remaining)}: every value follows its flag (`--flag VALUE`)."
+        known = [option for option in self._option_string_actions if option.startswith("--")]
+        hints = []
+        for flag in flags:
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+            hints.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
+        return f"unrecognised flag(s): {', '.join(hints)}."
+
+
+def missing_integration(report_to) -> str | None:
+    """The one-line fix when an integration in `report_to` is not installed, or `None` when all are.
+
+    Example:
+    ```python
+    >>> missing_integration(["none"]) is None
+    True
+    >>> missing_integration(["surely_not_installed"]) is None  # unknown names are transformers' to reject
+    True
+    ```
+    """
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    for name in names:
+        module, package = INTEGRATION_PACKAGES.get(name, (None, None))
+        if module is not None and importlib.util.find_spec(module.split(".")[0]) is None:
+            return (
+                f"`--report_to {name}` needs the `{package}` package, which is not installed: run "
+                f"`pip install {package}`, or pick another integration (`--report_to none` turns reporting off)."
+            )
+    return None

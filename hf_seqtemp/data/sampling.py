@@ -1,0 +1,159 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Completions sampled from the reference model p itself: exact ancestral sampling, one prompt group per prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from datasets import Dataset
+from tqdm.auto import tqdm
+
+from .formats import end_at_eos, tokenize_prompt
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+    return value
+
+
+def eos_ids_of(model, tokenizer=None) -> set[int]:
+    """The EOS ids a completion ends at: the tokenizer's, else the model's generation config's."""
+    source = getattr(tokenizer, "eos_token_id", None)
+    if source is None:
+        source = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    return set(source if isinstance(source, list) else [source]) - {None}
+
+
+@torch.no_grad()
+def sample_completions(
+    model,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    eos_ids: set[int] | None = None,
+    pad_token_id: int = 0,
+    batch_size: int = 16,
+    desc: str | None = "Sampling completions from the model",
+) -> list[list[int]]:
+    """One completion per prompt (token ids in, token ids out), drawn exactly from the model: `do_sample=True`,
+    token temperature 1, no top-k / top-p. A completion stops at its first EOS token (kept: ending is part of the
+    event) or after `max_new_tokens` tokens.
+
+    Args:
+        model: a causal LM (`GenerationMixin`), in eval mode.
+        prompts (list of lists of `int`): prompt token ids (repeat a prompt to draw several completions of it).
+        max_new_tokens (`int`): longest completion.
+        eos_ids (`set` of `int`, *optional*): tokens that end a completion.
+        pad_token_id (`int`, *optional*, defaults to 0): id used for left padding (never attended).
+        batch_size (`int`, *optional*, defaults to 16): prompts generated at once.
+        desc (`str`, *optional*): progress bar label; `None` hides the bar.
+
+    Returns:
+        `list` of completions (lists of token ids), in the order of `prompts`.
+    """
+    max_new_tokens = _positive_int(max_new_tokens, "max_new_tokens")
+    eos_ids = eos_ids or set()
+    device = next(model.parameters()).device
+    out = []
+    starts = range(0, len(prompts), batch_size)
+    for start in tqdm(starts, desc=desc, disable=desc is None or len(starts) < 2, leave=False):
+        chunk = [list(p) for p in prompts[start : start + batch_size]]
+        width = max(len(p) for p in chunk)
+        ids = torch.full((len(chunk), width), pad_token_id, dtype=torch.long)
+        attention = torch.zeros(len(chunk), width, dtype=torch.long)
+        for row, prompt in enumerate(chunk):
+            ids[row, width - len(prompt) :] = torch.tensor(prompt)
+            attention[row, width - len(prompt) :] = 1
+        generated = model.generate(
+            input_ids=ids.to(device),
+            attention_mask=attention.to(device),
+            do_sample=True,
+            temperature=1.0,
+            top_k=0,
+            top_p=1.0,
+            max_new_tokens=max_new_tokens,
+            min_new_tokens=1,
+            pad_token_id=pad_token_id,
+            eos_token_id=sorted(eos_ids) or None,
+        )
+        out.extend(end_at_eos(row[width:].tolist(), eos_ids) for row in generated)
+    return out
+
+
+def as_conversation(prompt: str | list[dict], system_prompt: str | None) -> list[dict]:
+    """A text prompt as a conversational user turn (after an optional system message); a conversation unchanged."""
+    if isinstance(prompt, list):
+        return prompt
+    system = [{"role": "system", "content": system_prompt}] if system_prompt is not None else []
+    return [*system, {"role": "user", "content": prompt}]
+
+
+def sample_dataset(
+    model,
+    tokenizer,
+    prompts: Sequence[str | list[dict]],
+    num_samples: int = 1,
+    max_new_tokens: int = 32,
+    seed: int = 0,
+    batch_size: int = 16,
+    chat_template: bool = True,
+    system_prompt: str | None = None,
+) -> Dataset:
+    """Builds a dataset by sampling completions from the model itself (exact ancestral sampling, no truncation).
+
+    Sequence temperature tempers the model's own distribution p, so the natural training data are samples of p:
+    each prompt gets `num_samples` completions drawn with `do_sample=True, temperature=1, top_k=0, top_p=1`. A
+    completion stops at EOS (kept, since ending is part of the event) or after `max_new_tokens`. The completions of
+    one prompt form one prompt group.
+
+    Args:
+        model: a causal LM (`GenerationMixin`).
+        tokenizer: its tokenizer.
+        prompts (`list` of `str` or of chat conversations): prompts. A text prompt becomes a conversational user
+            turn when `chat_template=True` and the tokenizer has a chat template, and is stored in that form, so
+            that training, evaluation and generation all render it with the same template (TRL's rule: templates
+            apply to conversational examples).
+        num_samples (`int`, *optional*, defaults to 1): completions per prompt.
+        max_new_tokens (`int`, *optional*, defaults to 32): longest completion.
+        seed (`int`, *optional*, defaults to 0): seeds the sampling.
+        batch_size (`int`, *optional*, defaults to 16): sequences generated at once.
+        chat_template (`bool`, *optional*, defaults to `True`): turn text prompts into conversations.
+        system_prompt (`str`, *optional*): system message put before each text prompt turned into a conversation (a
+            short one replaces a template's long default system prompt, which makes every sequence cheaper to score).
+
+    Returns:
+        [`~datasets.Dataset`] with `prompt` (text or conversation), `completion` (text) and the exact sampled tokens as
+        `input_ids` and `completion_mask`, so that scoring never depends on re-tokenising text.
+
+    Example:
+    ```python
+    >>> from hf_seqtemp import load_default_model, sample_dataset
+    >>> model, tokenizer = load_default_model()  # doctest: +SKIP
+    >>> data = sample_dataset(model, tokenizer, ["Name a colour."], num_samples=4, max_new_tokens=8)  # doctest: +SKIP
+    ```
+    """
+    num_samples = _positive_int(num_samples, "num_samples")
+    max_new_tokens = _positive_int(max_new_tokens, "max_new_tokens")
+    if not prompts:
+        raise ValueError("`prompts` is empty: give at least one prompt.")
+    if chat_template and getattr(tokenizer, "chat_template", None):
+        prompts = [as_conversation(p, system_prompt) for p in prompts]
+    jobs = [(prompt, tokenize_prompt(tokenizer, prompt)) for prompt in prompts for _ in range(num_samples)]
+    eos_ids = eos_ids_of(model, tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(eos_ids), 0)
+    torch.manual_seed(seed)
+    completions = sample_completions(
+        model, [ids for _, ids in jobs], max_new_tokens, eos_ids, pad_id, batch_size, "Sampling dataset from the model"
+    )
+    rows = [
+        {
+            "prompt": prompt,
+            "completion": tokenizer.decode(completion, skip_special_tokens=True),
+            "input_ids": prompt_ids + completion,
+            "completion_mask": [0] * len(prompt_ids) + [1] * len(completion),
+        }
+        for (prompt, prompt_ids), completion in zip(jobs, completions)
+        if completion
+    ]
+    return Dataset.from_list(rows)
