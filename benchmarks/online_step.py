@@ -6,8 +6,12 @@ Both trainers do the same work per step: take `prompts` prompts, sample `num_gen
 them, compute a loss, backpropagate and update the same LoRA adapter with AdamW. GRPO gets a constant reward (its
 advantages are then 0, but it still runs its full forward, loss and backward); `SeqTempTrainer` trains the ratio
 loss towards T = 0.5 from the reference p (the adapter disabled). Same model (a deep copy each), `LoraConfig`,
-prompts, chat template, batch (`per_device_train_batch_size = prompts × num_generations`), learning rate, seed, and
-fresh samples every step (`steps_per_generation = 1`) on both sides.
+prompts, chat template, batch (`per_device_train_batch_size = prompts × num_generations`), learning rate and seed.
+GRPO samples fresh completions every step (`steps_per_generation = 1`); so does `SeqTempTrainer` when its config
+has `steps_per_generation`. Without it, `SeqTempTrainer` samples every prompt's completions once, up front, while it
+is built (and scores them under the reference there), so the same work is then: each side's build time spread over
+the steps of one pass over the prompts, plus its step; the printout says which case was measured and also gives
+the ratio of the steps alone (not the same work, reported without a target).
 
 Each trainer runs its own, unmodified `train()` loop, in its own thread; a callback hands the turn over at the end
 of every optimisation step, so the two alternate step by step (GRPO, ours, GRPO, ours, ...) and never run at once. A
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import os
 import sys
 import tempfile
@@ -88,7 +93,7 @@ def _shared_args(settings: dict, device, max_steps: int) -> dict:
         "gradient_accumulation_steps": 1,
         "num_generations": settings["num_generations"],
         "max_completion_length": settings["max_completion_length"],
-        "steps_per_generation": 1,
+        "per_device_eval_batch_size": settings["prompts"] * settings["num_generations"],
         "learning_rate": 1e-4,
         "max_steps": max_steps,
         "lr_scheduler_type": "constant",
@@ -116,6 +121,7 @@ def build_grpo(model, tokenizer, dataset, settings: dict, device, max_steps: int
         top_p=1.0,
         top_k=0,
         beta=0.0,
+        steps_per_generation=1,
         **_shared_args(settings, device, max_steps),
     )
     return GRPOTrainer(
@@ -128,13 +134,23 @@ def build_grpo(model, tokenizer, dataset, settings: dict, device, max_steps: int
     )
 
 
+def samples_every_step() -> bool:
+    """Whether `SeqTempTrainer` can draw fresh samples during training (`steps_per_generation`), as GRPO does;
+    otherwise it samples every prompt's completions once, up front, when it is built."""
+    from hf_seqtemp.trainer import SeqTempConfig
+
+    return "steps_per_generation" in {f.name for f in dataclasses.fields(SeqTempConfig)}
+
+
 def build_seqtemp(model, tokenizer, dataset, settings: dict, device, max_steps: int, out_dir: str):
     from hf_seqtemp.trainer import SeqTempConfig, SeqTempTrainer
 
+    fresh = {"steps_per_generation": 1} if samples_every_step() else {}
     args = SeqTempConfig(
         output_dir=out_dir,
         target_temperature=0.5,
         loss_type="ratio",
+        **fresh,
         **_shared_args(settings, device, max_steps),
     )
     return SeqTempTrainer(model, args, train_dataset=dataset, processing_class=tokenizer, peft_config=lora_config())
@@ -220,30 +236,51 @@ def alternate(trainers: dict, kinds: list[str], device: torch.device) -> dict[st
     return clocks
 
 
+def build_both(base, tokenizer, settings: dict, device, kinds: list[str], conversational: bool, out_dir: str):
+    """Both trainers on the same prompts (one pass: `prompts` per step for `len(kinds)` steps) and their build time."""
+    dataset = prompt_dataset(settings["prompts"] * len(kinds), conversational)
+    builders = {"grpo": build_grpo, "seqtemp": build_seqtemp}
+    trainers, setup_s = {}, {}
+    for side in SIDES:
+        torch.manual_seed(0)
+        model = copy.deepcopy(base)
+        start = time.perf_counter()
+        trainers[side] = builders[side](model, tokenizer, dataset, settings, device, len(kinds), f"{out_dir}/{side}")
+        setup_s[side] = time.perf_counter() - start
+    return trainers, setup_s
+
+
 def measure(settings: dict, device, dtype, conversational: bool) -> dict:
+    """Steps of both trainers in turn; the paired ratios `seqtemp / grpo` of seconds per step and of peak memory.
+
+    When `SeqTempTrainer` samples up front (no `steps_per_generation`), its sampling and reference scoring happen
+    while it is built, so each side's build time is spread over the steps of the one pass over the prompts:
+    the ratio of pair i is `(seqtemp_i + build_seqtemp / steps) / (grpo_i + build_grpo / steps)`.
+    """
     from hf_seqtemp.models import load_default_model
 
     base, tokenizer = load_default_model(dtype=dtype, device=device)
     kinds = ["warmup"] * settings["warmup"] + ["time"] * settings["pairs"] + ["memory"]
-    dataset = prompt_dataset(settings["prompts"] * len(kinds), conversational)
-    builders = {"grpo": build_grpo, "seqtemp": build_seqtemp}
     with tempfile.TemporaryDirectory() as out_dir:
-        trainers = {}
-        for side in SIDES:
-            torch.manual_seed(0)
-            trainers[side] = builders[side](
-                copy.deepcopy(base), tokenizer, dataset, settings, device, len(kinds), f"{out_dir}/{side}"
-            )
+        trainers, setup_s = build_both(base, tokenizer, settings, device, kinds, conversational, out_dir)
         del base
         clocks = alternate(trainers, kinds, device)
-    time_ratios = [b / a for a, b in zip(clocks["grpo"].seconds, clocks["seqtemp"].seconds)]
+    fresh = samples_every_step()
+    share = {side: 0.0 if fresh else setup_s[side] / len(kinds) for side in SIDES}
+    pairs = list(zip(clocks["grpo"].seconds, clocks["seqtemp"].seconds))
+    time_ratios = [(b + share["seqtemp"]) / (a + share["grpo"]) for a, b in pairs]
     memory_ratios = [b / a for a, b in zip(clocks["grpo"].peak_mib, clocks["seqtemp"].peak_mib)]
-    return {
+    result = {
+        "sampling": "every step" if fresh else "up front",
+        "setup_s": setup_s,
         "seconds": {side: clocks[side].seconds for side in SIDES},
         "peak_mib": {side: clocks[side].peak_mib for side in SIDES},
         "time": summarise(time_ratios, TARGET),
         "memory": summarise(memory_ratios, TARGET),
     }
+    if not fresh:  # what a step alone costs, without the sampling done at build time: not the same work
+        result["step_only"] = summarise([b / a for a, b in pairs], None)
+    return result
 
 
 def main():
@@ -266,14 +303,28 @@ def main():
         f"{settings['warmup']} warm-up + {settings['pairs']} timed pairs + 1 memory pair"
     )
     result = measure(settings, device, dtype, conversational=not args.plain_prompts)
-    print(f"{'side':<8} | {'s/step (each timed step)':<32} | peak MiB")
+    print(
+        f"SeqTempTrainer samples {result['sampling']}; build s: "
+        + ", ".join(f"{side} {result['setup_s'][side]:.2f}" for side in SIDES)
+    )
+    print(f"{'side':<8} | {'s/step (each timed step)':<32} | peak MiB of a step")
     for side in SIDES:
         steps = " ".join(f"{s:.2f}" for s in result["seconds"][side])
         print(f"{side:<8} | {steps:<32} | {result['peak_mib'][side][0]:.1f}")
-    print(format_summary("seqtemp / grpo: seconds per step", result["time"]))
-    print(format_summary("seqtemp / grpo: peak tensor memory", result["memory"]))
+    label = "per step" if result["sampling"] == "every step" else "per step incl. build / steps"
+    print(format_summary(f"seqtemp / grpo: seconds {label}", result["time"]))
+    print(format_summary("seqtemp / grpo: peak tensor memory of a step", result["memory"]))
     summary = {"seqtemp_over_grpo_time": result["time"], "seqtemp_over_grpo_memory": result["memory"]}
-    settings.update(dtype=args.dtype, conversational=not args.plain_prompts, memory_method=MEMORY_METHOD[device.type])
+    if "step_only" in result:
+        print(format_summary("seqtemp / grpo: seconds of the step alone", result["step_only"]))
+        summary["seqtemp_over_grpo_step_only_time"] = result["step_only"]
+    settings.update(
+        dtype=args.dtype,
+        conversational=not args.plain_prompts,
+        memory_method=MEMORY_METHOD[device.type],
+        seqtemp_sampling=result["sampling"],
+        setup_s=result["setup_s"],
+    )
     rows = [{"side": side, "seconds": result["seconds"][side], "peak_mib": result["peak_mib"][side]} for side in SIDES]
     write_json(args.output, "online_step", info, settings, rows, summary)
 

@@ -119,7 +119,13 @@ def build_variant(name: str, base, vocab_size: int, settings: dict, device, out_
     else:
         data = Dataset.from_dict({"input_ids": ids, "completion_mask": mask})
         args = _training_args(
-            SeqTempConfig, out_dir, batch, device, loss_type=name.split("_")[1], target_temperature=0.5
+            SeqTempConfig,
+            out_dir,
+            batch,
+            device,
+            loss_type=name.split("_")[1],
+            target_temperature=0.5,
+            num_generations=settings["generations"],
         )
         trainer = SeqTempTrainer(model, args, train_dataset=data, peft_config=_lora_config())
     setup = time.perf_counter() - start
