@@ -35,8 +35,9 @@ from _common import default_output, pick_device, print_device, write_json
 from _paired import format_summary, summarise, time_pairs
 
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
-from hf_seqtemp.likelihood.masked_diffusion import order_logps, real_positions
+from hf_seqtemp.likelihood.masked_diffusion import order_logps
 from hf_seqtemp.models.diffusion import BlockDiffusionAdapter
+from hf_seqtemp.models.layout import real_positions
 
 VOCAB, MASK = 1000, 999
 TARGET = 1.0

@@ -93,7 +93,7 @@ NO_HELD_OUT = (
 )
 
 
-def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source, reason) -> str:
+def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source, reason, prompts=None) -> str:
     if not reports:
         reason = reason or NO_HELD_OUT
         return f"**Nothing was measured** for this card: {reason}, so it reports no T_eff, Kendall τ or NLL."
@@ -118,7 +118,8 @@ def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source
     lines = [
         (
             f"Measured on {num_sequences} held-out sequences{data}, never used for training. Every model is"
-            " compared with the base model p on the same sequences."
+            " compared with the base model p on the same sequences"
+            + (f", within each of their {prompts} prompts." if prompts else ".")
         ),
         "",
         "| model | T_eff | Kendall τ | NLL / token |",
@@ -189,7 +190,7 @@ def render_model_card(
         "tokenizer_id": config.base_model_id or repo_id or "<user>/<repo>",
         "training_table": "\n".join(f"| {key} | {value} |" for key, value in hyper.items()),
         "evaluation": _evaluation_section(
-            reports, num_sequences, dataset_names, plot_name if reports else None, source, reason
+            reports, num_sequences, dataset_names, plot_name if reports else None, source, reason, config.eval_prompts
         ),
     }
     return _card_template().substitute(values)
@@ -237,6 +238,8 @@ def write_card(
     if measurement is not None:
         reports, logps = measurement
         num_sequences = int(logps["base"].numel())
+        config.eval_sequences = num_sequences
+        config.eval_prompts = len(set(logps["groups"])) if "groups" in logps else None
         config.eval_t_eff = reports["tempered"]["t_eff"]
         config.eval_kendall_tau = reports["tempered"]["kendall_tau"]
         config.eval_nll = reports["tempered"]["nll_per_token"]

@@ -72,6 +72,39 @@ def _read_dataset(path: str, split: str):
     return loaded
 
 
+def _read_prompts(data_args: DataArguments, tokenizer) -> list:
+    """The prompts of --sample_prompts_file, as conversations when the tokenizer has a chat template."""
+    if not os.path.isfile(data_args.sample_prompts_file):
+        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} is not a file.")
+    with open(data_args.sample_prompts_file, encoding="utf-8") as handle:
+        prompts = [line.strip() for line in handle if line.strip()]
+    if not prompts:
+        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} has no prompt (one per line).")
+    from .data import as_conversation
+
+    if getattr(tokenizer, "chat_template", None):
+        return [as_conversation(p, data_args.system_prompt) for p in prompts]
+    return prompts
+
+
+def _split_by_prompt(data, fraction: float, seed: int):
+    """(train, held-out): whole prompts are held out (by `prompt_id`, else `prompt`), so held-out prompts are
+    unseen in training; a corpus without prompts is split by example."""
+    key = next((c for c in ("prompt_id", "prompt") if c in data.column_names), None)
+    if key is None:
+        split = data.train_test_split(test_size=fraction, seed=seed)
+        return split["train"], split["test"]
+    import random
+
+    values = sorted({json.dumps(v, sort_keys=True) for v in data[key]})
+    random.Random(seed).shuffle(values)
+    held = set(values[: max(1, round(fraction * len(values)))])
+    if len(held) == len(values):
+        raise ValueError(f"`--eval_fraction` {fraction} holds out every one of the {len(values)} prompts.")
+    marks = [json.dumps(v, sort_keys=True) in held for v in data[key]]
+    return data.select([i for i, m in enumerate(marks) if not m]), data.select([i for i, m in enumerate(marks) if m])
+
+
 def _load_data(data_args: DataArguments, model, tokenizer):
     """The dataset from --dataset_path, or sampled from `model` for the prompts of --sample_prompts_file."""
     if (data_args.dataset_path is None) == (data_args.sample_prompts_file is None):
@@ -80,13 +113,8 @@ def _load_data(data_args: DataArguments, model, tokenizer):
         return _read_dataset(data_args.dataset_path, data_args.dataset_split)
     _positive(data_args.num_samples, "num_samples")
     _positive(data_args.max_new_tokens, "max_new_tokens")
-    if not os.path.isfile(data_args.sample_prompts_file):
-        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} is not a file.")
-    with open(data_args.sample_prompts_file, encoding="utf-8") as handle:
-        prompts = [line.strip() for line in handle if line.strip()]
-    if not prompts:
-        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} has no prompt (one per line).")
-    from .trainer import sample_dataset
+    prompts = _read_prompts(data_args, tokenizer)
+    from .data import sample_dataset
 
     return sample_dataset(
         model,
@@ -118,11 +146,16 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         raise ValueError(f"`--eval_fraction` must be in [0, 1), got {script_args.eval_fraction}.")
     _positive(script_args.lora_r, "lora_r")
     model, tokenizer = _load_base(script_args)
-    data = _load_data(script_args, model, tokenizer)
+    if script_args.sample_prompts_file is not None and script_args.dataset_path is None:
+        # prompt only: the trainer samples `--num_generations` completions per prompt from the base model
+        from datasets import Dataset
+
+        data = Dataset.from_dict({"prompt": _read_prompts(script_args, tokenizer)})
+    else:
+        data = _load_data(script_args, model, tokenizer)
     train, held_out = data, None
     if script_args.eval_fraction > 0:
-        split = data.train_test_split(test_size=script_args.eval_fraction, seed=training_args.seed)
-        train, held_out = split["train"], split["test"]
+        train, held_out = _split_by_prompt(data, script_args.eval_fraction, training_args.seed)
     targets = script_args.lora_target_modules
     lora = LoraConfig(
         r=script_args.lora_r,
@@ -194,9 +227,9 @@ def run_generate(args: GenerateArguments) -> int:
     """Samples `--num_samples` completions per prompt at `--seq_temperature` and prints them."""
     import torch
 
+    from .data import as_conversation, tokenize_prompt
     from .generation.routing import generate_tempered
     from .loading import load_tempered
-    from .trainer.data import _format_prompts
 
     if not args.prompt:
         raise ValueError("`--prompt` is required: give one or more prompts.")
@@ -215,8 +248,10 @@ def run_generate(args: GenerateArguments) -> int:
     torch.manual_seed(args.seed)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     results = []
-    for prompt, text in zip(args.prompt, _format_prompts(tokenizer, args.prompt, args.chat_template, None)):
-        ids = tokenizer(text, return_tensors="pt")["input_ids"].repeat(args.num_samples, 1)
+    template = args.chat_template and getattr(tokenizer, "chat_template", None)
+    for prompt in args.prompt:
+        ids = tokenize_prompt(tokenizer, as_conversation(prompt, None) if template else prompt)
+        ids = torch.tensor([ids]).repeat(args.num_samples, 1)
         out = generate_tempered(
             model,
             ids,

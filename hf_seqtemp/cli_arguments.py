@@ -32,12 +32,18 @@ class DataArguments:
     dataset_split: str = field(default="train", metadata={"help": "Split to use when --dataset_path holds several."})
     sample_prompts_file: str | None = field(
         default=None,
-        metadata={"help": "Text file with one prompt per line: sample the dataset from the base model instead."},
+        metadata={
+            "help": "Text file with one prompt per line, instead of a dataset: `train` samples --num_generations "
+            "completions per prompt (up to --max_completion_length tokens); `eval` samples --num_samples of "
+            "--max_new_tokens."
+        },
     )
     num_samples: int = field(
-        default=8, metadata={"help": "Completions sampled per prompt (with --sample_prompts_file)."}
+        default=8, metadata={"help": "`eval` with --sample_prompts_file: completions sampled per prompt."}
     )
-    max_new_tokens: int = field(default=32, metadata={"help": "Longest sampled completion."})
+    max_new_tokens: int = field(
+        default=32, metadata={"help": "`eval` with --sample_prompts_file: longest completion."}
+    )
     system_prompt: str | None = field(default=None, metadata={"help": "System prompt for the chat template."})
     sample_seed: int = field(default=0, metadata={"help": "Seed of the dataset sampling."})
 

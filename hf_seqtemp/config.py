@@ -46,6 +46,9 @@ class SequenceTemperatureConfig:
         eval_t_eff (`float`, *optional*): measured held-out effective temperature (Eq. 17).
         eval_kendall_tau (`float`, *optional*): measured held-out Kendall τ (Eq. 13).
         eval_nll (`float`, *optional*): measured held-out NLL per token of the tempered model.
+        eval_prompts (`int`, *optional*): number of held-out prompts the figures were measured over. T_eff and τ
+            are within-prompt figures: only completions of the same prompt are compared.
+        eval_sequences (`int`, *optional*): number of held-out completions (over all prompts) they were measured on.
 
     Example:
     ```python
@@ -67,6 +70,8 @@ class SequenceTemperatureConfig:
     eval_t_eff: float | None = None
     eval_kendall_tau: float | None = None
     eval_nll: float | None = None
+    eval_prompts: int | None = None
+    eval_sequences: int | None = None
     hf_seqtemp_version: str = "0.1.0"
 
     def __post_init__(self):

@@ -15,7 +15,7 @@ from .card import CARD_NAME, PLOT_NAME, ROW_NAMES, plot_log_likelihoods, render_
 from .config import SequenceTemperatureConfig
 from .generation.custom_generate import write_custom_generate
 from .likelihood import AutoregressiveScorer
-from .measure import score_dataset, temperature_report
+from .measure import dataset_groups, score_dataset, temperature_report
 from .models.validation import check_model_kind
 
 
@@ -87,7 +87,10 @@ def measure_held_out(
         myopic_logps, _ = score_dataset(base, held_out_dataset, myopic_scorer, desc="Scoring myopic", **kwargs)
     tempered_logps, _ = score_dataset(model, held_out_dataset, scorer, desc="Scoring tempered", **kwargs)
     logps = {"base": base_logps, "myopic": myopic_logps, "tempered": tempered_logps, "lengths": lengths}
-    reports = {name: temperature_report(base_logps, logps[name], lengths) for name in ROW_NAMES}
+    # within prompts: a prompted model is tempered per prompt
+    groups = dataset_groups(held_out_dataset, tokenizer, max_length)
+    logps["groups"] = groups
+    reports = {name: temperature_report(base_logps, logps[name], lengths, groups) for name in ROW_NAMES}
     return reports, logps
 
 

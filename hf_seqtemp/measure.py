@@ -11,10 +11,10 @@ from datasets import Dataset
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
+from .data import GROUP_ID, SeqTempCollator, prepare_dataset
 from .likelihood import AutoregressiveScorer, SequenceScorer
 from .metrics.core import effective_temperature, kendall_tau, sequence_nll
 from .models.validation import check_model_kind
-from .trainer.data import SeqTempCollator, prepare_dataset
 
 
 def sequences_digest(dataset: Dataset, tokenizer=None, max_length: int = 4096) -> str:
@@ -86,8 +86,17 @@ def score_dataset(
     return torch.cat(logps), torch.cat(lengths)
 
 
-def temperature_report(base_logps: torch.Tensor, logps: torch.Tensor, lengths: torch.Tensor) -> dict[str, float]:
-    """T_eff and Kendall τ of `logps` against the base model's `base_logps`, and the NLL per token of `logps`.
+def dataset_groups(dataset: Dataset, tokenizer=None, max_length: int = 4096) -> list[int]:
+    """The prompt group of every sequence [`score_dataset`] scores, in the same order (see
+    [`~hf_seqtemp.data.prepare_dataset`]: a `prompt_id` column, else the prompt's tokens, one group for a corpus)."""
+    return prepare_dataset(dataset, tokenizer, "text", max_length, "dataset")[GROUP_ID]
+
+
+def temperature_report(
+    base_logps: torch.Tensor, logps: torch.Tensor, lengths: torch.Tensor, groups=None
+) -> dict[str, float]:
+    """Within-prompt T_eff and Kendall τ of `logps` against the base model's `base_logps` (pass `groups`, one
+    prompt id per sequence; `None` is one group), and the NLL per token of `logps`.
 
     Example:
     ```python
@@ -98,8 +107,8 @@ def temperature_report(base_logps: torch.Tensor, logps: torch.Tensor, lengths: t
     ```
     """
     return {
-        "t_eff": effective_temperature(base_logps, logps),
-        "kendall_tau": kendall_tau(base_logps, logps),
+        "t_eff": effective_temperature(base_logps, logps, groups=groups),
+        "kendall_tau": kendall_tau(base_logps, logps, groups=groups),
         "nll_per_token": sequence_nll(logps, lengths)["nll_per_token"],
     }
 

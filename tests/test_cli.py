@@ -184,9 +184,9 @@ def test_train_from_sampled_prompts_and_push(workspace, tmp_path, monkeypatch):
                 out,
                 "--sample_prompts_file",
                 str(workspace / "prompts.txt"),
-                "--num_samples",
-                "6",
-                "--max_new_tokens",
+                "--num_generations",
+                "8",
+                "--max_completion_length",
                 "3",
                 "--eval_fraction",
                 "0.25",
@@ -206,7 +206,8 @@ def test_train_from_sampled_prompts_and_push(workspace, tmp_path, monkeypatch):
     with open(os.path.join(folder, "README.md"), encoding="utf-8") as handle:
         card = handle.read()
     config = SequenceTemperatureConfig.from_pretrained(folder)
-    assert "Measured on 3 held-out sequences from `me/prompts`" in card  # 12 samples, a quarter held out
+    # prompt only: the trainer sampled 8 completions of each prompt; one of the two prompts is held out, unseen
+    assert "Measured on 8 held-out sequences from `me/prompts`" in card
     assert f"| tempered (this adapter) | {config.eval_t_eff:.4f} |" in card
 
 
@@ -319,7 +320,7 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
     assert "no base model: pass `--model_name_or_path" in _error(
         ["train", "--output_dir", str(tmp_path), *data], capsys
     )
-    assert "`--num_samples` must be a positive int, got 0" in _error(
+    assert "`--num_generations` must be a positive integer, got 0" in _error(
         [
             "train",
             "--output_dir",
@@ -327,7 +328,7 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
             *base,
             "--sample_prompts_file",
             str(workspace / "prompts.txt"),
-            "--num_samples",
+            "--num_generations",
             "0",
         ],
         capsys,

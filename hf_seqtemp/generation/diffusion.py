@@ -28,8 +28,8 @@ from transformers.generation.logits_process import TemperatureLogitsWarper
 from transformers.utils import ModelOutput
 
 from ..likelihood.base import validate_token_temperature
-from ..likelihood.masked_diffusion import block_index, real_token_log_softmax
 from ..models.base import DiffusionLM
+from ..models.layout import block_index, real_token_log_softmax
 from .imh import imh_chain, lookahead_correction
 from .logits_process import PowerLogitsWarper
 from .policies import select_positions, validate_policy

@@ -7,15 +7,9 @@ import math
 
 import torch
 
+from ..models.layout import block_index, real_positions, real_token_log_softmax
 from .base import SequenceScorer
-from .masked_diffusion import (
-    MaskedDiffusionScorer,
-    block_index,
-    check_diffusion_inputs,
-    check_positive_int,
-    real_positions,
-    real_token_log_softmax,
-)
+from .masked_diffusion import MaskedDiffusionScorer, check_diffusion_inputs, check_positive_int
 
 MAX_EXACT_BLOCK_SIZE = 16
 """Largest block size the exact DP accepts: it runs 2^B - 1 partial states per block (65535 at B = 16) and keeps a

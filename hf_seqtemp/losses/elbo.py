@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..likelihood.masked_diffusion import block_index, real_token_log_softmax
+from ..models.layout import block_index, real_token_log_softmax
 from .diffusion import mdlm_elbo_loss
 
 

@@ -16,8 +16,8 @@ import inspect
 
 import torch
 
-from ..likelihood.masked_diffusion import block_index
 from .base import DiffusionLM
+from .layout import block_index
 
 # Config `model_type`s whose logits at position i predict token i (no shift) and that are not *ForMaskedLM classes.
 _UNSHIFTED_TYPES = {"llada", "llada_moe", "mdlm", "bd3lm", "radd"}
