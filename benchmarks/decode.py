@@ -8,16 +8,17 @@ Costs: sequential model calls per committed token (`num_model_calls / max_new_to
 forward), with the target <= 1.0 (Fang et al.: the proposals share one batched call, so IMH adds no sequential
 call); and seconds per run (no target: the batch of each call is wider, which a GPU absorbs and a CPU does not).
 
-(b) Autoregressive, SmolLM2-135M-Instruct: MCMC power sampling (`power_sample`) at the reference algorithm's
-defaults (Karan & Du: alpha = 4, i.e. T = 0.25, and 10 MH steps after each block) vs plain ancestral sampling
-(`model.generate(do_sample=True, top_k=0, top_p=1.0)`). Both draw `samples` answers of `max_new_tokens` tokens for
-the same chat-templated prompt in one batch (plain: `min_new_tokens = max_new_tokens`, so the lengths match);
-model calls are the sequential (batched) forwards counted by a forward pre-hook on the model. Costs: model calls and
-seconds per answer, ours / plain, reported without a target (the algorithm needs `1 + steps (K + 3) / 4` times
-plain's calls in expectation for K blocks, since a step resamples from a uniformly chosen block boundary to the
-end; the printout gives that figure); and seconds per model call, ours / plain, with the target <= 1.10 (a call of
-the MCMC loop costs no more than a call of `generate`, so the price is the algorithm's, not the implementation's). In `--full` mode Glauber refinement (`glauber_refine`, multiple-try with 8 candidates,
-ancestral draft) is compared with plain sampling the same way.
+(b) Autoregressive, SmolLM2-135M-Instruct: EOS-aware MCMC power sampling (`power_sample`) at the reference
+algorithm's defaults (Karan & Du: alpha = 4, i.e. T = 0.25, and 10 MH steps after each block) vs plain ancestral
+sampling (`model.generate(do_sample=True, top_k=0, top_p=1.0)`). Both draw `samples` answers of at most
+`max_new_tokens` tokens for the same chat-templated prompt in one batch, and both stop an answer at EOS; model
+calls are the sequential (batched) forwards counted by a forward pre-hook on the model. Costs: model calls and
+seconds per answer, ours / plain, reported without a target (for answers that run to `max_new_tokens`, the
+algorithm needs `1 + steps (K + 3) / 4` times plain's calls in expectation for K blocks, since a step resamples
+from a uniformly chosen block boundary to the end; the printout gives that figure); and seconds per model call,
+ours / plain, with the target <= 1.10 (a call of the MCMC loop costs no more than a call of `generate`, so the
+price is the algorithm's, not the implementation's). In `--full` mode Glauber refinement (`glauber_refine`,
+multiple-try with 8 candidates, ancestral draft) is compared with plain sampling the same way.
 
 All pairs: warm-up, then A B A B ..., median [min, max] of the paired ratios (`_paired.py`). Usage:
     python benchmarks/decode.py [--quick] [--output outputs/bench/decode.json] [--device cpu]
@@ -165,7 +166,6 @@ def _ar_samplers(model, ids, attn, settings: dict, pad_id: int) -> dict:
             top_p=1.0,
             temperature=1.0,
             max_new_tokens=new_tokens,
-            min_new_tokens=new_tokens,
             pad_token_id=pad_id,
         )
 
@@ -228,7 +228,8 @@ def ar_part(device, settings: dict) -> dict:
     print(
         f"[b] autoregressive: SmolLM2-135M-Instruct, {samples} answers x {new_tokens} tokens; power sampling at "
         f"T = {POWER_T} (alpha {1 / POWER_T:g}), {POWER_STEPS} MH steps per block, {blocks} blocks of "
-        f"{new_tokens // blocks} tokens: the algorithm needs {expected:.2f}x plain's calls in expectation"
+        f"{new_tokens // blocks} tokens: for answers that run to {new_tokens} tokens the algorithm needs "
+        f"{expected:.2f}x plain's calls in expectation"
     )
     hook_calls, summary, rows = [], {}, []
     samplers = _ar_samplers(model, enc["input_ids"], enc["attention_mask"], settings, tokenizer.pad_token_id)
