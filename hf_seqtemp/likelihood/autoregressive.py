@@ -34,8 +34,9 @@ def gather_token_logps(
     """`log softmax(logits / T)[target]` in float32, converting at most `chunk_size` positions at a time.
 
     The batch and length dimensions are flattened (a view for contiguous logits) and cut into chunks of
-    `chunk_size` positions; each chunk is converted to float32, log-softmaxed and gathered, so no float32 copy of
-    the whole logits tensor is ever held.
+    `chunk_size` positions; each chunk is converted to float32, log-softmaxed and gathered, so scoring without
+    gradients never holds a float32 copy of the whole logits tensor (with gradients, autograd keeps each chunk's
+    log-softmax for the backward pass, as it would for one full-size log-softmax).
 
     Args:
         logits (`torch.Tensor` of shape `(batch, length, vocab)`): logits in any floating dtype.
@@ -58,15 +59,15 @@ def gather_token_logps(
     batch, length, vocab = logits.shape
     if chunk_size is None:
         chunk_size = default_chunk_size(vocab, logits.device)
-    flat_logits, flat_targets = logits.reshape(-1, vocab), targets.reshape(-1, 1)
-    out = torch.empty(flat_logits.shape[0], dtype=torch.float32, device=logits.device)
-    for start in range(0, flat_logits.shape[0], chunk_size):
-        block = flat_logits[start : start + chunk_size].float()
+    pieces = []
+    # `split` gives one autograd node for all chunks, whose backward concatenates the chunks' gradients once
+    # (slicing chunk by chunk would build a full-size zero gradient per chunk)
+    for block, target in zip(logits.reshape(-1, vocab).split(chunk_size), targets.reshape(-1, 1).split(chunk_size)):
+        block = block.float()
         if token_temperature != 1.0:
             block = block / token_temperature
-        logp = block.log_softmax(dim=-1)
-        out[start : start + chunk_size] = logp.gather(-1, flat_targets[start : start + chunk_size]).squeeze(-1)
-    return out.view(batch, length)
+        pieces.append(block.log_softmax(dim=-1).gather(-1, target).squeeze(-1))
+    return torch.cat(pieces).view(batch, length)
 
 
 def _accepts_position_ids(model: torch.nn.Module) -> bool:

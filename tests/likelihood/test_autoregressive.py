@@ -95,3 +95,24 @@ def test_scorer_rejects_bad_input():
         scorer(model, torch.tensor([[0, 1, 2]]), torch.tensor([[1, 1, 0]]), torch.tensor([[0, 1, 1]]))
     with pytest.raises(ValueError, match="marks position 0"):
         scorer(model, torch.tensor([[0, 1, 2]]), completion_mask=torch.tensor([[1, 1, 1]]))
+
+
+def test_gradients_through_the_chunks_equal_those_of_one_full_log_softmax():
+    model = tiny_causal_lm(6, seed=4)
+    ids = torch.randint(0, 6, (3, 7), generator=torch.Generator().manual_seed(1))
+    weights = torch.tensor([1.0, -2.0, 0.5])  # a loss that weighs the sequences differently
+
+    def grads(score_fn):
+        model.zero_grad()
+        (weights * score_fn()).sum().backward()
+        return [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    def direct():
+        logits = model(input_ids=ids).logits[:, :-1].float()
+        return logits.log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1).sum(1)
+
+    expected = grads(direct)
+    for chunk_size in (1, 4, None):
+        got = grads(lambda c=chunk_size: AutoregressiveScorer(chunk_size=c)(model, ids))
+        for g, e in zip(got, expected):
+            torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-4)
