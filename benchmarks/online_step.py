@@ -18,7 +18,7 @@ of every optimisation step, so the two alternate step by step (GRPO, ours, GRPO,
 step's time is one full iteration of the loop: from receiving the turn (the previous step's logging and the next
 batch included) to the end of the optimiser step. The first `warmup` steps of each (including everything `train()`
 sets up) are not counted; then `pairs` timed pairs give the paired ratios `ours / GRPO`; the last pair measures the
-peak tensor memory of one step of each (`_paired.tensor_peak`, started when the turn is received and read at the
+peak tensor memory of one step of each (`_paired.PeakMeter`, started when the turn is received and read at the
 end of the step). Target: <= 1.0 for both, i.e. we do no more than GRPO does.
 
 Usage:
