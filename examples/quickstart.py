@@ -1,12 +1,14 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Quick start: temper the embedded SmolLM2-135M-Instruct to sequence temperature T = 0.5 and measure it.
 
-1. sample a dataset of completions from the model itself (p is the distribution being tempered);
-2. train a LoRA adapter with the likelihood-ratio loss (L_p + λ·NLL), started at the myopic solution (the final
-   norm scaled by 1/T, which divides every logit by T) so that training learns the sequence-level correction;
-3. save the adapter with its `seqtemp_config.json`, and write the folder `push_to_hub` would upload, whose model
-   card holds T_eff, Kendall τ and NLL on the held-out split for the base model, the myopic baseline (token
-   temperature 0.5) and the trained adapter (printed too);
+1. start from prompts only: 24 training prompts and 8 held-out prompts that training never sees;
+2. train a LoRA adapter with the likelihood-ratio loss (L_p + λ·NLL): the trainer samples `num_generations`
+   completions of every prompt from the model itself (p is the distribution being tempered, per prompt), starts
+   the adapter at the myopic solution (the final norm scaled by 1/T, which divides every logit by T) and learns the
+   sequence-level correction;
+3. measure, on completions of the held-out prompts, the within-prompt T_eff, Kendall τ and NLL of the base model,
+   the myopic baseline (token temperature T) and the adapter, print them with a plain-language verdict, and write
+   the folder `push_to_hub` would upload (adapter, `seqtemp_config.json`, model card, log p vs log q plot);
 4. load the adapter back with `load_tempered`.
 
 Run with `make demo` (or `python examples/quickstart.py --help`).
@@ -19,17 +21,14 @@ import time
 from pathlib import Path
 
 import torch
+from datasets import Dataset
 from peft import LoraConfig
 
-from hf_seqtemp import (
-    SeqTempConfig,
-    SeqTempTrainer,
-    load_default_model,
-    load_tempered,
-    sample_dataset,
-    save_for_hub,
-)
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, load_tempered, save_for_hub
+from hf_seqtemp.hub import ROW_NAMES, measure_held_out
+from hf_seqtemp.measure import format_table, temperature_report
 
+SYSTEM = "Answer briefly."
 PROMPTS = [
     "Name a colour.",
     "Name an animal.",
@@ -69,10 +68,11 @@ PROMPTS = [
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--temperature", type=float, default=0.5, help="target sequence temperature T")
-    parser.add_argument("--samples_per_prompt", type=int, default=8, help="completions sampled per prompt")
-    parser.add_argument("--max_new_tokens", type=int, default=10, help="longest sampled completion")
+    parser.add_argument("--num_generations", type=int, default=8, help="completions sampled per prompt")
+    parser.add_argument("--max_completion_length", type=int, default=10, help="longest sampled completion")
+    parser.add_argument("--held_out_prompts", type=int, default=8, help="prompts kept out of training")
     parser.add_argument("--max_steps", type=int, default=40, help="optimisation steps")
-    parser.add_argument("--batch_size", type=int, default=16, help="sequences per step")
+    parser.add_argument("--batch_size", type=int, default=16, help="sequences per step (whole prompt groups)")
     parser.add_argument("--learning_rate", type=float, default=2e-4, help="LoRA learning rate")
     parser.add_argument("--nll_weight", type=float, default=0.1, help="λ for the NLL term against drift")
     parser.add_argument(
@@ -86,35 +86,48 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def verdict(reports: dict, temperature: float) -> list[str]:
+    """Plain-language reading of the within-prompt table, computed from it."""
+    adapter, myopic = reports["tempered"], reports["myopic"]
+    error, myopic_error = abs(adapter["t_eff"] / temperature - 1), abs(myopic["t_eff"] / temperature - 1)
+    met = error <= 0.10 and adapter["kendall_tau"] >= 0.9
+    lines = [
+        (
+            f"How to read it: a model tempered exactly at T has T_eff = {temperature:g} and Kendall τ = 1 (it keeps the "
+            "base model's ranking of each prompt's completions); the base model has T_eff = 1."
+        ),
+        f"Target (T_eff within ±10 % of {temperature:g} and τ ≥ 0.9 on unseen prompts): "
+        + ("met." if met else f"not met (T_eff off by {100 * error:.1f} %, τ {adapter['kendall_tau']:.3f})."),
+        (
+            f"Against the myopic baseline (token temperature {temperature:g}): T_eff off by {100 * error:.1f} % vs "
+            f"{100 * myopic_error:.1f} % ({'closer' if error < myopic_error else 'not closer'}), τ "
+            f"{adapter['kendall_tau']:.3f} vs {myopic['kendall_tau']:.3f} "
+            f"({'better' if adapter['kendall_tau'] > myopic['kendall_tau'] else 'not better'}), NLL/token "
+            f"{adapter['nll_per_token']:.3f} vs {myopic['nll_per_token']:.3f}."
+        ),
+    ]
+    return lines
+
+
 def main() -> None:
     args = parse_args()
     torch.manual_seed(args.seed)
     start = time.time()
     model, tokenizer = load_default_model()
 
-    # 1. self-sampled data, split by example into train / held-out
-    data = sample_dataset(
-        model,
-        tokenizer,
-        PROMPTS,
-        num_samples=args.samples_per_prompt,
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
-        system_prompt="Answer briefly.",
-    )
-    split = data.train_test_split(test_size=0.25, seed=args.seed)
-    train, held_out = split["train"], split["test"]
-    print(
-        f"sampled {len(data)} completions ({len(train)} train / {len(held_out)} held-out), "
-        f"e.g. {data[0]['prompt']!r} -> {data[0]['completion']!r}"
-    )
+    # 1. prompts only, as conversations; the held-out prompts are never trained on
+    conversations = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}] for p in PROMPTS]
+    held_out = Dataset.from_dict({"prompt": conversations[: args.held_out_prompts]})
+    train = Dataset.from_dict({"prompt": conversations[args.held_out_prompts :]})
 
-    # 2. train the adapter
+    # 2. train the adapter; the trainer samples `num_generations` completions per prompt from p
     config = SeqTempConfig(
         output_dir=args.output_dir,
         target_temperature=args.temperature,
         loss_type="ratio",
         nll_weight=args.nll_weight,
+        num_generations=args.num_generations,
+        max_completion_length=args.max_completion_length,
         max_steps=args.max_steps,
         per_device_train_batch_size=args.batch_size,
         per_device_eval_batch_size=32,
@@ -132,28 +145,39 @@ def main() -> None:
     trainer = SeqTempTrainer(
         model, config, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
     )
+    sample = trainer.train_dataset[0]
+    print(f"sampled {len(trainer.train_dataset)} train / {len(trainer.eval_dataset)} held-out completions, e.g. ")
+    print(f"  {tokenizer.decode(sample['input_ids'][sum(1 for m in sample['completion_mask'] if not m) :])!r}")
     trainer.train()
-    trainer.evaluate()
 
-    # 3. save the adapter; write the folder `push_to_hub` would upload, with its card measured on the held-out
-    #    split: base model, myopic baseline (token temperature T) and the adapter
+    # 3. measure on the held-out prompts' completions, within prompts, and write the Hub folder
+    reports, logps = measure_held_out(trainer.model, trainer.eval_dataset, args.temperature, tokenizer=tokenizer)
+    prompts = len(set(logps["groups"]))
+    print(
+        f"\nHeld-out: {len(logps['groups'])} completions of {prompts} prompts never seen in training; T_eff and τ "
+        f"within prompts. Target T = {args.temperature:g}."
+    )
+    print(format_table({ROW_NAMES[name]: report for name, report in reports.items()}))
+    print("\n".join(verdict(reports, args.temperature)))
+    pooled = {
+        name: temperature_report(logps["base"], logps[name], logps["lengths"]) for name in ("myopic", "tempered")
+    }
+    print(
+        "(pooled over prompts instead, which mixes their normalisers: myopic T_eff "
+        f"{pooled['myopic']['t_eff']:.4f} / τ {pooled['myopic']['kendall_tau']:.4f}, adapter "
+        f"{pooled['tempered']['t_eff']:.4f} / τ {pooled['tempered']['kendall_tau']:.4f})"
+    )
     adapter_dir, hub_dir = f"{args.output_dir}/adapter", f"{args.output_dir}/hub"
     trainer.save_model(adapter_dir)
-    measured = save_for_hub(trainer, hub_dir, held_out_dataset=held_out)
-    card = Path(hub_dir, "README.md").read_text(encoding="utf-8")
-    table = card[card.index("## Held-out evaluation") : card.index("Metrics (paper Section 5.1)")].strip()
-    print(f"\nTarget sequence temperature T = {args.temperature:g}.\n{table}")
+    save_for_hub(trainer, hub_dir, held_out_dataset=trainer.eval_dataset)
 
     # 4. reload with `load_tempered` and check it is the trained model
     reloaded = load_tempered(adapter_dir)
-    probe = torch.tensor([held_out[0]["input_ids"]])
+    probe = torch.tensor([trainer.eval_dataset[0]["input_ids"]])
     with torch.no_grad():
         gap = (reloaded(input_ids=probe).logits - trainer.model(input_ids=probe).logits).abs().max().item()
-    print(
-        f"\nadapter: {adapter_dir} (seqtemp_config.json T = {reloaded.seqtemp_config.target_temperature:g}); "
-        f"hub folder with card and plot: {hub_dir} (measured T_eff = {measured.eval_t_eff:.4f}); "
-        f"reloaded max |Δ logit| = {gap:.2e}"
-    )
+    print(f"\nadapter: {adapter_dir} (reloaded with load_tempered, max |Δ logit| = {gap:.2e})")
+    print(f"Hub folder: {hub_dir} (model card README.md, plot {Path(hub_dir, 'seqtemp_loglik.png')})")
     print(f"wall time: {time.time() - start:.0f} s")
 
 

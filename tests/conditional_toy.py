@@ -17,8 +17,8 @@ from toy import BOS, tiny_causal_lm
 PROMPTS = ((BOS, 0), (BOS, 1), (BOS, 2), (BOS, 3))
 
 
-def conditional_lm(vocab_size: int = 4, seed: int = 4):
-    return tiny_causal_lm(vocab_size, seed=seed, init_range=0.8)
+def conditional_lm(vocab_size: int = 4, seed: int = 4, hidden: int = 16):
+    return tiny_causal_lm(vocab_size, seed=seed, init_range=0.8, hidden=hidden)
 
 
 def enumerate_completions(vocab_size: int, length: int, prompts=PROMPTS) -> tuple[torch.Tensor, torch.Tensor]:

@@ -72,11 +72,14 @@ def test_trainer_rejects_a_model_that_is_not_a_causal_lm_before_any_work(tmp_pat
 
 
 def test_supported_models_pass():
-    check_model_kind(tiny_causal_lm(4))
-    check_model_kind(_peft(tiny_causal_lm(4)))
-    check_model_kind(_bert())  # a raw masked LM: the trainer wraps it as a DiffusionLM
-    check_model_kind(MaskedLMAdapter(_bert(), mask_token_id=5))
-    check_model_kind(torch.nn.Linear(2, 2))  # no config: its output is checked where it is called
+    models = [
+        tiny_causal_lm(4),
+        _peft(tiny_causal_lm(4)),
+        _bert(),  # a raw masked LM: the trainer wraps it as a DiffusionLM
+        MaskedLMAdapter(_bert(), mask_token_id=5),
+        torch.nn.Linear(2, 2),  # no config: its output is checked where it is called
+    ]
+    assert [check_model_kind(model) for model in models] == [None] * len(models)  # none raises
 
 
 def test_autoregressive_entry_points_reject_diffusion_and_headless_models():

@@ -1,0 +1,64 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Training on a prompted model tempers *every* prompt: exact per-prompt KL(p_T(·|c) ‖ q(·|c)) on an enumerable
+conditional oracle (3 prompts whose conditionals differ in entropy, all 4^3 completions of each enumerated), with the
+default grouping of a plain pre-tokenised dataset (group = the prompt's tokens)."""
+
+import pytest
+from conditional_toy import (
+    PROMPTS,
+    as_prompted_dataset,
+    completion_logps,
+    conditional_lm,
+    entropies,
+    enumerate_completions,
+    per_prompt_tempered_kl,
+    sample_completions,
+)
+from peft import LoraConfig
+
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer
+
+TRAINED = PROMPTS[:3]
+
+
+def _train(tmp_path, model, loss_type, temperature, peft_config=None, steps=200):
+    data = as_prompted_dataset(sample_completions(model, 256, 3, prompts=TRAINED, seed=1), prompt_length=2)
+    args = SeqTempConfig(
+        output_dir=str(tmp_path),
+        target_temperature=temperature,
+        loss_type=loss_type,
+        nll_weight=0.0,
+        learning_rate=1e-2 if peft_config is not None else 3e-3,
+        max_steps=steps,
+        per_device_train_batch_size=48,
+        num_generations=16,
+        lr_scheduler_type="constant",
+        logging_steps=steps,
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
+    trainer = SeqTempTrainer(model, args, train_dataset=data, peft_config=peft_config)
+    trainer.train()
+    return trainer
+
+
+@pytest.mark.parametrize(
+    ("loss_type", "temperature", "lora"),
+    [("ratio", 0.5, False), ("ratio", 2.0, False), ("ssts", 0.5, False), ("ratio", 0.5, True)],
+)
+def test_every_prompt_is_tempered_from_a_pre_tokenised_dataset(tmp_path, loss_type, temperature, lora):
+    model = conditional_lm(4)
+    ids, groups = enumerate_completions(4, 3, TRAINED)
+    ref = completion_logps(model, ids, 2)
+    spread = entropies(ref, groups)
+    assert max(spread) - min(spread) > 1.0  # the prompts differ: a pooled loss would mix their log Z_T(c)
+    start = per_prompt_tempered_kl(ref, ref, groups, temperature)
+    peft_config = LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", lora_dropout=0.0) if lora else None
+    trainer = _train(tmp_path, model, loss_type, temperature, peft_config)
+    end = per_prompt_tempered_kl(ref, completion_logps(trainer.model.eval(), ids, 2), groups, temperature)
+    assert all(e < s / 3 for s, e in zip(start, end)), (start, end)
+    logged = next(e for e in trainer.state.log_history if "groups/pairs" in e)
+    # 3 runs of 16 completions of one prompt per batch: pairs only within prompts (more when two runs share one)
+    assert 3 * (16 * 15 // 2) <= logged["groups/pairs"] < 48 * 47 // 2
