@@ -163,7 +163,7 @@ class RollingQuantile:
 def trunc_r_loss(
     token_logps: torch.Tensor,
     completion_mask: torch.Tensor,
-    threshold: float | RollingQuantile,
+    threshold: float | RollingQuantile | torch.Tensor,
     sample_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """TruncR: NLL on the sequences the model finds *least* likely, those with `log Q(x) < threshold`.
@@ -181,7 +181,9 @@ def trunc_r_loss(
     Args:
         token_logps (`torch.Tensor` of shape `(batch, length)`): `log Q(x_t | x_<t)` of the model, with grad.
         completion_mask (`torch.Tensor` of shape `(batch, length)`): 1 on the completion tokens that count.
-        threshold (`float` or [`RollingQuantile`]): `tau`, on the sequence log-likelihood scale (sum over tokens).
+        threshold (`float`, [`RollingQuantile`] or `torch.Tensor` of shape `(batch,)`): `tau`, on the sequence
+            log-likelihood scale (sum over tokens); a tensor gives each sequence its own threshold (its prompt's
+            quantile: log-likelihoods of different prompts are not comparable).
         sample_weights (`torch.Tensor` of shape `(batch,)`, *optional*): as in [`c_div_loss`].
 
     Returns:
@@ -200,14 +202,21 @@ def trunc_r_loss(
     if isinstance(threshold, RollingQuantile):
         threshold.update(sequence_logps)
         threshold = threshold.value()
+    elif isinstance(threshold, torch.Tensor):
+        if threshold.shape != sequence_logps.shape:
+            raise ValueError(
+                f"a tensor `threshold` needs one value per sequence, shape {tuple(sequence_logps.shape)}, got "
+                f"{tuple(threshold.shape)}."
+            )
+        threshold = threshold.to(sequence_logps.device, sequence_logps.dtype)
     elif isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or math.isnan(threshold):
-        raise TypeError(f"`threshold` must be a float or a `RollingQuantile`, got {threshold!r}.")
+        raise TypeError(f"`threshold` must be a float, a `RollingQuantile` or a tensor, got {threshold!r}.")
     kept = (sequence_logps.detach() < threshold).to(token_logps.dtype)
     loss = _weighted_nll(token_logps, mask, kept[:, None].expand_as(token_logps), sample_weights)
     return loss, {
         "nll": float(-(sample_weights * sequence_logps.detach()).sum()),
         "kept_fraction": float(kept.mean()),
-        "threshold": float(threshold),
+        "threshold": float(threshold.mean()) if isinstance(threshold, torch.Tensor) else float(threshold),
     }
 
 

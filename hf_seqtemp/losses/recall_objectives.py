@@ -8,6 +8,8 @@ sequence log-likelihoods are the precomputed reference columns.
 
 from __future__ import annotations
 
+import torch
+
 from .recall import RollingQuantile, c_div_loss, lambda_pr_loss, trunc_r_loss
 from .spec import LossInputs, LossOutput, LossSpec
 from .temperature import token_nll
@@ -31,8 +33,20 @@ def _c_div_objective(inputs: LossInputs, args) -> LossOutput:
 
 
 def _trunc_r_objective(inputs: LossInputs, args) -> LossOutput:
-    buffer = inputs.state.setdefault("trunc_r_threshold", RollingQuantile(quantile=args.trunc_r_quantile))
-    loss, diagnostics = trunc_r_loss(inputs.policy_token_logps, inputs.completion_mask, threshold=buffer)
+    """TruncR with one rolling quantile per prompt group: sequence log-likelihoods of different prompts live on
+    different scales (log Z(c) differs), so each prompt's threshold is a quantile of its own recent completions."""
+    buffers = inputs.state.setdefault("trunc_r_thresholds", {})
+    mask = inputs.completion_mask.bool()
+    sequence_logps = inputs.policy_token_logps.detach().masked_fill(~mask, 0.0).sum(dim=1)
+    ids = inputs.local_group_ids
+    ids = ids.tolist() if ids is not None else [0] * sequence_logps.shape[0]
+    thresholds = torch.empty_like(sequence_logps)
+    for group in dict.fromkeys(ids):
+        rows = torch.tensor([i for i, g in enumerate(ids) if g == group], device=sequence_logps.device)
+        buffer = buffers.setdefault(group, RollingQuantile(quantile=args.trunc_r_quantile, capacity=256))
+        buffer.update(sequence_logps[rows])
+        thresholds[rows] = buffer.value()
+    loss, diagnostics = trunc_r_loss(inputs.policy_token_logps, inputs.completion_mask, threshold=thresholds)
     return _with_nll(inputs, args, loss, diagnostics, "trunc_r")
 
 

@@ -39,6 +39,8 @@ class LossInputs:
             (aligned with `policy_logps`); `None`: one group.
         local_groups (`torch.LongTensor` of shape `(batch,)`, *optional*): dense codes of this rank's rows (aligned
             with the per-token tensors); `None`: one group.
+        local_group_ids (`torch.LongTensor` of shape `(batch,)`, *optional*): the stable `group_id` of this rank's
+            rows, for objectives that remember a prompt across steps (TruncR's per-prompt quantile).
     """
 
     policy_logps: torch.Tensor
@@ -51,6 +53,7 @@ class LossInputs:
     state: dict = field(default_factory=dict)
     groups: torch.Tensor | None = None
     local_groups: torch.Tensor | None = None
+    local_group_ids: torch.Tensor | None = None
 
     def drift_term(self) -> torch.Tensor | None:
         """`anti_drift` if given, else the token NLL of `policy_token_logps`, else `None` (nothing to add)."""

@@ -337,6 +337,7 @@ class SeqTempTrainer(HubMixin, Trainer):
             state=self._loss_state,
             groups=groups,
             local_groups=group_codes(inputs[GROUP_ID], inputs[GROUP_ID].numel()),
+            local_group_ids=inputs[GROUP_ID],
         )
         output = self.objective.compute(loss_inputs, self.args)
         # 3. record what log() reports

@@ -176,7 +176,7 @@ def test_errors():
         c_div_loss(logps, mask, alpha="1.4")
     with pytest.raises(ValueError, match="`data_token_logps` must have the shape"):
         c_div_loss(logps, mask, data_token_logps=torch.zeros(2, 2))
-    with pytest.raises(TypeError, match="`threshold` must be a float or a `RollingQuantile`"):
+    with pytest.raises(TypeError, match="`threshold` must be a float, a `RollingQuantile` or a tensor"):
         trunc_r_loss(logps, mask, threshold=None)
     with pytest.raises(ValueError, match="`data_logps` must be a tensor of shape"):
         lambda_pr_loss(logps, mask, data_logps=torch.zeros(3))
