@@ -92,6 +92,14 @@ class SeqTempConfig(TrainingArguments):
         max_completion_length (`int`, *optional*, defaults to `64`):
             Longest completion sampled for a prompt-only dataset (a completion also ends at EOS). Sampling is exact:
             token temperature 1, no top-k / top-p, from the reference p (the adapter disabled).
+        steps_per_generation (`int` or `None`, *optional*, defaults to `None`):
+            Fresh samples of p during training, for a prompt-only `train_dataset` (TRL's name). `None` samples
+            `num_generations` completions per prompt once, before training, and trains on that fixed set (epochs
+            re-use it). An integer k keeps `num_generations` completion slots per prompt and starts a new generation
+            every k optimisation steps: a slot drawn in an earlier generation is resampled (and its reference
+            log-probabilities recomputed) the next time a batch reads it, so a long run is not limited to one finite
+            sample. k = 1 samples every batch afresh, as GRPO does. Needs a causal LM; with full fine-tuning it keeps
+            a frozen copy of the model as the reference.
         prompt_id_column (`str`, *optional*, defaults to `"prompt_id"`):
             Column that names each example's prompt group, when the dataset has it (any ids). Without it the group
             is the prompt's token ids (identical prompts share a group whatever the dataset layout); a plain-text
@@ -174,6 +182,13 @@ class SeqTempConfig(TrainingArguments):
     max_completion_length: int = field(
         default=64, metadata={"help": "Longest completion sampled for a prompt-only dataset (also ends at EOS)."}
     )
+    steps_per_generation: int | None = field(
+        default=None,
+        metadata={
+            "help": "Prompt-only data: resample the completions every k optimisation steps (fresh samples of p); "
+            "None samples once before training."
+        },
+    )
     prompt_id_column: str = field(
         default="prompt_id",
         metadata={"help": "Column naming each example's prompt group, if present; else the prompt's tokens."},
@@ -235,8 +250,10 @@ class SeqTempConfig(TrainingArguments):
                 f"`likelihood_method` must be 'exact', 'mc' or None (pick by model family),"
                 f" got {self.likelihood_method!r}."
             )
-        for name in ("num_generations", "max_completion_length"):
+        for name in ("num_generations", "max_completion_length", "steps_per_generation"):
             value = getattr(self, name)
+            if name == "steps_per_generation" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
         for name in ("num_orders", "ref_num_orders"):

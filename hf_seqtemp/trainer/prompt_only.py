@@ -1,10 +1,12 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Completing a prompt-only dataset with `num_generations` samples of the reference p per prompt."""
+"""Completing a prompt-only dataset with `num_generations` samples of the reference p per prompt: once before
+training ([`complete_prompts`]), or afresh every `steps_per_generation` steps ([`CompletionPool`])."""
 
 from __future__ import annotations
 
 import torch
 from datasets import Dataset
+from transformers import TrainerCallback
 
 from ..data import EXAMPLE_ID, GROUP_ID, PROMPT_IDS, eos_ids_of, sample_completions
 
@@ -57,3 +59,72 @@ def complete_prompts(reference, prompts: Dataset, args, processing_class, split:
         for index, (prompt, completion, group) in enumerate(zip(prompt_ids, completions, groups))
     ]
     return Dataset.from_list(rows)
+
+
+class CompletionPool(torch.utils.data.Dataset):
+    """`num_generations` completion slots per prompt, refilled with fresh samples of the reference during training.
+
+    Slot `i` belongs to prompt `i // num_generations` forever, so its prompt group (and a [`GroupSampler`] built on
+    [`group_ids`]) never changes; only its completion does. Every `steps_per_generation` optimisation steps the pool
+    moves to a new generation ([`FreshSamples`]), and a slot drawn in an earlier generation is resampled the next
+    time a batch reads it. The collator ([`FreshCollator`]) does the sampling and the reference scoring for the
+    whole batch at once, so a generation costs what sampling the batches it feeds costs.
+
+    Args:
+        prompts ([`~datasets.Dataset`]): a prepared prompt-only dataset (`prompt_ids`, `group_id`).
+        num_generations (`int`): slots per prompt.
+    """
+
+    def __init__(self, prompts: Dataset, num_generations: int):
+        self.prompt_ids = [ids for ids in prompts[PROMPT_IDS] for _ in range(num_generations)]
+        self.group_ids = [g for g in prompts[GROUP_ID] for _ in range(num_generations)]
+        self.rows: list[dict | None] = [None] * len(self.prompt_ids)
+        self.drawn_in = [-1] * len(self.prompt_ids)
+        self.generation = 0
+
+    def __len__(self) -> int:
+        return len(self.prompt_ids)
+
+    def __getitem__(self, index: int) -> dict[str, int]:
+        return {"pool_index": int(index)}
+
+    def stale(self, indices: list[int]) -> list[int]:
+        return [i for i in indices if self.drawn_in[i] < self.generation]
+
+
+class FreshCollator:
+    """Collates slots of a [`CompletionPool`], first drawing fresh completions for the stale ones (and their
+    reference log-probabilities, which `score_reference` adds to the collated batch of new rows)."""
+
+    def __init__(self, pool: CompletionPool, collator, draw, score_reference):
+        self.pool, self.collator, self.draw, self.score_reference = pool, collator, draw, score_reference
+
+    def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
+        if "pool_index" not in examples[0]:  # an evaluation batch of stored completions
+            return self.collator(examples)
+        indices = [e["pool_index"] for e in examples]
+        stale = self.pool.stale(indices)
+        if stale:
+            completions = self.draw([self.pool.prompt_ids[i] for i in stale])
+            rows = [
+                {
+                    "input_ids": list(self.pool.prompt_ids[i]) + completion,
+                    "completion_mask": [0] * len(self.pool.prompt_ids[i]) + [1] * len(completion),
+                    EXAMPLE_ID: i,
+                    GROUP_ID: self.pool.group_ids[i],
+                }
+                for i, completion in zip(stale, completions)
+            ]
+            for i, row in zip(stale, self.score_reference(rows)):
+                self.pool.rows[i], self.pool.drawn_in[i] = row, self.pool.generation
+        return self.collator([self.pool.rows[i] for i in indices])
+
+
+class FreshSamples(TrainerCallback):
+    """Starts a new generation of the pool every `steps_per_generation` optimisation steps."""
+
+    def __init__(self, pool: CompletionPool, steps_per_generation: int):
+        self.pool, self.steps = pool, steps_per_generation
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.pool.generation = state.global_step // self.steps

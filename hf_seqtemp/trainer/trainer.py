@@ -24,8 +24,10 @@ from ..data import (
     GroupSampler,
     SeqTempCollator,
     check_group_batching,
+    eos_ids_of,
     is_prompt_only,
     prepare_dataset,
+    sample_completions,
 )
 from ..groups import group_codes, require_pairs, within_group_pairs
 from ..losses import LossInputs
@@ -37,7 +39,7 @@ from ..peft_compat import peft_deprecations_silenced
 from .config import SeqTempConfig
 from .families import DiffusionFamily, family_for, order_seed
 from .hub_mixin import HubMixin
-from .prompt_only import complete_prompts, pad_token_id_of
+from .prompt_only import CompletionPool, FreshCollator, FreshSamples, complete_prompts, pad_token_id_of
 from .token_temperature_init import fold_token_temperature, with_trainable_final_norm
 
 
@@ -136,8 +138,13 @@ class SeqTempTrainer(HubMixin, Trainer):
             eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset")
         if data_collator is None:
             data_collator = SeqTempCollator(pad_token_id=pad_token_id_of(processing_class, model))
+        self._pool = None
+        if is_prompt_only(train_dataset) and args.steps_per_generation is not None:
+            # fresh samples of p during training: slots per prompt, refilled every `steps_per_generation` steps
+            self._pool = train_dataset = CompletionPool(train_dataset, args.num_generations)
+            data_collator = FreshCollator(self._pool, data_collator, self._draw, self._score_rows)
         self._ref_model = None
-        if _peft_of(model) is None and not args.precompute_ref_logps:
+        if _peft_of(model) is None and (not args.precompute_ref_logps or self._pool is not None):
             self._ref_model = copy.deepcopy(model).eval().requires_grad_(False)
         super().__init__(
             model=model,
@@ -161,6 +168,8 @@ class SeqTempTrainer(HubMixin, Trainer):
             check_group_batching(
                 args.num_generations, args.per_device_train_batch_size, self.accelerator.num_processes, True
             )
+        if self._pool is not None:
+            self.add_callback(FreshSamples(self._pool, args.steps_per_generation))
         self._complete_prompt_only_datasets()
         self._prepare_reference()
 
@@ -212,12 +221,15 @@ class SeqTempTrainer(HubMixin, Trainer):
         that an eval set has completions of one prompt to compare."""
         for split in ("train", "eval"):
             dataset = getattr(self, f"{split}_dataset")
-            if dataset is not None and is_prompt_only(dataset):
+            online = isinstance(dataset, CompletionPool)
+            if dataset is not None and (online or is_prompt_only(dataset)):
                 if self.family.name != "causal_lm":
                     raise ValueError(
                         f"`{split}_dataset` holds prompts only: completions are sampled for causal LMs only. Give a "
                         f"{self.family.name} model its completions (`prompt`/`completion` or `input_ids`)."
                     )
+                if online:
+                    continue
                 with self._reference_model() as reference:
                     dataset = complete_prompts(reference, dataset, self.args, self.processing_class, split)
                 setattr(self, f"{split}_dataset", dataset)
@@ -234,12 +246,35 @@ class SeqTempTrainer(HubMixin, Trainer):
         dataset = train_dataset if train_dataset is not None else self.train_dataset
         if not self.objective.needs_groups:
             return super()._get_train_sampler(train_dataset)
-        return GroupSampler(dataset[GROUP_ID], self.args.num_generations, shuffle=True, seed=self.args.seed)
+        groups = dataset.group_ids if isinstance(dataset, CompletionPool) else dataset[GROUP_ID]
+        return GroupSampler(groups, self.args.num_generations, shuffle=True, seed=self.args.seed)
+
+    def _draw(self, prompts: list[list[int]]) -> list[list[int]]:
+        """One fresh completion of each prompt from the reference p (exact sampling), for the completion pool."""
+        with self._reference_model() as reference:
+            was_training = reference.training
+            reference.eval()
+            eos, pad = eos_ids_of(reference, self.processing_class), pad_token_id_of(self.processing_class, reference)
+            out = sample_completions(reference, prompts, self.args.max_completion_length, eos, pad, len(prompts), None)
+            reference.train(was_training)
+        return out
+
+    def _score_rows(self, rows: list[dict]) -> list[dict]:
+        """`rows` with their reference columns (`ref_logps`, and per-token values when the objective needs them)."""
+        batch = {k: v.to(self.args.device) for k, v in self.data_collator.collator(rows).items()}
+        seq, values = self._reference_logps(batch)
+        stored = self.family.reference_rows(values, batch) if values is not None else [None] * len(rows)
+        for row, value, per_token in zip(rows, seq.tolist(), stored):
+            row["ref_logps"] = value
+            if self.objective.needs_ref_token_logps:
+                row[self.family.reference_column] = per_token
+        return rows
 
     def _prepare_reference(self):
         if not self.args.precompute_ref_logps:
             return
-        self.train_dataset = self._add_reference_columns(self.train_dataset, "train")
+        if self._pool is None:  # a completion pool scores its fresh rows as it draws them
+            self.train_dataset = self._add_reference_columns(self.train_dataset, "train")
         if self.eval_dataset is not None:
             self.eval_dataset = self._add_reference_columns(self.eval_dataset, "eval")
 

@@ -50,7 +50,7 @@ def test_trunc_r_keeps_its_rolling_buffer_across_steps(tmp_path):
     trainer = _trainer(tmp_path, "trunc_r", trunc_r_quantile=0.5)
     trainer.train()
     buffers = trainer._loss_state["trunc_r_thresholds"]  # one per prompt group; this toy corpus is one group
-    assert list(buffers) == [trainer.train_dataset[0]["group_id"]] and len(buffers[list(buffers)[0]]) == 3 * 8
+    assert list(buffers) == [trainer.train_dataset[0]["group_id"]] and len(buffers[next(iter(buffers))]) == 3 * 8
 
 
 @pytest.mark.parametrize(

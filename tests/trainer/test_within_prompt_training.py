@@ -14,6 +14,7 @@ from conditional_toy import (
     per_prompt_tempered_kl,
     sample_completions,
 )
+from datasets import Dataset
 from peft import LoraConfig
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
@@ -62,3 +63,48 @@ def test_every_prompt_is_tempered_from_a_pre_tokenised_dataset(tmp_path, loss_ty
     logged = next(e for e in trainer.state.log_history if "groups/pairs" in e)
     # 3 runs of 16 completions of one prompt per batch: pairs only within prompts (more when two runs share one)
     assert 3 * (16 * 15 // 2) <= logged["groups/pairs"] < 48 * 47 // 2
+
+
+def _word_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({"<s>": 0, "x": 1, "y": 2, "z": 3}, unk_token="<s>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>")
+
+
+def test_fresh_samples_during_training_temper_every_prompt_of_a_prompt_only_dataset(tmp_path):
+    """`steps_per_generation=1`: every batch is a fresh draw of p (no finite training set to overfit), and every
+    prompt's exact KL still falls under a third of its start."""
+    model = conditional_lm(4)
+    prompts = PROMPTS[1:]  # "x", "y", "z" → [BOS, 1], [BOS, 2], [BOS, 3]
+    ids, groups = enumerate_completions(4, 3, prompts)
+    ref = completion_logps(model, ids, 2)
+    start = per_prompt_tempered_kl(ref, ref, groups, 0.5)
+    args = SeqTempConfig(
+        output_dir=str(tmp_path),
+        target_temperature=0.5,
+        nll_weight=0.0,
+        learning_rate=3e-3,
+        max_steps=200,
+        per_device_train_batch_size=48,
+        num_generations=16,
+        max_completion_length=3,
+        steps_per_generation=1,
+        lr_scheduler_type="constant",
+        logging_steps=200,
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
+    data = Dataset.from_dict({"prompt": ["x", "y", "z"]})
+    trainer = SeqTempTrainer(model, args, train_dataset=data, processing_class=_word_tokenizer())
+    pool = trainer.train_dataset
+    trainer.train()
+    assert min(pool.drawn_in) >= 190  # every slot was redrawn in the last generations
+    assert all(row["input_ids"][:2] == list(prompts[row["example_id"] // 16]) for row in pool.rows)
+    end = per_prompt_tempered_kl(ref, completion_logps(trainer.model.eval(), ids, 2), groups, 0.5)
+    assert all(e < s / 3 for s, e in zip(start, end)), (start, end)
