@@ -149,3 +149,18 @@ def test_sequence_temperature_config_round_trip_and_errors(tmp_path):
         SequenceTemperatureConfig.from_dict({"target_temperature": 1.0, "colour": "red"})
     with pytest.raises(FileNotFoundError, match="no seqtemp_config.json in"):
         SequenceTemperatureConfig.from_pretrained(tmp_path / "..")
+
+
+def test_singleton_groups_warn_and_an_eval_set_without_pairs_is_an_error(tmp_path, caplog):
+    tok = _tokenizer()
+    one_each = Dataset.from_dict({"prompt": ["a", "b", "c"], "completion": [" d", " d", " d"]})
+    pairs = Dataset.from_dict({"prompt": ["a", "a", "b", "b"], "completion": [" c", " d", " c", " d"]})
+    with pytest.raises(ValueError, match=r"`eval_dataset` puts each of the 3 sequences in a group of its own.*Fix"):
+        SeqTempTrainer(
+            tiny_causal_lm(6, seed=4),
+            _args(tmp_path, num_generations=2, per_device_train_batch_size=2),
+            train_dataset=pairs,
+            eval_dataset=one_each,
+            processing_class=tok,
+        )
+    assert "eval_dataset: all 3 prompt groups hold a single completion" in caplog.text  # warned before training
