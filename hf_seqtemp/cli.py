@@ -17,6 +17,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from .checks import check_int, check_temperature
 from .cli_arguments import DataArguments, EvalArguments, GenerateArguments, ModelArguments, TrainScriptArguments
 
 COMMANDS = {
@@ -31,11 +32,6 @@ def _flagged(message: str, dataclass_types) -> str:
     """Rewrites backticked field names in an error message into the flags that set them (`x` → `--x`)."""
     names = {f.name for cls in dataclass_types for f in fields(cls)}
     return re.sub(r"`(\w+)`", lambda m: f"`--{m.group(1)}`" if m.group(1) in names else m.group(0), message)
-
-
-def _positive(value, flag: str, kind=int) -> None:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"`--{flag}` must be a positive {kind.__name__}, got {value!r}.")
 
 
 def _load_base(model_args: ModelArguments, required: bool = True):
@@ -111,8 +107,8 @@ def _load_data(data_args: DataArguments, model, tokenizer):
         raise ValueError("pass exactly one of `--dataset_path` and `--sample_prompts_file`.")
     if data_args.dataset_path is not None:
         return _read_dataset(data_args.dataset_path, data_args.dataset_split)
-    _positive(data_args.num_samples, "num_samples")
-    _positive(data_args.max_new_tokens, "max_new_tokens")
+    check_int(data_args.num_samples, "num_samples")
+    check_int(data_args.max_new_tokens, "max_new_tokens")
     prompts = _read_prompts(data_args, tokenizer)
     from .data import sample_dataset
 
@@ -144,7 +140,7 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
 
     if not 0.0 <= script_args.eval_fraction < 1.0:
         raise ValueError(f"`--eval_fraction` must be in [0, 1), got {script_args.eval_fraction}.")
-    _positive(script_args.lora_r, "lora_r")
+    check_int(script_args.lora_r, "lora_r")
     model, tokenizer = _load_base(script_args)
     if script_args.sample_prompts_file is not None and script_args.dataset_path is None:
         # prompt only: the trainer samples `--num_generations` completions per prompt from the base model
@@ -202,7 +198,7 @@ def run_eval(args: EvalArguments) -> int:
     base, tokenizer = _load_base(args)
     data = _load_data(args, base, tokenizer)
     myopic_t = args.token_temperature if args.token_temperature is not None else config.target_temperature
-    _positive(myopic_t, "token_temperature", float)
+    check_temperature(myopic_t, "token_temperature")
     model = load_tempered(args.adapter_path, base_model=base)
     reports, logps = measure_held_out(
         model, data, myopic_t, tokenizer=tokenizer, batch_size=args.batch_size, max_length=args.max_length
@@ -233,9 +229,9 @@ def run_generate(args: GenerateArguments) -> int:
 
     if not args.prompt:
         raise ValueError("`--prompt` is required: give one or more prompts.")
-    _positive(args.seq_temperature, "seq_temperature", float)
-    _positive(args.num_samples, "num_samples")
-    _positive(args.max_new_tokens, "max_new_tokens")
+    check_temperature(args.seq_temperature, "seq_temperature")
+    check_int(args.num_samples, "num_samples")
+    check_int(args.max_new_tokens, "max_new_tokens")
     base, tokenizer = _load_base(args, required=args.adapter_path is None)
     if args.adapter_path is not None:
         model = load_tempered(args.adapter_path, base_model=base)

@@ -4,25 +4,13 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from .checks import check_temperature
+
 CONFIG_NAME = "seqtemp_config.json"
-
-
-def validate_temperature(value: Any, name: str) -> float:
-    """Returns `value` as a float after checking it is a finite number > 0; raises naming `name` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"`{name}` must be a float > 0, got {value!r} ({type(value).__name__}).")
-    value = float(value)
-    if math.isnan(value) or math.isinf(value) or value <= 0:
-        raise ValueError(
-            f"`{name}` must be a finite float > 0, got {value}. Use T < 1 to sharpen and T > 1 to flatten the "
-            "sequence distribution; T = 1 leaves the model unchanged."
-        )
-    return value
 
 
 @dataclass
@@ -75,7 +63,7 @@ class SequenceTemperatureConfig:
     hf_seqtemp_version: str = "0.1.0"
 
     def __post_init__(self):
-        self.target_temperature = validate_temperature(self.target_temperature, "target_temperature")
+        self.target_temperature = check_temperature(self.target_temperature, "target_temperature")
         families = ("causal_lm", "masked_diffusion", "block_diffusion")
         if self.model_family not in families:
             raise ValueError(f"`model_family` must be one of {families}, got {self.model_family!r}.")

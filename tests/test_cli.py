@@ -320,7 +320,7 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
     assert "no base model: pass `--model_name_or_path" in _error(
         ["train", "--output_dir", str(tmp_path), *data], capsys
     )
-    assert "`--num_generations` must be a positive integer, got 0" in _error(
+    assert "`--num_generations` must be an integer ≥ 1, got 0" in _error(
         [
             "train",
             "--output_dir",
@@ -335,7 +335,7 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
     )
     assert "`--adapter_path` is required" in _error(["eval", *base, *data], capsys)
     assert "`--prompt` is required" in _error(["generate", *base, "--seq_temperature", "0.5"], capsys)
-    assert "`--seq_temperature` must be a positive float, got None" in _error(
+    assert "`--seq_temperature` must be a float > 0, got None" in _error(
         ["generate", *base, "--prompt", "a"], capsys
     )
     diffusion = tmp_path / "diffusion"

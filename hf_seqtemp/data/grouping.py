@@ -10,14 +10,15 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch.utils.data import Sampler
 
+from ..checks import check_int
+
 logger = logging.getLogger(__name__)
 
 
 def check_group_batching(num_generations: int, per_device_batch_size: int, world_size: int, pair_loss: bool) -> None:
     """Raises unless a global batch (`per_device_batch_size × world_size` sequences) holds whole prompt groups of
     `num_generations` completions, and a pair loss has at least two completions per prompt."""
-    if isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 1:
-        raise ValueError(f"`num_generations` must be a positive integer, got {num_generations!r}.")
+    check_int(num_generations, "num_generations")
     if pair_loss and num_generations < 2:
         raise ValueError(
             f"`num_generations`={num_generations}: the temperature losses compare completions of the same prompt, so "

@@ -9,13 +9,8 @@ import torch
 from datasets import Dataset
 from tqdm.auto import tqdm
 
+from ..checks import check_int
 from .formats import end_at_eos, tokenize_prompt
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-    return value
 
 
 def eos_ids_of(model, tokenizer=None) -> set[int]:
@@ -52,7 +47,7 @@ def sample_completions(
     Returns:
         `list` of completions (lists of token ids), in the order of `prompts`.
     """
-    max_new_tokens = _positive_int(max_new_tokens, "max_new_tokens")
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens")
     eos_ids = eos_ids or set()
     device = next(model.parameters()).device
     out = []
@@ -133,8 +128,8 @@ def sample_dataset(
     >>> data = sample_dataset(model, tokenizer, ["Name a colour."], num_samples=4, max_new_tokens=8)  # doctest: +SKIP
     ```
     """
-    num_samples = _positive_int(num_samples, "num_samples")
-    max_new_tokens = _positive_int(max_new_tokens, "max_new_tokens")
+    num_samples = check_int(num_samples, "num_samples")
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens")
     if not prompts:
         raise ValueError("`prompts` is empty: give at least one prompt.")
     if chat_template and getattr(tokenizer, "chat_template", None):

@@ -20,14 +20,13 @@ computes, for any prompt length and padding.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from transformers.generation.logits_process import TemperatureLogitsWarper
 from transformers.utils import ModelOutput
 
-from ..likelihood.base import validate_token_temperature
+from ..checks import check_int, check_temperature
 from ..models.base import DiffusionLM
 from ..models.layout import block_index, real_token_log_softmax
 from .imh import imh_chain, lookahead_correction
@@ -53,26 +52,6 @@ class DiffusionGenerateOutput(ModelOutput):
     num_evaluated_states: int | None = None
 
 
-def _check_positive_int(name: str, value, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-
-
-def validate_seq_temperature(seq_temperature) -> float:
-    """Checks a sequence temperature `T` (finite float > 0) and returns it as a float."""
-    if isinstance(seq_temperature, bool) or not isinstance(seq_temperature, (int, float)):
-        raise TypeError(f"`seq_temperature` must be a float > 0, got {seq_temperature!r}.")
-    seq_temperature = float(seq_temperature)
-    if not math.isfinite(seq_temperature) or seq_temperature <= 0:
-        raise ValueError(
-            f"`seq_temperature` must be a finite float > 0, got {seq_temperature}. For greedy decoding use "
-            "`do_sample=False`; to sample the model as it is, leave `seq_temperature=None`."
-        )
-    return seq_temperature
-
-
 def _validate(model, input_ids, max_new_tokens, block_length, tokens_per_step, num_proposals, max_batch):
     if not isinstance(model, DiffusionLM):
         raise TypeError(
@@ -81,8 +60,8 @@ def _validate(model, input_ids, max_new_tokens, block_length, tokens_per_step, n
         )
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         raise ValueError(f"`input_ids` must be a 2-D tensor (batch, length), got {getattr(input_ids, 'shape', None)}.")
-    _check_positive_int("max_new_tokens", max_new_tokens)
-    _check_positive_int("block_length", block_length, allow_none=True)
+    check_int(max_new_tokens, "max_new_tokens")
+    check_int(block_length, "block_length", allow_none=True)
     model_block = getattr(model, "block_size", None)
     if block_length is not None and model_block is not None and block_length != model_block:
         raise ValueError(
@@ -91,9 +70,9 @@ def _validate(model, input_ids, max_new_tokens, block_length, tokens_per_step, n
             "or leave it unset."
         )
     block_length = block_length if block_length is not None else model_block
-    _check_positive_int("tokens_per_step", tokens_per_step)
-    _check_positive_int("num_proposals", num_proposals)
-    _check_positive_int("max_batch", max_batch, allow_none=True)
+    check_int(tokens_per_step, "tokens_per_step")
+    check_int(num_proposals, "num_proposals")
+    check_int(max_batch, "max_batch", allow_none=True)
     return block_length
 
 
@@ -271,10 +250,10 @@ def diffusion_generate(
         diffusion_model, input_ids, max_new_tokens, block_length, tokens_per_step, num_proposals, max_batch
     )
     validate_policy(policy)
-    token_temperature = validate_token_temperature(token_temperature)
+    token_temperature = check_temperature(token_temperature, "token_temperature")
     alpha = None
     if seq_temperature is not None:
-        alpha = 1.0 / validate_seq_temperature(seq_temperature)
+        alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
         if token_temperature != 1.0:
             raise ValueError(
                 f"`token_temperature` must be 1.0 when `seq_temperature` is set, got {token_temperature}: the IMH "

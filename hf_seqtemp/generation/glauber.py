@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import torch
 from transformers.utils import ModelOutput
 
+from ..checks import check_int, check_temperature
 from ..likelihood.autoregressive import AutoregressiveScorer, position_ids_from_attention_mask
 from .answers import answer_mask, pad_after_answer, resolve_eos_and_pad
 
@@ -251,25 +252,18 @@ def _ancestral_draft(model, x, attn, cmask, generator):
 def _validate(model, input_ids, seq_temperature, num_rounds, proposal, num_candidates, draft, mask_token_id):
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         raise ValueError(f"`input_ids` must be a 2-D tensor (batch, length), got {getattr(input_ids, 'shape', None)}.")
-    if isinstance(seq_temperature, bool) or not isinstance(seq_temperature, (int, float)) or not seq_temperature > 0:
-        raise ValueError(f"`seq_temperature` must be a float > 0, got {seq_temperature!r}; 1.0 samples p itself.")
-    if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 0:
-        raise ValueError(f"`num_rounds` must be a non-negative integer, got {num_rounds!r}.")
+    seq_temperature = check_temperature(seq_temperature, "seq_temperature")
+    check_int(num_rounds, "num_rounds", 0)
     if not isinstance(proposal, torch.nn.Module) and proposal not in ("model", "uniform"):
         raise ValueError(f"`proposal` must be 'model', 'uniform' or a masked LM module, got {proposal!r}.")
     if isinstance(proposal, torch.nn.Module):
         mask_token_id = getattr(proposal, "mask_token_id", None) if mask_token_id is None else mask_token_id
         if mask_token_id is None:
             raise ValueError("a masked-LM `proposal` needs `mask_token_id` (or a `mask_token_id` attribute on it).")
-    if num_candidates is not None and (
-        isinstance(num_candidates, bool) or not isinstance(num_candidates, int) or num_candidates < 1
-    ):
-        raise ValueError(
-            f"`num_candidates` must be None (all |V| tokens) or a positive integer, got {num_candidates!r}."
-        )
+    check_int(num_candidates, "num_candidates", allow_none=True, fix="None scores all |V| tokens of a site.")
     if draft not in ("input", "ancestral"):
         raise ValueError(f"`draft` must be 'input' (refine the given ids) or 'ancestral', got {draft!r}.")
-    return float(seq_temperature), mask_token_id
+    return seq_temperature, mask_token_id
 
 
 @torch.no_grad()

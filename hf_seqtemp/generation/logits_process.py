@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 from transformers.generation.logits_process import LOGITS_PROCESSOR_INPUTS_DOCSTRING, LogitsProcessor
 from transformers.utils import add_start_docstrings
+
+from ..checks import check_temperature
 
 
 class PowerLogitsWarper(LogitsProcessor):
@@ -43,15 +43,7 @@ class PowerLogitsWarper(LogitsProcessor):
     """
 
     def __init__(self, alpha: float):
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-            raise TypeError(f"`alpha` has to be a strictly positive float, but is {alpha!r}.")
-        alpha = float(alpha)
-        if not math.isfinite(alpha) or alpha <= 0:
-            raise ValueError(
-                f"`alpha` has to be a strictly positive finite float, but is {alpha}. `alpha` is the inverse "
-                "sequence temperature 1 / T; for greedy decoding use `do_sample=False` instead."
-            )
-        self.alpha = alpha
+        self.alpha = check_temperature(alpha, "alpha")
 
     @add_start_docstrings(LOGITS_PROCESSOR_INPUTS_DOCSTRING)
     def __call__(self, input_ids: torch.LongTensor | None, scores: torch.FloatTensor) -> torch.FloatTensor:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import torch
 from transformers.utils import ModelOutput, logging
 
+from ..checks import check_int, check_temperature
 from ..likelihood.autoregressive import _accepts_position_ids, gather_token_logps, position_ids_from_attention_mask
 from .answers import resolve_eos_and_pad
-from .diffusion import validate_seq_temperature
 
 logger = logging.get_logger(__name__)
 
@@ -111,11 +111,9 @@ def _mh_step(model, state, prompt_attn, end, boundary, alpha, generator, eos_pad
 def _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size):
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         raise ValueError(f"`input_ids` must be a 2-D tensor (batch, length), got {getattr(input_ids, 'shape', None)}.")
-    for name, value, low in (("max_new_tokens", max_new_tokens, 1), ("mcmc_steps", mcmc_steps, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"`{name}` must be an integer >= {low}, got {value!r}.")
-    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1):
-        raise ValueError(f"`block_size` must be a positive integer (or None for one block), got {block_size!r}.")
+    check_int(max_new_tokens, "max_new_tokens")
+    check_int(mcmc_steps, "mcmc_steps", 0)
+    check_int(block_size, "block_size", allow_none=True, fix="None makes one block.")
 
 
 @torch.no_grad()
@@ -174,7 +172,7 @@ def power_sample(
     ```
     """
     _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size)
-    alpha = 1.0 / validate_seq_temperature(seq_temperature)
+    alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
     eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
     eos = eos.to(input_ids.device)
     block_size = max_new_tokens if block_size is None else block_size

@@ -26,10 +26,11 @@ from transformers.generation.logits_process import (
     TypicalLogitsWarper,
 )
 
+from ..checks import check_int, check_temperature
 from ..models.base import DiffusionLM
 from .adapters import active_adapter, tempered_adapters
 from .answers import pad_after_answer, resolve_eos_and_pad
-from .diffusion import diffusion_generate, validate_seq_temperature
+from .diffusion import diffusion_generate
 from .glauber import GlauberGenerateOutput, _ancestral_draft, glauber_refine
 from .power_sampling import power_sample
 
@@ -120,8 +121,7 @@ def _eos_and_pad(generation_config) -> tuple[list[int], int | None]:
 
 def _glauber_generate(model, input_ids, attention_mask, generation_config, seq_temperature, rounds, options):
     """Ancestral draft of `max_new_tokens` tokens, then `rounds` Glauber sweeps targeting `p^(1/T)` over answers."""
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
-        raise ValueError(f"`glauber_rounds` must be a non-negative integer, got {rounds!r}; 0 returns the draft.")
+    check_int(rounds, "glauber_rounds", 0, fix="0 returns the draft.")
     max_new_tokens = generation_config.max_length - input_ids.shape[1]
     if max_new_tokens < 1:
         raise ValueError(f"`max_new_tokens` must be >= 1 for `strategy='glauber'`, got {max_new_tokens}.")
@@ -281,7 +281,7 @@ def seqtemp_generate(
         if strategy != "auto":
             raise ValueError(f"`strategy={strategy!r}` needs `seq_temperature`; pass e.g. `seq_temperature=0.5`.")
         return GenerationMixin._sample(*sampling_args, **model_kwargs)
-    seq_temperature = validate_seq_temperature(seq_temperature)
+    seq_temperature = check_temperature(seq_temperature, "seq_temperature")
     if (generation_config.num_beams or 1) > 1:
         raise ValueError(
             f"`num_beams={generation_config.num_beams}` cannot be combined with `seq_temperature`, which samples "

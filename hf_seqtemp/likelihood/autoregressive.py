@@ -7,6 +7,7 @@ import inspect
 
 import torch
 
+from ..checks import check_int
 from ..models.validation import SUPPORTED
 from .base import SequenceScorer
 
@@ -124,11 +125,7 @@ class AutoregressiveScorer(SequenceScorer):
 
     def __init__(self, token_temperature: float = 1.0, chunk_size: int | None = None):
         super().__init__(token_temperature)
-        if chunk_size is not None and (
-            isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
-        ):
-            raise ValueError(f"`chunk_size` must be a positive integer or None (automatic), got {chunk_size!r}.")
-        self.chunk_size = chunk_size
+        self.chunk_size = check_int(chunk_size, "chunk_size", allow_none=True, fix="None picks it automatically.")
 
     def token_logps(
         self,

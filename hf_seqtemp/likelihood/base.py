@@ -3,22 +3,9 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-
-def validate_token_temperature(token_temperature: float) -> float:
-    """Checks a token temperature once, the same way for every scorer and sampler."""
-    if isinstance(token_temperature, bool) or not isinstance(token_temperature, (int, float)):
-        raise TypeError(f"`token_temperature` must be a float > 0, got {type(token_temperature).__name__}.")
-    token_temperature = float(token_temperature)
-    if math.isnan(token_temperature) or token_temperature <= 0 or math.isinf(token_temperature):
-        raise ValueError(
-            f"`token_temperature` must be a finite float > 0, got {token_temperature}. "
-            "Use 1.0 to score the model as it is."
-        )
-    return token_temperature
+from ..checks import check_temperature
 
 
 def default_completion_mask(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -58,7 +45,7 @@ class SequenceScorer:
     """
 
     def __init__(self, token_temperature: float = 1.0):
-        self.token_temperature = validate_token_temperature(token_temperature)
+        self.token_temperature = check_temperature(token_temperature, "token_temperature")
 
     def __call__(
         self,

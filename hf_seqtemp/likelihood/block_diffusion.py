@@ -7,9 +7,10 @@ import math
 
 import torch
 
+from ..checks import check_int
 from ..models.layout import block_index, real_positions, real_token_log_softmax
 from .base import SequenceScorer
-from .masked_diffusion import MaskedDiffusionScorer, check_diffusion_inputs, check_positive_int
+from .masked_diffusion import MaskedDiffusionScorer, check_diffusion_inputs
 
 MAX_EXACT_BLOCK_SIZE = 16
 """Largest block size the exact DP accepts: it runs 2^B - 1 partial states per block (65535 at B = 16) and keeps a
@@ -185,7 +186,7 @@ class BlockDiffusionScorer(SequenceScorer):
         max_batch: int = 64,
     ):
         super().__init__(token_temperature)
-        self.block_size = check_positive_int("block_size", block_size)
+        self.block_size = check_int(block_size, "block_size")
         if method not in ("exact", "mc"):
             raise ValueError(f"`method` must be 'exact' or 'mc', got {method!r}.")
         if method == "exact" and block_size > MAX_EXACT_BLOCK_SIZE:
@@ -194,7 +195,7 @@ class BlockDiffusionScorer(SequenceScorer):
                 f' (it needs 2^B - 1 model calls per block). Use `method="mc"` to estimate with sampled orders.'
             )
         self.method = method
-        self.max_batch = check_positive_int("max_batch", max_batch)
+        self.max_batch = check_int(max_batch, "max_batch")
         self.mc = MaskedDiffusionScorer(num_orders, estimator, seed, token_temperature, max_batch)
         self.mc._block_size = self.block_size
 

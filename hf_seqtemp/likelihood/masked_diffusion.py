@@ -7,17 +7,9 @@ import math
 
 import torch
 
+from ..checks import check_int
 from ..models.layout import block_index, real_token_log_softmax
 from .base import SequenceScorer
-
-
-def check_positive_int(name: str, value, minimum: int = 1) -> int:
-    """Returns `value` if it is an int >= `minimum`, else raises naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"`{name}` must be an int >= {minimum}, got {type(value).__name__}.")
-    if value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}, got {value}.")
-    return value
 
 
 def check_diffusion_inputs(model, input_ids, attention_mask, completion_mask) -> None:
@@ -234,11 +226,11 @@ class MaskedDiffusionScorer(SequenceScorer):
         max_batch: int = 64,
     ):
         super().__init__(token_temperature)
-        self.num_orders = check_positive_int("num_orders", num_orders)
+        self.num_orders = check_int(num_orders, "num_orders")
         if estimator not in ("mc", "elbo"):
             raise ValueError(f"`estimator` must be 'mc' or 'elbo', got {estimator!r}.")
         self.estimator = estimator
-        self.max_batch = check_positive_int("max_batch", max_batch)
+        self.max_batch = check_int(max_batch, "max_batch")
         self.seed = seed
         self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
         self.last_orders: torch.Tensor | None = None

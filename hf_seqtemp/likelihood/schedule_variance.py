@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 import torch
 
+from ..checks import check_int
 from .base import SequenceScorer
 from .block_diffusion import MAX_EXACT_BLOCK_SIZE, _levels, _transitions, block_logp_table
-from .masked_diffusion import MaskedDiffusionScorer, check_diffusion_inputs, check_positive_int
+from .masked_diffusion import MaskedDiffusionScorer, check_diffusion_inputs
 
 
 def moment_dp(table: torch.Tensor, scorable: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -126,7 +127,7 @@ def schedule_variance(
     if method not in ("exact", "mc"):
         raise ValueError(f"`method` must be 'exact' or 'mc', got {method!r}.")
     if block_size is not None:
-        check_positive_int("block_size", block_size)
+        check_int(block_size, "block_size")
     if method == "exact" and block_size is not None and block_size > MAX_EXACT_BLOCK_SIZE:
         raise ValueError(
             f"`block_size` {block_size} is above {MAX_EXACT_BLOCK_SIZE}, the largest the exact DP accepts. Use "
@@ -142,7 +143,7 @@ def schedule_variance(
             )
         _, variance = moment_dp(table, scorable.view(-1), block_size)
         return variance.view(scorable.shape).sum(dim=1)
-    check_positive_int("num_orders", num_orders, minimum=2)
+    check_int(num_orders, "num_orders", 2)
     sampler = MaskedDiffusionScorer(num_orders, "elbo", seed, token_temperature, max_batch)
     sampler._block_size = block_size
     with torch.no_grad():

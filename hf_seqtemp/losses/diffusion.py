@@ -15,18 +15,10 @@ from typing import Literal, NamedTuple
 
 import torch
 
+from ..checks import check_temperature
 from ..groups import group_log_mean_exp
 
 Reduction = Literal["mean", "sum", "none"]
-
-
-def _check_temperature(temperature: float) -> float:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"`temperature` must be a float > 0, got {type(temperature).__name__}.")
-    temperature = float(temperature)
-    if not math.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"`temperature` must be a finite float > 0, got {temperature}. Use 1.0 for no scaling.")
-    return temperature
 
 
 def _reduce(values: torch.Tensor, reduction: Reduction) -> torch.Tensor:
@@ -164,7 +156,7 @@ def diffusion_ssts_loss(
     (0.8318, 1.7353)
     ```
     """
-    temperature = _check_temperature(temperature)
+    temperature = check_temperature(temperature)
     if step_logq.dim() != 3 or ref_cond_logp.shape != step_logq.shape:
         raise ValueError(
             "`step_logq` and `ref_cond_logp` must both have shape (batch, num_orders, steps), got "
@@ -241,7 +233,7 @@ def monte_carlo_ratio_loss(
     0.4805
     ```
     """
-    temperature = _check_temperature(temperature)
+    temperature = check_temperature(temperature)
     if ref_order_logps.dim() != 2 or order_logq.dim() != 2 or ref_order_logps.shape[0] != order_logq.shape[0]:
         raise ValueError(
             "`ref_order_logps` and `order_logq` must have shapes (batch, k_p) and (batch, k_q) with the same batch, "

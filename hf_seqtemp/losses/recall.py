@@ -21,6 +21,8 @@ from collections import deque
 
 import torch
 
+from ..checks import check_int
+
 
 def _check_inputs(token_logps: torch.Tensor, completion_mask: torch.Tensor, sample_weights: torch.Tensor | None):
     if not isinstance(token_logps, torch.Tensor) or token_logps.dim() != 2:
@@ -140,8 +142,7 @@ class RollingQuantile:
         quantile = _check_positive("quantile", quantile, 0.0)
         if quantile > 1.0:
             raise ValueError(f"`quantile` must be in (0, 1], got {quantile}.")
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise ValueError(f"`capacity` must be a positive integer, got {capacity!r}.")
+        check_int(capacity, "capacity")
         self.quantile = quantile
         self.capacity = capacity
         self._values: deque[float] = deque(maxlen=capacity)

@@ -17,6 +17,7 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
+from ..checks import check_temperature
 from ..groups import group_codes, group_means, require_pairs
 
 
@@ -209,12 +210,9 @@ def temperature_log_ratio(
     ([0.0, 0.0], 0.0)
     ```
     """
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"`temperature` must be a float > 0, got {type(temperature).__name__}.")
-    if not math.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"`temperature` must be a finite float > 0, got {temperature}.")
+    temperature = check_temperature(temperature)
     base, tempered = _paired(base_logp, tempered_logp, minimum=1)
-    h = base - float(temperature) * tempered
+    h = base - temperature * tempered
     codes = group_codes(groups, h.numel())
     if groups is not None:
         require_pairs(codes)

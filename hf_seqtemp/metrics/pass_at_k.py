@@ -3,11 +3,7 @@
 
 from __future__ import annotations
 
-
-def _check_count(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"`{name}` must be an integer >= {low}, got {value!r}.")
-    return value
+from ..checks import check_int
 
 
 def pass_at_k(num_samples: int, num_correct: int, k: int) -> float:
@@ -30,9 +26,9 @@ def pass_at_k(num_samples: int, num_correct: int, k: int) -> float:
     (0.3, 0.916667, 1.0)
     ```
     """
-    n = _check_count("num_samples", num_samples, 1)
-    c = _check_count("num_correct", num_correct, 0)
-    k = _check_count("k", k, 1)
+    n = check_int(num_samples, "num_samples")
+    c = check_int(num_correct, "num_correct", 0)
+    k = check_int(k, "k")
     if c > n:
         raise ValueError(f"`num_correct` ({c}) cannot exceed `num_samples` ({n}).")
     if k > n:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from ..checks import check_int
+
 
 def _check_distribution(name: str, probs: torch.Tensor) -> torch.Tensor:
     if not isinstance(probs, torch.Tensor) or probs.dim() != 1:
@@ -149,8 +151,7 @@ def knn_precision_recall(real: torch.Tensor, generated: torch.Tensor, k: int = 3
     {'precision': 0.75, 'recall': 1.0}
     ```
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"`k` must be a positive integer, got {k!r}.")
+    check_int(k, "k")
     real, generated = _check_embeddings("real", real, k), _check_embeddings("generated", generated, k)
     if real.shape[1] != generated.shape[1]:
         raise ValueError(

@@ -16,6 +16,7 @@ import inspect
 
 import torch
 
+from ..checks import check_int
 from .base import DiffusionLM
 from .layout import block_index
 
@@ -205,9 +206,7 @@ class BlockDiffusionAdapter(_AdapterBase):
     family = "block_diffusion"
 
     def __init__(self, model: torch.nn.Module, mask_token_id: int, block_size: int, shift_logits: bool = False):
-        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-            raise ValueError(f"`block_size` must be a positive integer, got {block_size!r}.")
-        super().__init__(model, mask_token_id, block_size)
+        super().__init__(model, mask_token_id, check_int(block_size, "block_size"))
         self.shift_logits = bool(shift_logits)
 
     def _run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..checks import check_int
+
 PAD, BOS, EOS = 0, 1, 2
 _CHARS = "0123456789*=,"
 VOCAB = ["<pad>", "<bos>", "<eos>", *_CHARS]
@@ -154,8 +156,7 @@ class MultiplicationTask:
 
     def sample(self, num_samples: int, generator: torch.Generator | None = None) -> MultiplicationBatch:
         """Draws `(prompt, completion)` from the data: prompt uniform, then completion uniform among the valid."""
-        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
-            raise ValueError(f"`num_samples` must be a positive integer, got {num_samples!r}.")
+        check_int(num_samples, "num_samples")
         prompt_idx = torch.randint(len(self.pairs), (num_samples,), generator=generator).tolist()
         pairs = [self.pairs[i] for i in prompt_idx]
         picks = torch.rand(num_samples, generator=generator).tolist()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from ..config import validate_temperature
+from ..checks import check_int, check_temperature
 from ..losses import LOSSES
 
 
@@ -222,7 +222,7 @@ class SeqTempConfig(TrainingArguments):
         if self.dataloader_pin_memory and (self.use_cpu or not _has_accelerator()):
             self.dataloader_pin_memory = False  # pinning only helps copies to an accelerator; torch warns without one
         # validate
-        self.target_temperature = validate_temperature(self.target_temperature, "target_temperature")
+        self.target_temperature = check_temperature(self.target_temperature, "target_temperature")
         if self.loss_type not in LOSSES:
             raise ValueError(f"`loss_type` must be one of {sorted(LOSSES)}, got {self.loss_type!r}.")
         if (
@@ -241,27 +241,16 @@ class SeqTempConfig(TrainingArguments):
             if not ok or not (value <= high if closed_high else value < high):
                 interval = f"({low:g}, {high:g}{']' if closed_high else ')'}"
                 raise ValueError(f"`{name}` must be in {interval}, got {value!r}.")
-        if isinstance(self.max_length, bool) or not isinstance(self.max_length, int) or self.max_length < 2:
-            raise ValueError(
-                f"`max_length` must be an integer ≥ 2 (a first token and one scored token), got {self.max_length!r}."
-            )
+        check_int(self.max_length, "max_length", 2, fix="An example needs a first token and one scored token.")
         if self.likelihood_method is not None and self.likelihood_method not in ("exact", "mc"):
             raise ValueError(
                 f"`likelihood_method` must be 'exact', 'mc' or None (pick by model family),"
                 f" got {self.likelihood_method!r}."
             )
-        for name in ("num_generations", "max_completion_length", "steps_per_generation"):
-            value = getattr(self, name)
-            if name == "steps_per_generation" and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-        for name in ("num_orders", "ref_num_orders"):
-            value = getattr(self, name)
-            if (value is not None or name == "num_orders") and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ValueError(f"`{name}` must be an integer ≥ 1 (orders per sequence), got {value!r}.")
+        for name in ("num_generations", "max_completion_length", "num_orders"):
+            check_int(getattr(self, name), name)
+        for name in ("steps_per_generation", "ref_num_orders"):
+            check_int(getattr(self, name), name, allow_none=True)
         if self.remove_unused_columns:
             raise ValueError(
                 "`remove_unused_columns=True` would drop the reference log-prob columns that the loss needs; "

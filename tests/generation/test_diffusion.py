@@ -117,11 +117,11 @@ def test_generator_makes_runs_reproducible(masked_lm):
     "kwargs,match",
     [
         ({"policy": "lowest"}, "`policy` must be one of"),
-        ({"block_length": 0}, "`block_length` must be a positive integer"),
-        ({"tokens_per_step": 0}, "`tokens_per_step` must be a positive integer"),
-        ({"num_proposals": 0}, "`num_proposals` must be a positive integer"),
-        ({"max_batch": 0}, "`max_batch` must be a positive integer"),
-        ({"max_new_tokens": 0}, "`max_new_tokens` must be a positive integer"),
+        ({"block_length": 0}, "`block_length` must be an integer ≥ 1"),
+        ({"tokens_per_step": 0}, "`tokens_per_step` must be an integer ≥ 1"),
+        ({"num_proposals": 0}, "`num_proposals` must be an integer ≥ 1"),
+        ({"max_batch": 0}, "`max_batch` must be an integer ≥ 1"),
+        ({"max_new_tokens": 0}, "`max_new_tokens` must be an integer ≥ 1"),
         ({"seq_temperature": 0.0}, "`seq_temperature` must be a finite float > 0, got 0.0"),
         ({"seq_temperature": float("nan")}, "`seq_temperature` must be a finite float > 0, got nan"),
         ({"seq_temperature": 0.5, "token_temperature": 0.7}, "`token_temperature` must be 1.0 when"),
@@ -150,7 +150,7 @@ def test_bad_model_and_inputs_raise(masked_lm):
 def test_power_warper():
     scores = torch.tensor([[0.0, math.log(2.0)]])
     assert torch.allclose(PowerLogitsWarper(3)(None, scores).softmax(-1), torch.tensor([[1 / 9, 8 / 9]]))
-    with pytest.raises(ValueError, match="`alpha` has to be a strictly positive finite float, but is 0.0"):
+    with pytest.raises(ValueError, match="`alpha` must be a finite float > 0, got 0.0"):
         PowerLogitsWarper(0.0)
-    with pytest.raises(TypeError, match="`alpha` has to be a strictly positive float, but is 'a'"):
+    with pytest.raises(TypeError, match="`alpha` must be a float > 0, got 'a'"):
         PowerLogitsWarper("a")

@@ -252,15 +252,15 @@ def test_errors(model):
     ids = torch.zeros(2, L, dtype=torch.long)
     with pytest.raises(ValueError, match="`input_ids` must be a 2-D"):
         glauber_refine(model, torch.zeros(L, dtype=torch.long))
-    with pytest.raises(ValueError, match="`seq_temperature` must be a float > 0"):
+    with pytest.raises(ValueError, match="`seq_temperature` must be a finite float > 0, got 0.0"):
         glauber_refine(model, ids, seq_temperature=0.0)
-    with pytest.raises(ValueError, match="`num_rounds` must be a non-negative integer"):
+    with pytest.raises(ValueError, match="`num_rounds` must be an integer ≥ 0, got -1"):
         glauber_refine(model, ids, num_rounds=-1)
     with pytest.raises(ValueError, match="`proposal` must be 'model', 'uniform'"):
         glauber_refine(model, ids, proposal="gibbs")
     with pytest.raises(ValueError, match="needs `mask_token_id`"):
         glauber_refine(model, ids, proposal=torch.nn.Linear(2, 2))
-    with pytest.raises(ValueError, match="`num_candidates` must be None"):
+    with pytest.raises(ValueError, match="`num_candidates` must be an integer ≥ 1 or None"):
         glauber_refine(model, ids, num_candidates=0)
     with pytest.raises(ValueError, match="`draft` must be 'input'"):
         glauber_refine(model, ids, draft="beam")

@@ -92,9 +92,9 @@ def test_cold_glauber_concentrates_on_the_mode_of_p_more_than_the_draft():
 
 def test_glauber_strategy_errors():
     model = tiny_llama(vocab_size=8, seed=1)
-    with pytest.raises(ValueError, match="`glauber_rounds` must be a non-negative integer, got -1"):
+    with pytest.raises(ValueError, match="`glauber_rounds` must be an integer ≥ 0, got -1"):
         _generate(model, PROMPT, seq_temperature=0.5, strategy="glauber", glauber_rounds=-1)
-    with pytest.raises(ValueError, match="`num_candidates` must be None"):
+    with pytest.raises(ValueError, match="`num_candidates` must be an integer ≥ 1 or None"):
         _generate(model, PROMPT, seq_temperature=0.5, strategy="glauber", num_candidates=0)
     big = tiny_llama(vocab_size=70_000, seed=1)
     with pytest.raises(ValueError, match="`num_candidates=None` scores all 70000 tokens at every site"):

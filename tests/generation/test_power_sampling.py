@@ -79,9 +79,9 @@ def test_generate_with_custom_generate_mcmc_on_tiny_llama():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"mcmc_steps": -1}, "`mcmc_steps` must be an integer >= 0, got -1"),
-        ({"max_new_tokens": 0}, "`max_new_tokens` must be an integer >= 1, got 0"),
-        ({"block_size": 0}, "`block_size` must be a positive integer"),
+        ({"mcmc_steps": -1}, "`mcmc_steps` must be an integer ≥ 0, got -1"),
+        ({"max_new_tokens": 0}, "`max_new_tokens` must be an integer ≥ 1, got 0"),
+        ({"block_size": 0}, "`block_size` must be an integer ≥ 1 or None"),
         ({"seq_temperature": -1.0}, "`seq_temperature` must be a finite float > 0, got -1.0"),
     ],
 )

@@ -82,7 +82,7 @@ def test_scorer_rejects_bad_input():
         AutoregressiveScorer(token_temperature=float("nan"))
     with pytest.raises(TypeError, match="`token_temperature` must be a float"):
         AutoregressiveScorer(token_temperature="hot")
-    with pytest.raises(ValueError, match="`chunk_size` must be a positive integer"):
+    with pytest.raises(ValueError, match="`chunk_size` must be an integer ≥ 1 or None"):
         AutoregressiveScorer(chunk_size=0)
     scorer = AutoregressiveScorer()
     with pytest.raises(ValueError, match="`input_ids` must be a 2-D tensor"):

@@ -179,17 +179,17 @@ def test_bad_arguments_and_inputs(base):
     with pytest.raises(ValueError, match='Use `method="mc"`'):
         BlockDiffusionScorer(MAX_EXACT_BLOCK_SIZE + 1)
     assert BlockDiffusionScorer(MAX_EXACT_BLOCK_SIZE + 1, method="mc").method == "mc"
-    with pytest.raises(ValueError, match="`block_size` must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="`block_size` must be an integer ≥ 1, got 0"):
         BlockDiffusionScorer(0)
     with pytest.raises(ValueError, match="`method` must be 'exact' or 'mc'"):
         BlockDiffusionScorer(2, method="dp")
-    with pytest.raises(ValueError, match="`num_orders` must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="`num_orders` must be an integer ≥ 1, got 0"):
         BlockDiffusionScorer(2, method="mc", num_orders=0)
     with pytest.raises(ValueError, match="adapter uses block_size=3"):
         BlockDiffusionScorer(2)(BlockDiffusionAdapter(base, MASK, 3), torch.tensor([[1, 2]]))
     with pytest.raises(ValueError, match='Use `method="mc"`'):
         schedule_variance(MaskedLMAdapter(base, MASK), torch.tensor([[1, 2]]), block_size=17)
-    with pytest.raises(ValueError, match="`num_orders` must be an int >= 2, got 1"):
+    with pytest.raises(ValueError, match="`num_orders` must be an integer ≥ 2, got 1"):
         schedule_variance(MaskedLMAdapter(base, MASK), torch.tensor([[1, 2]]), num_orders=1)
     with pytest.raises(ValueError, match="`method` must be 'exact' or 'mc'"):
         schedule_variance(MaskedLMAdapter(base, MASK), torch.tensor([[1, 2]]), method="dp")

@@ -146,8 +146,8 @@ def test_gradients_flow(model):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"num_orders": 0}, ValueError, "`num_orders` must be an int >= 1, got 0"),
-        ({"num_orders": 2.0}, TypeError, "`num_orders` must be an int"),
+        ({"num_orders": 0}, ValueError, "`num_orders` must be an integer ≥ 1, got 0"),
+        ({"num_orders": 2.0}, ValueError, "`num_orders` must be an integer ≥ 1, got 2.0"),
         ({"estimator": "iwae"}, ValueError, "`estimator` must be 'mc' or 'elbo'"),
         ({"max_batch": 0}, ValueError, "`max_batch`"),
         ({"token_temperature": 0.0}, ValueError, "`token_temperature`"),

@@ -186,7 +186,7 @@ def test_errors():
         RollingQuantile(quantile=1.5)
     with pytest.raises(ValueError, match="`quantile` must be finite and > 0"):
         RollingQuantile(quantile=0.0)
-    with pytest.raises(ValueError, match="`capacity` must be a positive integer"):
+    with pytest.raises(ValueError, match="`capacity` must be an integer ≥ 1"):
         RollingQuantile(capacity=0)
     with pytest.raises(ValueError, match="empty buffer"):
         RollingQuantile().value()

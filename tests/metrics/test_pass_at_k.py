@@ -27,12 +27,12 @@ def test_stable_for_large_n():
 @pytest.mark.parametrize(
     "args,match",
     [
-        ((0, 0, 1), "`num_samples` must be an integer >= 1, got 0"),
-        ((5, -1, 1), "`num_correct` must be an integer >= 0, got -1"),
-        ((5, 1, 0), "`k` must be an integer >= 1, got 0"),
+        ((0, 0, 1), "`num_samples` must be an integer ≥ 1, got 0"),
+        ((5, -1, 1), "`num_correct` must be an integer ≥ 0, got -1"),
+        ((5, 1, 0), "`k` must be an integer ≥ 1, got 0"),
         ((5, 6, 1), r"`num_correct` \(6\) cannot exceed `num_samples` \(5\)"),
         ((5, 1, 6), r"`k` \(6\) cannot exceed `num_samples` \(5\)"),
-        ((5.0, 1, 1), "`num_samples` must be an integer >= 1, got 5.0"),
+        ((5.0, 1, 1), "`num_samples` must be an integer ≥ 1, got 5.0"),
     ],
 )
 def test_errors(args, match):

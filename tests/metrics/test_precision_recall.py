@@ -77,7 +77,7 @@ def test_errors():
         support_recall(torch.tensor([1.0]), torch.tensor([0.5, 0.5]))
     with pytest.raises(ValueError, match="`lambdas` must be finite"):
         precision_recall_curve(P, Q, [0.0])
-    with pytest.raises(ValueError, match="`k` must be a positive integer"):
+    with pytest.raises(ValueError, match="`k` must be an integer ≥ 1"):
         knn_precision_recall(torch.zeros(3, 1), torch.zeros(3, 1), k=0)
     with pytest.raises(ValueError, match="needs at least k"):
         knn_precision_recall(torch.zeros(2, 1), torch.zeros(3, 1), k=2)

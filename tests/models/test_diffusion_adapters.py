@@ -143,7 +143,7 @@ def test_wrap_detects_family_and_mask_id():
         (_bert(), {"mask_token_id": 5, "family": "block_diffusion"}, "`block_size` is needed"),
         (_bert(), {"mask_token_id": 5, "family": "autoregressive"}, "`family` must be"),
         (_IdLogits(SimpleNamespace(model_type="diffusion_gemma")), {"mask_token_id": 5}, "DiffusionGemma"),
-        (_bert(), {"mask_token_id": 5, "block_size": 0}, "`block_size` must be a positive integer, got 0"),
+        (_bert(), {"mask_token_id": 5, "block_size": 0}, "`block_size` must be an integer ≥ 1, got 0"),
     ],
 )
 def test_wrap_errors(model, kwargs, match):

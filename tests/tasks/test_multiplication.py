@@ -77,7 +77,7 @@ def test_errors():
         TASK.window(2, 2, "123456")
     with pytest.raises(ValueError, match="`completions` has"):
         TASK.batch([(2, 2)], [])
-    with pytest.raises(ValueError, match="`num_samples` must be a positive integer"):
+    with pytest.raises(ValueError, match="`num_samples` must be an integer ≥ 1"):
         TASK.sample(0)
     with pytest.raises(ValueError, match="`windows` has"):
         TASK.precision_recall([(2, 2)], torch.zeros(2, 10, dtype=torch.long))

@@ -1,0 +1,83 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Checks of user-given numbers, shared by every module: one message format for each kind of value.
+
+This is the bottom floor of the package: it imports nothing from hf_seqtemp, and everything may import it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+TEMPERATURE_HINTS = {
+    "seq_temperature": "For greedy decoding use `do_sample=False`; to sample the model as it is, leave "
+    "`seq_temperature=None`.",
+    "token_temperature": "Use 1.0 to score or sample the model as it is.",
+    "alpha": "`alpha` is the inverse sequence temperature 1 / T; for greedy decoding use `do_sample=False`.",
+}
+_DEFAULT_HINT = "Use T < 1 to sharpen and T > 1 to flatten the sequence distribution; T = 1 leaves it unchanged."
+
+
+def check_temperature(value: Any, name: str = "temperature") -> float:
+    """Returns a temperature (or any exponent that must be a finite number > 0) as a float, or raises naming it.
+
+    Args:
+        value: the value a user passed.
+        name (`str`, *optional*, defaults to `"temperature"`): the parameter name, used in the error; it also picks
+            the hint of the error ([`TEMPERATURE_HINTS`]).
+
+    Raises:
+        TypeError: when `value` is not an `int` or `float` (a `bool` is not a number here).
+        ValueError: when `value` is NaN, infinite or ≤ 0.
+
+    Example:
+    ```python
+    >>> check_temperature(1, "seq_temperature")
+    1.0
+    >>> check_temperature(0.0, "seq_temperature")
+    Traceback (most recent call last):
+    ...
+    ValueError: `seq_temperature` must be a finite float > 0, got 0.0. For greedy decoding use `do_sample=False`; \
+to sample the model as it is, leave `seq_temperature=None`.
+    ```
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"`{name}` must be a float > 0, got {value!r} ({type(value).__name__}).")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        hint = TEMPERATURE_HINTS.get(name, _DEFAULT_HINT)
+        raise ValueError(f"`{name}` must be a finite float > 0, got {value}. {hint}")
+    return value
+
+
+def check_int(value: Any, name: str, minimum: int = 1, allow_none: bool = False, fix: str = "") -> int | None:
+    """Returns `value` if it is an integer ≥ `minimum` (or `None` with `allow_none`), else raises naming it.
+
+    A float (even `2.0`) or a `bool` is refused: a count is an `int`.
+
+    Args:
+        value: the value a user passed.
+        name (`str`): the parameter name, used in the error.
+        minimum (`int`, *optional*, defaults to 1): the smallest accepted value.
+        allow_none (`bool`, *optional*, defaults to `False`): accept `None` (an optional count).
+        fix (`str`, *optional*): what to do instead, appended to the error.
+
+    Raises:
+        ValueError: otherwise.
+
+    Example:
+    ```python
+    >>> check_int(3, "num_orders")
+    3
+    >>> check_int(2.0, "num_orders")
+    Traceback (most recent call last):
+    ...
+    ValueError: `num_orders` must be an integer ≥ 1, got 2.0.
+    ```
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        message = f"`{name}` must be an integer ≥ {minimum}{' or None' if allow_none else ''}, got {value!r}."
+        raise ValueError(f"{message} {fix}".strip())
+    return value
