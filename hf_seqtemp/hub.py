@@ -17,14 +17,7 @@ from .generation.custom_generate import write_custom_generate
 from .likelihood import AutoregressiveScorer
 from .measure import dataset_groups, score_dataset, temperature_report
 from .models.validation import check_model_kind
-
-
-def _is_peft_model(model) -> bool:
-    try:
-        from peft import PeftModel
-    except ImportError:
-        return False
-    return isinstance(model, PeftModel)
+from .peft_compat import is_peft_model
 
 
 # ---------------------------------------------------------------------------------------------------- measuring
@@ -70,7 +63,7 @@ def measure_held_out(
             f"`scorer` must be an AutoregressiveScorer (the myopic baseline is token temperature on an "
             f"autoregressive model), got {type(scorer).__name__}."
         )
-    if _is_peft_model(model):
+    if is_peft_model(model):
         base_context = model.disable_adapter()
         base = model
     elif base_model is not None and not isinstance(base_model, (str, os.PathLike)):
@@ -140,7 +133,7 @@ def embedding_save_kwargs(model) -> dict:
     {}
     ```
     """
-    if not _is_peft_model(model):
+    if not is_peft_model(model):
         return {}
     config = model.peft_config.get(model.active_adapter)
     base_id = getattr(config, "base_model_name_or_path", None)

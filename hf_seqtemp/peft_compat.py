@@ -1,10 +1,36 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Where PEFT and transformers disagree on a name, hf_seqtemp keeps the user's output clean."""
+"""PEFT helpers: recognising a `PeftModel` (also inside a `DiffusionLM` wrapper), and keeping the user's output
+clean where PEFT and transformers disagree on a name."""
 
 from __future__ import annotations
 
 import contextlib
 import warnings
+
+from .models.base import wrapped_model
+
+
+def is_peft_model(model) -> bool:
+    """Whether `model` is a `PeftModel` (`False` when PEFT is not installed).
+
+    Example:
+    ```python
+    >>> import torch
+    >>> is_peft_model(torch.nn.Linear(2, 2))
+    False
+    ```
+    """
+    try:
+        from peft import PeftModel
+    except ImportError:
+        return False
+    return isinstance(model, PeftModel)
+
+
+def peft_model_of(model):
+    """The `PeftModel` of `model`: itself, or the model inside its [`DiffusionLM`] wrapper; `None` when neither is one."""
+    inner = wrapped_model(model)
+    return inner if is_peft_model(inner) else None
 
 
 @contextlib.contextmanager

@@ -335,9 +335,7 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
     )
     assert "`--adapter_path` is required" in _error(["eval", *base, *data], capsys)
     assert "`--prompt` is required" in _error(["generate", *base, "--seq_temperature", "0.5"], capsys)
-    assert "`--seq_temperature` must be a float > 0, got None" in _error(
-        ["generate", *base, "--prompt", "a"], capsys
-    )
+    assert "`--seq_temperature` must be a float > 0, got None" in _error(["generate", *base, "--prompt", "a"], capsys)
     diffusion = tmp_path / "diffusion"
     SequenceTemperatureConfig(0.5, model_family="masked_diffusion").save_pretrained(diffusion)
     assert "supports causal LMs only (schedule variance of diffusion models is not supported here" in _error(

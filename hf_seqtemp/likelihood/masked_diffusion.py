@@ -100,6 +100,28 @@ def _check_orders(orders: torch.Tensor, completion_mask: torch.Tensor) -> torch.
     return torch.where(comp, orders, torch.full_like(orders, -1))
 
 
+def monte_carlo_log_likelihood(order_logps: torch.Tensor) -> torch.Tensor:
+    """The `k`-sample Monte-Carlo log-likelihood `log p~(x) = log (1/k) sum_i p(x; pi_i)` (Eq. 23).
+
+    Biased for finite `k` (Remark 4.5), consistent as `k -> infinity`; computed with `logsumexp` in float32.
+
+    Args:
+        order_logps (`torch.FloatTensor` of shape `(batch, k)`): `log p(x; pi_i)` for `k` sampled orders.
+
+    Returns:
+        `torch.FloatTensor` of shape `(batch,)`.
+
+    Example:
+    ```python
+    >>> monte_carlo_log_likelihood(torch.log(torch.tensor([[0.2, 0.4]]))).exp()
+    tensor([0.3000])
+    ```
+    """
+    if order_logps.dim() != 2 or order_logps.shape[1] == 0:
+        raise ValueError(f"`order_logps` must have shape (batch, k) with k >= 1, got {tuple(order_logps.shape)}.")
+    return torch.logsumexp(order_logps.float(), dim=1) - math.log(order_logps.shape[1])
+
+
 def order_step_logps(
     model: torch.nn.Module,
     input_ids: torch.Tensor,
@@ -167,22 +189,13 @@ def order_step_logps(
     return flat.view(batch, k, length)
 
 
-def order_logps(
-    model: torch.nn.Module,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    completion_mask: torch.Tensor,
-    orders: torch.Tensor,
-    token_temperature: float = 1.0,
-    max_batch: int = 64,
-) -> torch.Tensor:
-    """`log p(x; π)` of Eq. 2 for each given order: the sum of [`order_step_logps`] over the steps.
+def order_logps(*args, **kwargs) -> torch.Tensor:
+    """`log p(x; π)` of Eq. 2 for each given order: the sum of [`order_step_logps`] (same arguments) over the steps.
 
     Returns:
         `torch.FloatTensor` of shape `(batch, k)`, differentiable with respect to the model's parameters.
     """
-    steps = order_step_logps(model, input_ids, attention_mask, completion_mask, orders, token_temperature, max_batch)
-    return steps.sum(dim=2)
+    return order_step_logps(*args, **kwargs).sum(dim=2)
 
 
 class MaskedDiffusionScorer(SequenceScorer):
@@ -258,4 +271,4 @@ class MaskedDiffusionScorer(SequenceScorer):
         logps = self.order_logps(model, input_ids, attention_mask, completion_mask, orders)
         if self.estimator == "elbo":
             return logps.mean(dim=1)
-        return torch.logsumexp(logps, dim=1) - math.log(logps.shape[1])
+        return monte_carlo_log_likelihood(logps)

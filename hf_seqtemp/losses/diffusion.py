@@ -9,7 +9,6 @@ the model (or a [`SequenceScorer`]) and hands the per-position or per-step log-p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
@@ -17,6 +16,9 @@ import torch
 
 from ..checks import check_temperature
 from ..groups import group_log_mean_exp
+from ..likelihood.masked_diffusion import monte_carlo_log_likelihood
+from .temperature import effective_sample_size
+from .temperature import ratio_loss as pairwise_ratio_loss
 
 Reduction = Literal["mean", "sum", "none"]
 
@@ -174,32 +176,10 @@ def diffusion_ssts_loss(
     terms = (weights * step_logq.float()).masked_fill(~step_mask, 0.0)
     loss = -terms.sum(dim=2).mean()
     with torch.no_grad():
-        ess_per_step = weights.sum(dim=(0, 1)) ** 2 / (weights**2).sum(dim=(0, 1)).clamp(min=1e-30)
+        ess_per_step = effective_sample_size(weights, dim=(0, 1))
         active = step_mask.any(dim=0).any(dim=0)
         ess = ess_per_step[active].mean() if active.any() else torch.zeros((), device=weights.device)
     return SSTSLossOutput(loss, ess, log_weights.detach())
-
-
-def monte_carlo_log_likelihood(order_logps: torch.Tensor) -> torch.Tensor:
-    """The `k`-sample Monte-Carlo log-likelihood `log p~(x) = log (1/k) sum_i p(x; pi_i)` (Eq. 23).
-
-    Biased for finite `k` (Remark 4.5), consistent as `k -> infinity`; computed with `logsumexp` in float32.
-
-    Args:
-        order_logps (`torch.FloatTensor` of shape `(batch, k)`): `log p(x; pi_i)` for `k` sampled orders.
-
-    Returns:
-        `torch.FloatTensor` of shape `(batch,)`.
-
-    Example:
-    ```python
-    >>> monte_carlo_log_likelihood(torch.log(torch.tensor([[0.2, 0.4]]))).exp()
-    tensor([0.3000])
-    ```
-    """
-    if order_logps.dim() != 2 or order_logps.shape[1] == 0:
-        raise ValueError(f"`order_logps` must have shape (batch, k) with k >= 1, got {tuple(order_logps.shape)}.")
-    return torch.logsumexp(order_logps.float(), dim=1) - math.log(order_logps.shape[1])
 
 
 def monte_carlo_ratio_loss(
@@ -239,7 +219,6 @@ def monte_carlo_ratio_loss(
             "`ref_order_logps` and `order_logq` must have shapes (batch, k_p) and (batch, k_q) with the same batch, "
             f"got {tuple(ref_order_logps.shape)} and {tuple(order_logq.shape)}."
         )
-    if ratio_loss is None:
-        from .temperature import ratio_loss  # the main pairwise ratio loss (Eq. 20)
+    ratio_loss = pairwise_ratio_loss if ratio_loss is None else ratio_loss
     h = monte_carlo_log_likelihood(ref_order_logps.detach()) - temperature * monte_carlo_log_likelihood(order_logq)
     return ratio_loss(h)

@@ -13,6 +13,7 @@ import torch
 
 from .diffusion import diffusion_ssts_loss
 from .spec import LossInputs, LossOutput, LossSpec
+from .temperature import effective_sample_size
 
 
 def reference_conditionals(ref_step_logps: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:
@@ -75,7 +76,7 @@ def ess_fraction(log_weights: torch.Tensor, step_mask: torch.Tensor) -> torch.Te
     """
     weights = log_weights.exp().masked_fill(~step_mask, 0.0)
     count = step_mask.sum(dim=(0, 1))
-    ess = weights.sum(dim=(0, 1)) ** 2 / (weights**2).sum(dim=(0, 1)).clamp(min=1e-30)
+    ess = effective_sample_size(weights, dim=(0, 1))
     active = count > 0
     return (ess[active] / count[active]).mean() if active.any() else torch.tensor(float("nan"))
 

@@ -77,6 +77,21 @@ def suffix_logps(token_logps: torch.Tensor) -> torch.Tensor:
     return token_logps.flip(1).cumsum(1).flip(1)
 
 
+def effective_sample_size(weights: torch.Tensor, dim: int | tuple[int, ...] = 0) -> torch.Tensor:
+    """Kish's effective sample size `(Σ w)² / Σ w²` of importance weights, reduced over `dim`.
+
+    It equals the number of samples for uniform weights and 1 when a single sample carries all the weight; weights
+    of 0 (masked samples) do not count. A reduction over nothing but zeros gives 0.
+
+    Example:
+    ```python
+    >>> effective_sample_size(torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 0.0]])).tolist()
+    [3.0, 1.0]
+    ```
+    """
+    return weights.sum(dim) ** 2 / (weights * weights).sum(dim).clamp(min=1e-30)
+
+
 def lhts_weights(
     ref_token_logps: torch.Tensor,
     completion_mask: torch.Tensor,
@@ -116,7 +131,7 @@ def lhts_weights(
     ess = torch.zeros(mask.shape[1], dtype=weights.dtype, device=weights.device)
     for code in torch.unique(groups).tolist():
         member = weights[groups.to(weights.device) == code]
-        ess += member.sum(0) ** 2 / (member * member).sum(0).clamp(min=1e-30)
+        ess += effective_sample_size(member)
     return weights.detach(), ess.detach()
 
 

@@ -34,3 +34,17 @@ class DiffusionLM(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Returns logits of shape `(batch, length, vocab)`: row `i` is the model's distribution for position `i`."""
         raise NotImplementedError
+
+
+def wrapped_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The model inside a [`DiffusionLM`] wrapper, or `model` itself: the module that holds the weights, the config
+    and any PEFT adapter, and that `save_pretrained` / `from_pretrained` handle.
+
+    Example:
+    ```python
+    >>> linear = torch.nn.Linear(2, 2)
+    >>> wrapped_model(DiffusionLM(linear, mask_token_id=0)) is linear is wrapped_model(linear)
+    True
+    ```
+    """
+    return model.model if isinstance(model, DiffusionLM) else model

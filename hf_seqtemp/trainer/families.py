@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from ..likelihood import AutoregressiveScorer
@@ -12,6 +10,7 @@ from ..likelihood.block_diffusion import BlockDiffusionScorer
 from ..likelihood.masked_diffusion import (
     MaskedDiffusionScorer,
     check_diffusion_inputs,
+    monte_carlo_log_likelihood,
     order_step_logps,
     sample_orders,
 )
@@ -244,7 +243,7 @@ class SteppedDiffusionFamily(DiffusionFamily):
         check_diffusion_inputs(model, ids, attention, completion)
         orders = _per_example_orders(batch, self.ref_num_orders, self.block_size, self.seed)
         steps = order_step_logps(model, ids, attention, completion, orders)[..., : int(completion.sum(1).max())]
-        sequence = torch.logsumexp(steps.sum(-1), dim=1) - math.log(self.ref_num_orders)
+        sequence = monte_carlo_log_likelihood(steps.sum(-1))
         return sequence, steps
 
     def score(self, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -92,15 +92,16 @@ class HubMixin:
     def _measure_for_card(self, held_out, base, tokenizer, batch_size: int):
         """[`~hf_seqtemp.hub.measure_held_out`] of the current model, or `None` where it cannot run (no held-out
         set, a diffusion model, or full fine-tuning without the base model object). Reused at the same step."""
-        from ..hub import _is_peft_model, measure_held_out
+        from ..hub import measure_held_out
         from ..likelihood import AutoregressiveScorer
         from ..measure import sequences_digest
+        from ..peft_compat import is_peft_model
 
         base = base if base is not None else self._ref_model
         scorer = getattr(self.family, "scorer", None)
         if held_out is None or not isinstance(scorer, AutoregressiveScorer) or self.family.name != "causal_lm":
             return None
-        if not _is_peft_model(self.model) and base is None:
+        if not is_peft_model(self.model) and base is None:
             return None
         # the same sequences at the same step give the same figures, whether passed raw or as the prepared eval set
         key = (self.state.global_step, sequences_digest(held_out, tokenizer), id(base), batch_size)

@@ -32,29 +32,15 @@ from ..data import (
 from ..groups import group_codes, require_pairs, within_group_pairs
 from ..losses import LossInputs
 from ..metrics.core import effective_temperature, kendall_tau, temperature_log_ratio
-from ..models.base import DiffusionLM
+from ..models.base import DiffusionLM, wrapped_model
 from ..models.diffusion import wrap_diffusion_model
 from ..models.validation import check_model_kind, is_raw_diffusion_model
-from ..peft_compat import peft_deprecations_silenced
+from ..peft_compat import peft_deprecations_silenced, peft_model_of
 from .config import SeqTempConfig
 from .families import DiffusionFamily, family_for, order_seed
 from .hub_mixin import HubMixin
 from .prompt_only import CompletionPool, FreshCollator, FreshSamples, complete_prompts, pad_token_id_of
 from .token_temperature_init import fold_token_temperature, with_trainable_final_norm
-
-
-def _is_peft_model(model) -> bool:
-    try:
-        from peft import PeftModel
-    except ImportError:
-        return False
-    return isinstance(model, PeftModel)
-
-
-def _peft_of(model):
-    """The PeftModel of `model` (itself, or the inner model of a diffusion adapter), or `None`."""
-    inner = model.model if isinstance(model, DiffusionLM) else model
-    return inner if _is_peft_model(inner) else None
 
 
 class SeqTempTrainer(HubMixin, Trainer):
@@ -119,7 +105,7 @@ class SeqTempTrainer(HubMixin, Trainer):
         scorer=None,
     ):
         if args is None:
-            inner = model.model if isinstance(model, DiffusionLM) else model
+            inner = wrapped_model(model)
             name = model if isinstance(model, str) else getattr(getattr(inner, "config", None), "_name_or_path", "")
             name = name or type(inner).__name__
             args = SeqTempConfig(f"{str(name).split('/')[-1]}-SeqTemp")
@@ -144,7 +130,7 @@ class SeqTempTrainer(HubMixin, Trainer):
             self._pool = train_dataset = CompletionPool(train_dataset, args.num_generations)
             data_collator = FreshCollator(self._pool, data_collator, self._draw, self._score_rows)
         self._ref_model = None
-        if _peft_of(model) is None and (not args.precompute_ref_logps or self._pool is not None):
+        if peft_model_of(model) is None and (not args.precompute_ref_logps or self._pool is not None):
             self._ref_model = copy.deepcopy(model).eval().requires_grad_(False)
         super().__init__(
             model=model,
@@ -187,11 +173,11 @@ class SeqTempTrainer(HubMixin, Trainer):
             )
         if peft_config is None:
             return model
-        if _peft_of(model) is not None:
+        if peft_model_of(model) is not None:
             raise ValueError("`model` is already a PeftModel; pass `peft_config=None` to train its adapter.")
         from peft import get_peft_model
 
-        inner = model.model if isinstance(model, DiffusionLM) else model
+        inner = wrapped_model(model)
         if args.init_from_token_temperature:
             peft_config = with_trainable_final_norm(peft_config, inner)
         with peft_deprecations_silenced():
@@ -281,7 +267,7 @@ class SeqTempTrainer(HubMixin, Trainer):
     @contextlib.contextmanager
     def _reference_model(self):
         """Yields the reference p: the adapter disabled, the frozen copy, or the untouched model before training."""
-        model, peft = self.model, _peft_of(self.model)
+        model, peft = self.model, peft_model_of(self.model)
         if peft is not None:
             with peft.disable_adapter():
                 yield model
@@ -436,7 +422,7 @@ class SeqTempTrainer(HubMixin, Trainer):
 
     def sequence_temperature_config(self) -> SequenceTemperatureConfig:
         """The config saved beside the adapter, with the figures of the last `evaluate()` (if any)."""
-        model = self.model.model if isinstance(self.model, DiffusionLM) else self.model
+        model = wrapped_model(self.model)
         base = getattr(getattr(model, "peft_config", {}).get("default"), "base_model_name_or_path", None)
         base = base or getattr(model.config, "_name_or_path", None)
         measured = self.last_eval_metrics

@@ -113,19 +113,3 @@ def test_task_operand_and_split_errors():
         task.prompt(100, 1)
     with pytest.raises(ValueError, match="`num_test` must be in"):
         task.split(num_test=0)
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    import hf_seqtemp.tasks.arithmetic as module
-
-    class FencedParser(doctest.DocTestParser):  # HF docstrings wrap examples in ```python fences
-        def parse(self, string, name="<string>"):
-            lines = [line for line in string.splitlines() if line.strip() not in ("```", "```python")]
-            return super().parse("\n".join(lines), name)
-
-    runner = doctest.DocTestRunner()
-    for test in doctest.DocTestFinder(parser=FencedParser()).find(module, globs=dict(vars(module))):
-        runner.run(test)
-    assert runner.summarize(verbose=False) == (0, 6)
