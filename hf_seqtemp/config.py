@@ -89,20 +89,26 @@ class SequenceTemperatureConfig:
         token: str | None = None,
         commit_message: str = "Upload seqtemp_config.json",
     ):
-        """Uploads `seqtemp_config.json` alone to `repo_id` (created if needed) through `hf_seqtemp.hub.push_to_hub`.
+        """Uploads `seqtemp_config.json` alone to `repo_id` (created if needed) with `huggingface_hub`.
+
+        Returns:
+            `huggingface_hub.CommitInfo` of the upload.
 
         Example:
         ```python
         >>> SequenceTemperatureConfig(0.5).push_to_hub("me/tempered")  # doctest: +SKIP
         ```
         """
-        import tempfile
+        from huggingface_hub import HfApi
 
-        from .hub import push_to_hub
-
-        with tempfile.TemporaryDirectory() as folder:
-            self.save_pretrained(folder)
-            return push_to_hub(folder, repo_id, private=private, token=token, commit_message=commit_message)
+        api = HfApi(token=token)
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        return api.upload_file(
+            path_or_fileobj=self.to_json_string().encode("utf-8"),
+            path_in_repo=CONFIG_NAME,
+            repo_id=repo_id,
+            commit_message=commit_message,
+        )
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SequenceTemperatureConfig:

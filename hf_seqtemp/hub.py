@@ -1,90 +1,33 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Shipping a tempered adapter: the folder uploaded to the Hub (adapter, config, card, plot) and the upload itself."""
+"""Shipping a tempered adapter: the folder uploaded to the Hub (weights, config, card, plot) and the upload itself.
+
+Everything here *receives* what it writes (a model, a [`SequenceTemperatureConfig`], a measurement): nothing reaches
+back into the trainer, which calls these functions when it saves.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
 import re
 
-import torch
-
 from .card import CARD_NAME, PLOT_NAME, ROW_NAMES, plot_log_likelihoods, render_model_card, write_card  # noqa: F401
 from .config import SequenceTemperatureConfig
 from .generation.custom_generate import write_custom_generate
-from .likelihood import AutoregressiveScorer
-from .measure import dataset_groups, score_dataset, temperature_report
-from .models.validation import check_model_kind
+from .measure import measure_held_out
 from .peft_compat import is_peft_model
 
-
-# ---------------------------------------------------------------------------------------------------- measuring
-def measure_held_out(
-    model,
-    held_out_dataset,
-    target_temperature: float,
-    base_model=None,
-    tokenizer=None,
-    scorer=None,
-    batch_size: int = 16,
-    max_length: int = 4096,
-) -> tuple[dict[str, dict[str, float]], dict[str, torch.Tensor]]:
-    """Scores held-out sequences under the base model, the myopic baseline and the tempered model.
-
-    The base model is `model` with its adapter disabled (a `PeftModel`) or `base_model` (full fine-tuning). The
-    myopic baseline is the base model with every next-token distribution tempered (`token_temperature=T`).
-
-    Args:
-        model: the tempered model (`PeftModel` or a fully fine-tuned model).
-        held_out_dataset ([`~datasets.Dataset`]): sequences never trained on (see [`score_dataset`] for layouts).
-        target_temperature (`float`): T, also the token temperature of the myopic baseline.
-        base_model (*optional*): the base model; required when `model` is not a `PeftModel`.
-        tokenizer (*optional*): needed for text datasets.
-        scorer ([`AutoregressiveScorer`], *optional*): the exact AR scorer by default.
-        batch_size (`int`, *optional*, defaults to 16), max_length (`int`, *optional*, defaults to 4096): as in
-            [`score_dataset`].
-
-    Returns:
-        `(reports, logps)`: `reports[name]` is [`temperature_report`] against the base model for `name` in
-        `("base", "myopic", "tempered")`; `logps` holds the per-sequence log-likelihoods and `"lengths"`.
-
-    Example:
-    ```python
-    >>> reports, logps = measure_held_out(peft_model, held_out, 0.5)  # doctest: +SKIP
-    >>> reports["tempered"]["t_eff"]  # doctest: +SKIP
-    ```
-    """
-    check_model_kind(model, allow_diffusion=False)
-    scorer = scorer if scorer is not None else AutoregressiveScorer()
-    if not isinstance(scorer, AutoregressiveScorer):
-        raise TypeError(
-            f"`scorer` must be an AutoregressiveScorer (the myopic baseline is token temperature on an "
-            f"autoregressive model), got {type(scorer).__name__}."
-        )
-    if is_peft_model(model):
-        base_context = model.disable_adapter()
-        base = model
-    elif base_model is not None and not isinstance(base_model, (str, os.PathLike)):
-        base_context, base = contextlib.nullcontext(), base_model
-    else:
-        raise ValueError(
-            "`base_model` must be the base model object when the tempered model is not a PeftModel (full "
-            f"fine-tuning), got {base_model!r}: pass the model before training."
-        )
-    kwargs = {"tokenizer": tokenizer, "batch_size": batch_size, "max_length": max_length}
-    myopic_scorer = AutoregressiveScorer(token_temperature=target_temperature)
-    with base_context:
-        base_logps, lengths = score_dataset(base, held_out_dataset, scorer, desc="Scoring base", **kwargs)
-        myopic_logps, _ = score_dataset(base, held_out_dataset, myopic_scorer, desc="Scoring myopic", **kwargs)
-    tempered_logps, _ = score_dataset(model, held_out_dataset, scorer, desc="Scoring tempered", **kwargs)
-    logps = {"base": base_logps, "myopic": myopic_logps, "tempered": tempered_logps, "lengths": lengths}
-    # within prompts: a prompted model is tempered per prompt
-    groups = dataset_groups(held_out_dataset, tokenizer, max_length)
-    logps["groups"] = groups
-    reports = {name: temperature_report(base_logps, logps[name], lengths, groups) for name in ROW_NAMES}
-    return reports, logps
+__all__ = [
+    "check_can_push",
+    "embedding_save_kwargs",
+    "measure_held_out",
+    "push_to_hub",
+    "render_model_card",
+    "save_for_hub",
+    "save_weights",
+    "write_card",
+]
 
 
 # ---------------------------------------------------------------------------------------------------- the folder
@@ -145,6 +88,29 @@ def embedding_save_kwargs(model) -> dict:
     return {} if base_vocab is None else {"save_embedding_layers": base_vocab != vocab}
 
 
+def save_weights(model, folder: str | os.PathLike, state_dict: dict | None = None) -> None:
+    """Writes `model`'s weights into `folder` with `save_pretrained` (safetensors and JSON only), PEFT being told
+    from local files whether the base vocabulary changed ([`embedding_save_kwargs`]); a plain `torch.nn.Module`
+    without `save_pretrained` is written as its state dict (`model.safetensors`), as `Trainer` does.
+
+    Example:
+    ```python
+    >>> import tempfile, torch
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     save_weights(torch.nn.Linear(2, 2), folder)
+    ...     sorted(os.listdir(folder))
+    ['model.safetensors']
+    ```
+    """
+    if callable(getattr(model, "save_pretrained", None)):
+        model.save_pretrained(str(folder), state_dict=state_dict, **embedding_save_kwargs(model))
+        return
+    import safetensors.torch
+
+    state_dict = state_dict if state_dict is not None else model.state_dict()
+    safetensors.torch.save_file(state_dict, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+
+
 def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, dataset_names, repo_id, batch_size):
     """`save_for_hub` for a model from `load_tempered`: weights, tokenizer, then the measured card."""
     config = getattr(model, "seqtemp_config", None)
@@ -154,7 +120,7 @@ def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, d
             f"got a {type(model).__name__} without one: set `model.seqtemp_config = SequenceTemperatureConfig(...)`."
         )
     config = copy.deepcopy(config)  # never change the model's own `seqtemp_config`
-    model.save_pretrained(str(folder), **embedding_save_kwargs(model))
+    save_weights(model, folder)
     if tokenizer is not None:
         tokenizer.save_pretrained(str(folder))
     if isinstance(base_model, (str, os.PathLike)):
@@ -188,8 +154,9 @@ def save_for_hub(
     not scored again.
 
     Args:
-        trainer_or_model ([`SeqTempTrainer`] or `PeftModel`): a trainer, or a model from [`load_tempered`] (any
-            model with a `seqtemp_config` attribute and `save_pretrained`).
+        trainer_or_model ([`SeqTempTrainer`] or `PeftModel`): a trainer (which writes the folder itself with
+            [`~hf_seqtemp.trainer.hub_mixin.HubMixin.save_for_hub`], calling the functions of this module), or a
+            model from [`load_tempered`] (any model with a `seqtemp_config` attribute and `save_pretrained`).
         folder (`str` or `os.PathLike`): where to write; created if needed.
         held_out_dataset ([`~datasets.Dataset`], *optional*): sequences to measure on.
         base_model (*optional*): the base model object (full fine-tuning), or a Hub id recorded as the base model.
@@ -207,17 +174,15 @@ def save_for_hub(
     >>> config.eval_t_eff  # doctest: +SKIP
     ```
     """
-    from .trainer import SeqTempTrainer
-
     if isinstance(dataset_names, str):
         raise TypeError(f"`dataset_names` must be a list of Hub dataset ids, got the string {dataset_names!r}.")
-    os.makedirs(folder, exist_ok=True)
     options = {"held_out_dataset": held_out_dataset, "base_model": base_model, "tokenizer": tokenizer}
     options.update(dataset_names=dataset_names, repo_id=repo_id, batch_size=batch_size)
-    if isinstance(trainer_or_model, SeqTempTrainer):
-        config = trainer_or_model._save_with_card(str(folder), **options)
-    else:
-        config = _save_model_folder(trainer_or_model, folder, **options)
+    save_own_folder = getattr(trainer_or_model, "save_for_hub", None)
+    if callable(save_own_folder):  # a SeqTempTrainer writes its folder itself, through the functions of this module
+        return save_own_folder(folder, **options)
+    os.makedirs(folder, exist_ok=True)
+    config = _save_model_folder(trainer_or_model, folder, **options)
     write_custom_generate(folder)
     return config
 

@@ -1,10 +1,12 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Scoring whole datasets and reporting how tempered a model is against its base."""
+"""Scoring whole datasets and reporting how tempered a model is against its base (the reference p)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 
 import torch
 from datasets import Dataset
@@ -15,6 +17,11 @@ from .data import GROUP_ID, SeqTempCollator, prepare_dataset
 from .likelihood import AutoregressiveScorer, SequenceScorer
 from .metrics.core import effective_temperature, kendall_tau, sequence_nll
 from .models.validation import check_model_kind
+from .peft_compat import is_peft_model
+
+MEASURED_MODELS = ("base", "myopic", "tempered")
+"""The rows of a held-out measurement: the base model p, the myopic baseline (p at token temperature T) and the
+tempered model q."""
 
 
 def sequences_digest(dataset: Dataset, tokenizer=None, max_length: int = 4096) -> str:
@@ -111,6 +118,72 @@ def temperature_report(
         "kendall_tau": kendall_tau(base_logps, logps, groups=groups),
         "nll_per_token": sequence_nll(logps, lengths)["nll_per_token"],
     }
+
+
+def measure_held_out(
+    model,
+    held_out_dataset,
+    target_temperature: float,
+    base_model=None,
+    tokenizer=None,
+    scorer=None,
+    batch_size: int = 16,
+    max_length: int = 4096,
+) -> tuple[dict[str, dict[str, float]], dict[str, torch.Tensor]]:
+    """Scores held-out sequences under the base model, the myopic baseline and the tempered model.
+
+    The base model is `model` with its adapter disabled (a `PeftModel`) or `base_model` (full fine-tuning). The
+    myopic baseline is the base model with every next-token distribution tempered (`token_temperature=T`).
+
+    Args:
+        model: the tempered model (`PeftModel` or a fully fine-tuned model).
+        held_out_dataset ([`~datasets.Dataset`]): sequences never trained on (see [`score_dataset`] for layouts).
+        target_temperature (`float`): T, also the token temperature of the myopic baseline.
+        base_model (*optional*): the base model; required when `model` is not a `PeftModel`.
+        tokenizer (*optional*): needed for text datasets.
+        scorer ([`AutoregressiveScorer`], *optional*): the exact AR scorer by default.
+        batch_size (`int`, *optional*, defaults to 16), max_length (`int`, *optional*, defaults to 4096): as in
+            [`score_dataset`].
+
+    Returns:
+        `(reports, logps)`: `reports[name]` is [`temperature_report`] against the base model for `name` in
+        `("base", "myopic", "tempered")`; `logps` holds the per-sequence log-likelihoods and `"lengths"`.
+
+    Example:
+    ```python
+    >>> reports, logps = measure_held_out(peft_model, held_out, 0.5)  # doctest: +SKIP
+    >>> reports["tempered"]["t_eff"]  # doctest: +SKIP
+    ```
+    """
+    check_model_kind(model, allow_diffusion=False)
+    scorer = scorer if scorer is not None else AutoregressiveScorer()
+    if not isinstance(scorer, AutoregressiveScorer):
+        raise TypeError(
+            f"`scorer` must be an AutoregressiveScorer (the myopic baseline is token temperature on an "
+            f"autoregressive model), got {type(scorer).__name__}."
+        )
+    if is_peft_model(model):
+        base_context = model.disable_adapter()
+        base = model
+    elif base_model is not None and not isinstance(base_model, (str, os.PathLike)):
+        base_context, base = contextlib.nullcontext(), base_model
+    else:
+        raise ValueError(
+            "`base_model` must be the base model object when the tempered model is not a PeftModel (full "
+            f"fine-tuning), got {base_model!r}: pass the model before training."
+        )
+    kwargs = {"tokenizer": tokenizer, "batch_size": batch_size, "max_length": max_length}
+    myopic_scorer = AutoregressiveScorer(token_temperature=target_temperature)
+    with base_context:
+        base_logps, lengths = score_dataset(base, held_out_dataset, scorer, desc="Scoring base", **kwargs)
+        myopic_logps, _ = score_dataset(base, held_out_dataset, myopic_scorer, desc="Scoring myopic", **kwargs)
+    tempered_logps, _ = score_dataset(model, held_out_dataset, scorer, desc="Scoring tempered", **kwargs)
+    logps = {"base": base_logps, "myopic": myopic_logps, "tempered": tempered_logps, "lengths": lengths}
+    # within prompts: a prompted model is tempered per prompt
+    groups = dataset_groups(held_out_dataset, tokenizer, max_length)
+    logps["groups"] = groups
+    reports = {name: temperature_report(base_logps, logps[name], lengths, groups) for name in MEASURED_MODELS}
+    return reports, logps
 
 
 def format_table(

@@ -212,17 +212,29 @@ def test_render_model_card_fills_every_placeholder():
 
 
 def test_config_push_to_hub_uploads_only_the_json(monkeypatch):
-    seen = {}
+    import huggingface_hub
 
-    def record(folder, repo_id, **kwargs):
-        seen.update(repo_id=repo_id, files=os.listdir(folder), private=kwargs["private"])
-        with open(os.path.join(folder, "seqtemp_config.json"), encoding="utf-8") as handle:
-            seen["content"] = json.load(handle)
+    seen = []
 
-    monkeypatch.setattr(hub, "push_to_hub", record)
-    SequenceTemperatureConfig(0.5, base_model_id="a/b").push_to_hub("me/cfg", private=True)
-    assert seen["repo_id"] == "me/cfg" and seen["files"] == ["seqtemp_config.json"] and seen["private"] is True
-    assert seen["content"]["target_temperature"] == 0.5 and seen["content"]["base_model_id"] == "a/b"
+    class FakeApi:
+        def __init__(self, token=None):
+            seen.append(("init", token))
+
+        def create_repo(self, repo_id, private=None, exist_ok=False):
+            seen.append(("create_repo", repo_id, private, exist_ok))
+
+        def upload_file(self, path_or_fileobj, path_in_repo, repo_id, commit_message):
+            seen.append(("upload_file", json.loads(path_or_fileobj), path_in_repo, repo_id, commit_message))
+            return "commit"
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    config = SequenceTemperatureConfig(0.5, base_model_id="a/b")
+    assert config.push_to_hub("me/cfg", private=True, token="tok") == "commit"
+    assert seen == [
+        ("init", "tok"),
+        ("create_repo", "me/cfg", True, True),
+        ("upload_file", config.to_dict(), "seqtemp_config.json", "me/cfg", "Upload seqtemp_config.json"),
+    ]
 
 
 def test_push_to_hub_calls_create_repo_then_upload_folder(tmp_path, monkeypatch):

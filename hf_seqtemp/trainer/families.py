@@ -71,6 +71,12 @@ class CausalLMFamily:
     def __init__(self, scorer=None):
         self.scorer = scorer if scorer is not None else AutoregressiveScorer()
 
+    @property
+    def measures_held_out(self) -> bool:
+        """Whether the card can score this family's base model, myopic baseline and tempered model (token
+        temperature needs the exact autoregressive scorer)."""
+        return isinstance(self.scorer, AutoregressiveScorer)
+
     def score(self, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Sequence log q(x) with grad, and the per-token values the token losses need."""
         token_logps, mask = self.scorer.token_logps(
@@ -130,6 +136,7 @@ class DiffusionFamily:
     objectives = DIFFUSION_LOSSES
     losses = tuple(DIFFUSION_LOSSES)
     reference_column = "ref_step_logps"
+    measures_held_out = False  # the myopic baseline of the card is token temperature on a causal LM
 
     def __init__(self, family, block_size=None, method=None, num_orders=4, ref_num_orders=None, seed=0):
         if family not in ("masked_diffusion", "block_diffusion"):

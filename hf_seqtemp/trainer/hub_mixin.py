@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import TYPE_CHECKING
+
+from .. import hub, measure
+from ..card import write_card
+from ..generation.custom_generate import write_custom_generate
+from ..peft_compat import is_peft_model
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -13,7 +17,7 @@ if TYPE_CHECKING:
 
 class HubMixin:
     """Replaces `Trainer`'s Hub methods: the repo is created at `push_to_hub()` time, checkpoints are not uploaded,
-    and what is uploaded is [`~hf_seqtemp.hub.save_for_hub`]'s folder (adapter, config, card, plot).
+    and what is uploaded is [`~HubMixin.save_for_hub`]'s folder (adapter, config, card, plot).
 
     Every save writes hf_seqtemp's model card and `seqtemp_config.json` next to the weights (over PEFT's
     placeholder card). `save_model()` with an eval set measures the base model, the myopic baseline and the
@@ -26,19 +30,6 @@ class HubMixin:
     _saving_checkpoint = False
 
     # ------------------------------------------------------------------ saving with the card
-    def _save(self, output_dir: str | None = None, state_dict=None) -> None:
-        """`Trainer._save`, with PEFT told from local files whether the base vocabulary changed (no Hub lookup)."""
-        from ..hub import embedding_save_kwargs
-
-        kwargs = embedding_save_kwargs(self.model)
-        if not kwargs:
-            return super()._save(output_dir, state_dict)
-        self.model.save_pretrained = functools.partial(self.model.save_pretrained, **kwargs)
-        try:
-            return super()._save(output_dir, state_dict)
-        finally:
-            del self.model.save_pretrained
-
     def _save_checkpoint(self, model, trial) -> None:
         self._saving_checkpoint = True  # the card of a checkpoint measures nothing
         try:
@@ -46,22 +37,40 @@ class HubMixin:
         finally:
             self._saving_checkpoint = False
 
-    def _save_with_card(self, folder: str, **options):
-        """`save_model(folder)` with `save_for_hub`'s options for the card; returns the config written."""
+    def save_for_hub(
+        self,
+        folder: str | os.PathLike,
+        *,
+        held_out_dataset: Dataset | None = None,
+        base_model=None,
+        tokenizer=None,
+        dataset_names: list[str] | None = None,
+        repo_id: str | None = None,
+        batch_size: int = 16,
+    ):
+        """Writes the folder that `push_to_hub` uploads: `save_model(folder)` (weights, `seqtemp_config.json`, card
+        and plot, measured on `held_out_dataset` or the `eval_dataset`) and `custom_generate/`. The arguments are
+        those of [`~hf_seqtemp.hub.save_for_hub`], which calls this method for a trainer.
+
+        Returns:
+            [`SequenceTemperatureConfig`]: the config written, with the measured figures.
+        """
+        options = {"held_out_dataset": held_out_dataset, "base_model": base_model, "tokenizer": tokenizer}
+        options.update(dataset_names=dataset_names, repo_id=repo_id, batch_size=batch_size)
+        folder = str(folder)
         self._card_options, self._card_config = options, None
         try:
             self.save_model(folder, _internal_call=True)
         finally:
             self._card_options = None
-        tokenizer = options.get("tokenizer")
-        if tokenizer is not None and tokenizer is not self.processing_class and self.args.should_save:
-            tokenizer.save_pretrained(folder)
+        if self.args.should_save:
+            if tokenizer is not None and tokenizer is not self.processing_class:
+                tokenizer.save_pretrained(folder)
+            write_custom_generate(folder)
         return self._card_config or self.sequence_temperature_config()
 
     def _save_card(self, output_dir: str) -> None:
         """Writes `seqtemp_config.json` and the model card (measured when possible) beside the saved weights."""
-        from ..card import write_card
-
         options = self._card_options or {}
         config, base = self.sequence_temperature_config(), options.get("base_model")
         if isinstance(base, (str, os.PathLike)):
@@ -90,24 +99,21 @@ class HubMixin:
         )
 
     def _measure_for_card(self, held_out, base, tokenizer, batch_size: int):
-        """[`~hf_seqtemp.hub.measure_held_out`] of the current model, or `None` where it cannot run (no held-out
-        set, a diffusion model, or full fine-tuning without the base model object). Reused at the same step."""
-        from ..hub import measure_held_out
-        from ..likelihood import AutoregressiveScorer
-        from ..measure import sequences_digest
-        from ..peft_compat import is_peft_model
-
+        """[`~hf_seqtemp.measure.measure_held_out`] of the current model, or `None` where it cannot run (no held-out
+        set, a family without a myopic baseline, or full fine-tuning without the base model object). Reused at the
+        same step."""
         base = base if base is not None else self._ref_model
-        scorer = getattr(self.family, "scorer", None)
-        if held_out is None or not isinstance(scorer, AutoregressiveScorer) or self.family.name != "causal_lm":
+        if held_out is None or not self.family.measures_held_out:
             return None
         if not is_peft_model(self.model) and base is None:
             return None
         # the same sequences at the same step give the same figures, whether passed raw or as the prepared eval set
-        key = (self.state.global_step, sequences_digest(held_out, tokenizer), id(base), batch_size)
+        key = (self.state.global_step, measure.sequences_digest(held_out, tokenizer), id(base), batch_size)
         if self._measured is None or self._measured[0] != key:
-            target = self.args.target_temperature
-            result = measure_held_out(self.model, held_out, target, base, tokenizer, scorer, batch_size=batch_size)
+            target, scorer = self.args.target_temperature, self.family.scorer
+            result = measure.measure_held_out(
+                self.model, held_out, target, base, tokenizer, scorer, batch_size=batch_size
+            )
             self._measured = (key, result)
         return self._measured[1]
 
@@ -140,8 +146,6 @@ class HubMixin:
         >>> trainer.push_to_hub(dataset_names=["me/prompts"])  # doctest: +SKIP
         ```
         """
-        from .. import hub
-
         token = token if token is not None else self.args.hub_token
         hub.check_can_push(token)  # offline or no token: fail before anything is scored
         if self.hub_model_id is None:
@@ -149,8 +153,8 @@ class HubMixin:
         if not self.is_world_process_zero():
             return None
         folder = os.path.join(self.args.output_dir, "hub")
-        hub.save_for_hub(
-            self, folder, held_out_dataset=held_out_dataset, dataset_names=dataset_names, repo_id=self.hub_model_id
+        self.save_for_hub(
+            folder, held_out_dataset=held_out_dataset, dataset_names=dataset_names, repo_id=self.hub_model_id
         )
         return hub.push_to_hub(
             folder,

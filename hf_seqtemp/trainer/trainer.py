@@ -15,7 +15,6 @@ from datasets import Dataset
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, Trainer
-from transformers.trainer import TRAINING_ARGS_NAME
 
 from ..config import SequenceTemperatureConfig
 from ..data import (
@@ -30,6 +29,7 @@ from ..data import (
     sample_completions,
 )
 from ..groups import group_codes, require_pairs, within_group_pairs
+from ..hub import save_weights
 from ..losses import LossInputs
 from ..metrics.core import effective_temperature, kendall_tau, temperature_log_ratio
 from ..models.base import DiffusionLM, wrapped_model
@@ -447,28 +447,19 @@ class SeqTempTrainer(HubMixin, Trainer):
         )
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
-        """Saves like `Trainer`, but only safetensors and JSON: the pickled `training_args.bin` becomes JSON.
-
-        A diffusion adapter is saved as its inner model (the PEFT adapter, or the full model), which is what
-        `from_pretrained` reloads; the adapter is rebuilt from `seqtemp_config.json`'s `model_family`.
+        """Saves what `from_pretrained` reloads, in safetensors and JSON only: the weights of the model (for a
+        `DiffusionLM` wrapper, of the model inside it; the wrapper is rebuilt from `seqtemp_config.json`'s
+        `model_family`), the tokenizer, the training arguments as JSON (not a pickled `training_args.bin`), and
+        `seqtemp_config.json` with the model card ([`HubMixin`]).
         """
-        from ..hub import embedding_save_kwargs
-
-        output_dir = output_dir or self.args.output_dir
-        if isinstance(self.model, DiffusionLM):
-            if self.args.should_save:
-                os.makedirs(output_dir, exist_ok=True)
-                inner = self.model.model
-                inner.save_pretrained(output_dir, state_dict=state_dict, **embedding_save_kwargs(inner))
-                if self.processing_class is not None:
-                    self.processing_class.save_pretrained(output_dir)
-        else:
-            super()._save(output_dir, state_dict)
         if not self.args.should_save:
             return
-        pickled = os.path.join(output_dir, TRAINING_ARGS_NAME)
-        if os.path.exists(pickled):
-            os.remove(pickled)
+        output_dir = output_dir or self.args.output_dir
+        os.makedirs(output_dir, exist_ok=True)
+        model = wrapped_model(self.accelerator.unwrap_model(self.model, keep_torch_compile=False))
+        save_weights(model, output_dir, state_dict)
+        if self.processing_class is not None:
+            self.processing_class.save_pretrained(output_dir)
         with open(os.path.join(output_dir, "training_args.json"), "w", encoding="utf-8") as handle:
             handle.write(self.args.to_json_string())
-        self._save_card(output_dir)  # seqtemp_config.json and the model card (HubMixin)
+        self._save_card(output_dir)

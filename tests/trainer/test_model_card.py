@@ -11,7 +11,7 @@ from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 from peft import LoraConfig
 from toy import all_sequences, as_dataset, exact_logps, tiny_causal_lm
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, hub
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, hub, measure
 from hf_seqtemp.metrics.core import effective_temperature, kendall_tau
 
 VOCAB, SEED, T = 4, 5, 0.5
@@ -64,8 +64,8 @@ def _oracle(trainer) -> dict[str, list[float]]:
 
 def test_save_model_writes_the_measured_card_scoring_once(tmp_path, monkeypatch):
     measured, configs = [], []
-    original_measure, original_save = hub.measure_held_out, SequenceTemperatureConfig.save_pretrained
-    monkeypatch.setattr(hub, "measure_held_out", lambda *a, **k: measured.append(1) or original_measure(*a, **k))
+    original_measure, original_save = measure.measure_held_out, SequenceTemperatureConfig.save_pretrained
+    monkeypatch.setattr(measure, "measure_held_out", lambda *a, **k: measured.append(1) or original_measure(*a, **k))
     monkeypatch.setattr(
         SequenceTemperatureConfig, "save_pretrained", lambda self, d: configs.append(str(d)) or original_save(self, d)
     )
@@ -102,8 +102,8 @@ def test_save_model_without_eval_set_says_nothing_was_measured(tmp_path):
 
 def test_a_checkpoint_card_shows_the_last_evaluate_without_scoring(tmp_path, monkeypatch):
     measured = []
-    original = hub.measure_held_out
-    monkeypatch.setattr(hub, "measure_held_out", lambda *a, **k: measured.append(1) or original(*a, **k))
+    original = measure.measure_held_out
+    monkeypatch.setattr(measure, "measure_held_out", lambda *a, **k: measured.append(1) or original(*a, **k))
     trainer = _trainer(tmp_path, save_strategy="steps", save_steps=4, eval_strategy="steps", eval_steps=4)
     trainer.train()
     folder = tmp_path / "run" / "checkpoint-4"
@@ -118,7 +118,7 @@ def test_a_checkpoint_card_shows_the_last_evaluate_without_scoring(tmp_path, mon
 
 def test_push_to_hub_without_network_or_token_fails_before_scoring(tmp_path, monkeypatch):
     measured = []
-    monkeypatch.setattr(hub, "measure_held_out", lambda *a, **k: measured.append(1))
+    monkeypatch.setattr(measure, "measure_held_out", lambda *a, **k: measured.append(1))
     trainer = _trainer(tmp_path)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(OfflineModeIsEnabled, match=r"offline mode is on \(HF_HUB_OFFLINE=1\)"):
