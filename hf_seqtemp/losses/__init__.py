@@ -1,63 +1,23 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Training objectives, selected by name from a registry (no `if/elif` on `loss_type` anywhere).
 
-Each registered objective is a small function `(inputs: LossInputs, args) -> LossOutput` that reads its
-hyper-parameters from the training config `args` and only combines the pure loss functions of its module; it never
-calls a model.
+One pattern per family of losses: `<name>.py` holds pure, differentiable functions of per-sequence and per-token (or
+per-step) log-probabilities, and `<name>_objectives.py` its registry entries. Each registered objective is a small
+function `(inputs: LossInputs, args) -> LossOutput` ([`spec`]) that reads its hyper-parameters from the training
+config `args` and only combines the pure functions of its module; it never calls a model.
 """
 
 from __future__ import annotations
 
-from .diffusion_objectives import DIFFUSION_SSTS, reference_conditionals
+from .diffusion import reference_conditionals
+from .diffusion_objectives import DIFFUSION_SSTS
 from .recall_objectives import RECALL_LOSSES
 from .spec import LossInputs, LossOutput, LossSpec, scale_gradient
-from .temperature import lhts_loss, lhts_weights, ratio_loss, suffix_logps, temperature_log_ratio, token_nll
+from .temperature import lhts_loss, lhts_weights, log_ratio_h, ratio_loss, suffix_logps, token_nll
+from .temperature_objectives import TEMPERATURE_LOSSES
 
-
-def _ratio_objective(inputs: LossInputs, args) -> LossOutput:
-    nll_weight = args.nll_weight
-    h = temperature_log_ratio(inputs.ref_logps, inputs.policy_logps, args.target_temperature)
-    pair_loss = ratio_loss(h, inputs.groups)
-    nll = inputs.drift_term()
-    loss = scale_gradient(pair_loss, inputs.world_size)
-    if nll is None:
-        return LossOutput(loss, {"loss/ratio": pair_loss.item(), "loss/nll": float("nan")})
-    return LossOutput(loss + nll_weight * nll, {"loss/ratio": pair_loss.item(), "loss/nll": nll.item()})
-
-
-def _ssts_objective(inputs: LossInputs, args) -> LossOutput:
-    weights, ess = lhts_weights(
-        inputs.ref_token_logps, inputs.completion_mask, args.target_temperature, inputs.local_groups
-    )
-    weighted = lhts_loss(inputs.policy_token_logps, weights, inputs.completion_mask)
-    nll = token_nll(inputs.policy_token_logps, inputs.completion_mask)
-    count = inputs.completion_mask.bool().sum(0)  # sequences scored at each step
-    scored = count > 0
-    return LossOutput(
-        weighted + args.nll_weight * nll,
-        {
-            "loss/ssts": weighted.item(),
-            "loss/nll": nll.item(),
-            # per step ESS over the sequences that have the step (1 for uniform weights), as for diffusion
-            "ess/fraction": (ess[scored] / count[scored]).mean().item() if scored.any() else float("nan"),
-        },
-    )
-
-
-LOSSES: dict[str, LossSpec] = {
-    "ratio": LossSpec(
-        _ratio_objective,
-        paper="Eq. 19-20, 24 (L_ratio / L_p / L_k) + nll_weight * token NLL or L_diff (Eq. 4)",
-        needs_groups=True,
-    ),
-    "ssts": LossSpec(
-        _ssts_objective,
-        needs_ref_token_logps=True,
-        paper="Eq. 8 / 18 (LHTS, autoregressive L_SSTS)",
-        needs_groups=True,
-    ),
-    **RECALL_LOSSES,
-}
+LOSSES: dict[str, LossSpec] = {**TEMPERATURE_LOSSES, **RECALL_LOSSES}
+"""What a causal LM trains with, by `loss_type`."""
 
 DIFFUSION_LOSSES: dict[str, LossSpec] = {"ratio": LOSSES["ratio"], "ssts": DIFFUSION_SSTS}
 """What a masked / block diffusion model trains with: the same names, with per-step (not per-token) values."""
@@ -71,9 +31,10 @@ __all__ = [
     "LossSpec",
     "lhts_loss",
     "lhts_weights",
+    "log_ratio_h",
     "ratio_loss",
     "reference_conditionals",
+    "scale_gradient",
     "suffix_logps",
-    "temperature_log_ratio",
     "token_nll",
 ]

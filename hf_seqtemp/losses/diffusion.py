@@ -16,61 +16,10 @@ import torch
 
 from ..checks import check_temperature
 from ..groups import group_log_mean_exp
+from ..likelihood.elbo import mdlm_elbo_loss  # noqa: F401  (re-exported: L_diff of Eq. 4 is a loss too)
 from ..likelihood.masked_diffusion import monte_carlo_log_likelihood
 from .temperature import effective_sample_size
 from .temperature import ratio_loss as pairwise_ratio_loss
-
-Reduction = Literal["mean", "sum", "none"]
-
-
-def _reduce(values: torch.Tensor, reduction: Reduction) -> torch.Tensor:
-    if reduction == "mean":
-        return values.mean()
-    if reduction == "sum":
-        return values.sum()
-    if reduction == "none":
-        return values
-    raise ValueError(f"`reduction` must be one of 'mean', 'sum', 'none', got {reduction!r}.")
-
-
-def mdlm_elbo_loss(
-    token_logps: torch.Tensor, masked: torch.Tensor, t: torch.Tensor, reduction: Reduction = "mean"
-) -> torch.Tensor:
-    """Negative ELBO of a masked diffusion LM with the linear schedule, in nats per sequence (Eq. 4).
-
-    With `t ~ U(0, 1]` and every completion token masked independently with probability `t`, the continuous-time
-    MDLM bound is `E_t[(1/t) * sum_{i masked} -log p(x_i | x_unmasked)]`; its expectation over `t` equals the
-    diffusion objective `L_Diff` of Eq. 4, the average over uniformly random unmasking orders of the negative
-    log-likelihood. Prompt and padding positions must never be in `masked`.
-
-    Args:
-        token_logps (`torch.FloatTensor` of shape `(batch, length)`):
-            log-probability the model gives the true token at each position, from the masked input.
-        masked (`torch.BoolTensor` of shape `(batch, length)`): positions that were masked in the model input.
-        t (`torch.FloatTensor` of shape `(batch,)`): the masking rate of each row, in `(0, 1]`.
-        reduction (`str`, *optional*, defaults to `"mean"`): `"mean"` or `"sum"` over the batch, or `"none"`.
-
-    Returns:
-        `torch.FloatTensor`: a scalar, or shape `(batch,)` with `reduction="none"`.
-
-    Example:
-    ```python
-    >>> logps = torch.log(torch.tensor([[0.5, 0.25, 1.0]]))
-    >>> round(mdlm_elbo_loss(logps, torch.tensor([[True, True, False]]), torch.tensor([0.5])).item(), 4)
-    4.1589
-    ```
-    """
-    if token_logps.dim() != 2 or masked.shape != token_logps.shape:
-        raise ValueError(
-            "`token_logps` and `masked` must both have shape (batch, length), got "
-            f"{tuple(token_logps.shape)} and {tuple(masked.shape)}."
-        )
-    if t.shape != token_logps.shape[:1]:
-        raise ValueError(f"`t` must have shape (batch,) = {tuple(token_logps.shape[:1])}, got {tuple(t.shape)}.")
-    if ((t <= 0) | (t > 1)).any():
-        raise ValueError(f"`t` must lie in (0, 1], got values in [{t.min().item()}, {t.max().item()}].")
-    masked_nll = -(token_logps.float() * masked.to(torch.float32)).sum(dim=1)
-    return _reduce(masked_nll / t.float(), reduction)
 
 
 class SSTSLossOutput(NamedTuple):
@@ -222,3 +171,68 @@ def monte_carlo_ratio_loss(
     ratio_loss = pairwise_ratio_loss if ratio_loss is None else ratio_loss
     h = monte_carlo_log_likelihood(ref_order_logps.detach()) - temperature * monte_carlo_log_likelihood(order_logq)
     return ratio_loss(h)
+
+
+def reference_conditionals(ref_step_logps: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:
+    """`log p(x | x_{π_{s-1}})` along each order: suffix sums of the reference's per-step conditionals.
+
+    Along one order π the product of the reference's conditionals from step s on is `p(x; π | x_{π_{s-1}})`, the
+    likelihood of the not yet revealed tokens given the state before step s when they are revealed in π's order.
+    Eq. 18 asks for `p(x | x_{π_{s-1}}) = E_σ[p(x; σ | x_{π_{s-1}})]`, the mean over all orders σ through that state
+    (Section 5.2.1); the suffix of the sampled order is one uniform draw of σ, so this is a one-order estimate.
+    Its bias: the weight is `p^{(1-T)/T}` of it. Averaged over the uniform rest of the order, the weight is
+    exactly `p(x | x_{π_{s-1}})^{(1-T)/T}` when `(1-T)/T = 1` (T = 1/2); for other T Jensen's inequality biases it
+    up (T < 1/2, convex power) or down (1/2 < T < 1, concave power), and the bias shrinks as the suffix orders
+    agree. The weight multiplies the term of the position revealed next, and given that position its mean is
+    `p(x_{π_s} | x_{π_{s-1}}) p(x | x_{π_s})` rather than `p(x | x_{π_{s-1}})`: the two agree for a model whose
+    conditionals are those of one joint distribution (then every order through a state gives the same value and
+    the estimate is exact), so beyond the Jensen bias only the order-inconsistency of p biases the target.
+
+    Args:
+        ref_step_logps (`torch.Tensor` of shape `(batch, k, steps)`): reference log-conditionals per step.
+        step_mask (`torch.BoolTensor` of the same shape): steps that exist (`s < m_b`).
+
+    Returns:
+        `torch.Tensor` of shape `(batch, k, steps)`.
+
+    Example:
+    ```python
+    >>> steps = torch.tensor([[[-1.0, -2.0, 0.0]]])
+    >>> reference_conditionals(steps, torch.tensor([[[True, True, False]]])).tolist()
+    [[[-3.0, -2.0, 0.0]]]
+    ```
+    """
+    values = ref_step_logps.float().masked_fill(~step_mask.bool(), 0.0)
+    return values.flip(-1).cumsum(-1).flip(-1)
+
+
+def step_mask_of(step_logps: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
+    """`(batch, k, steps)` mask of the steps that exist: row b has one step per completion position.
+
+    Example:
+    ```python
+    >>> step_mask_of(torch.zeros(2, 1, 2), torch.tensor([[0, 1, 1], [0, 1, 0]])).tolist()
+    [[[True, True]], [[True, False]]]
+    ```
+    """
+    m = completion_mask.bool().sum(dim=1)
+    steps = torch.arange(step_logps.shape[-1], device=step_logps.device)
+    return (steps[None, :] < m[:, None])[:, None, :].expand_as(step_logps)
+
+
+def ess_fraction(log_weights: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:
+    """Kish's `(Σw)² / Σw²` of each step over the (row, order) samples that have it, divided by their number,
+    averaged over the steps: 1 for uniform weights, → 1/n when one sample carries all the weight.
+
+    Example:
+    ```python
+    >>> log_w = torch.log(torch.tensor([[[1.0, 2.0]], [[1.0, 0.0]]]))
+    >>> ess_fraction(log_w, torch.tensor([[[True, True]], [[True, False]]])).item()
+    1.0
+    ```
+    """
+    weights = log_weights.exp().masked_fill(~step_mask, 0.0)
+    count = step_mask.sum(dim=(0, 1))
+    ess = effective_sample_size(weights, dim=(0, 1))
+    active = count > 0
+    return (ess[active] / count[active]).mean() if active.any() else torch.tensor(float("nan"))

@@ -1,5 +1,6 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Registry entries of the objectives a masked / block diffusion model trains with (`DiffusionFamily.objectives`).
+"""Registry entries of the objectives a masked / block diffusion model trains with (`DiffusionFamily.objectives`):
+each combines the pure functions of `diffusion.py` and never calls a model.
 
 For a diffusion model the trainer hands the objectives *per-step* values instead of per-token ones: for each
 example, k unmasking orders drawn from its stored order seed, and along order j the conditional of the token
@@ -9,76 +10,8 @@ the same for the reference p (precomputed). Both have shape `(batch, k, steps)`,
 
 from __future__ import annotations
 
-import torch
-
-from .diffusion import diffusion_ssts_loss
+from .diffusion import diffusion_ssts_loss, ess_fraction, reference_conditionals, step_mask_of
 from .spec import LossInputs, LossOutput, LossSpec
-from .temperature import effective_sample_size
-
-
-def reference_conditionals(ref_step_logps: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:
-    """`log p(x | x_{π_{s-1}})` along each order: suffix sums of the reference's per-step conditionals.
-
-    Along one order π the product of the reference's conditionals from step s on is `p(x; π | x_{π_{s-1}})`, the
-    likelihood of the not yet revealed tokens given the state before step s when they are revealed in π's order.
-    Eq. 18 asks for `p(x | x_{π_{s-1}}) = E_σ[p(x; σ | x_{π_{s-1}})]`, the mean over all orders σ through that state
-    (Section 5.2.1); the suffix of the sampled order is one uniform draw of σ, so this is a one-order estimate.
-    Its bias: the weight is `p^{(1-T)/T}` of it. Averaged over the uniform rest of the order, the weight is
-    exactly `p(x | x_{π_{s-1}})^{(1-T)/T}` when `(1-T)/T = 1` (T = 1/2); for other T Jensen's inequality biases it
-    up (T < 1/2, convex power) or down (1/2 < T < 1, concave power), and the bias shrinks as the suffix orders
-    agree. The weight multiplies the term of the position revealed next, and given that position its mean is
-    `p(x_{π_s} | x_{π_{s-1}}) p(x | x_{π_s})` rather than `p(x | x_{π_{s-1}})`: the two agree for a model whose
-    conditionals are those of one joint distribution (then every order through a state gives the same value and
-    the estimate is exact), so beyond the Jensen bias only the order-inconsistency of p biases the target.
-
-    Args:
-        ref_step_logps (`torch.Tensor` of shape `(batch, k, steps)`): reference log-conditionals per step.
-        step_mask (`torch.BoolTensor` of the same shape): steps that exist (`s < m_b`).
-
-    Returns:
-        `torch.Tensor` of shape `(batch, k, steps)`.
-
-    Example:
-    ```python
-    >>> steps = torch.tensor([[[-1.0, -2.0, 0.0]]])
-    >>> reference_conditionals(steps, torch.tensor([[[True, True, False]]])).tolist()
-    [[[-3.0, -2.0, 0.0]]]
-    ```
-    """
-    values = ref_step_logps.float().masked_fill(~step_mask.bool(), 0.0)
-    return values.flip(-1).cumsum(-1).flip(-1)
-
-
-def step_mask_of(step_logps: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
-    """`(batch, k, steps)` mask of the steps that exist: row b has one step per completion position.
-
-    Example:
-    ```python
-    >>> step_mask_of(torch.zeros(2, 1, 2), torch.tensor([[0, 1, 1], [0, 1, 0]])).tolist()
-    [[[True, True]], [[True, False]]]
-    ```
-    """
-    m = completion_mask.bool().sum(dim=1)
-    steps = torch.arange(step_logps.shape[-1], device=step_logps.device)
-    return (steps[None, :] < m[:, None])[:, None, :].expand_as(step_logps)
-
-
-def ess_fraction(log_weights: torch.Tensor, step_mask: torch.Tensor) -> torch.Tensor:
-    """Kish's `(Σw)² / Σw²` of each step over the (row, order) samples that have it, divided by their number,
-    averaged over the steps: 1 for uniform weights, → 1/n when one sample carries all the weight.
-
-    Example:
-    ```python
-    >>> log_w = torch.log(torch.tensor([[[1.0, 2.0]], [[1.0, 0.0]]]))
-    >>> ess_fraction(log_w, torch.tensor([[[True, True]], [[True, False]]])).item()
-    1.0
-    ```
-    """
-    weights = log_weights.exp().masked_fill(~step_mask, 0.0)
-    count = step_mask.sum(dim=(0, 1))
-    ess = effective_sample_size(weights, dim=(0, 1))
-    active = count > 0
-    return (ess[active] / count[active]).mean() if active.any() else torch.tensor(float("nan"))
 
 
 def _diffusion_ssts_objective(inputs: LossInputs, args) -> LossOutput:

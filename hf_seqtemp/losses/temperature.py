@@ -10,8 +10,9 @@ import torch
 from ..groups import group_log_mean_exp, group_means
 
 
-def temperature_log_ratio(ref_logps: torch.Tensor, policy_logps: torch.Tensor, temperature: float) -> torch.Tensor:
-    """`h(x) = log p(x) − T · log q(x)` (Eq. 16), differentiable in `policy_logps`.
+def log_ratio_h(ref_logps: torch.Tensor, policy_logps: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The temperature log-ratio `h(x) = log p(x) − T · log q(x)` of Eq. 16 as a tensor, differentiable in
+    `policy_logps` (the metric [`~hf_seqtemp.metrics.core.temperature_log_ratio`] reports its statistics).
 
     Args:
         ref_logps (`torch.Tensor` of shape `(batch,)`): sequence log-likelihoods under the reference p.

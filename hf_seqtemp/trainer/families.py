@@ -7,6 +7,7 @@ import torch
 
 from ..likelihood import AutoregressiveScorer
 from ..likelihood.block_diffusion import BlockDiffusionScorer
+from ..likelihood.elbo import diffusion_elbo_loss
 from ..likelihood.masked_diffusion import (
     MaskedDiffusionScorer,
     check_diffusion_inputs,
@@ -15,7 +16,6 @@ from ..likelihood.masked_diffusion import (
     sample_orders,
 )
 from ..losses import DIFFUSION_LOSSES, LOSSES, token_nll
-from ..losses.elbo import diffusion_elbo_loss
 from ..models.base import DiffusionLM
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from hf_seqtemp.losses import LOSSES, LossInputs
-from hf_seqtemp.losses.temperature import lhts_loss, lhts_weights, ratio_loss, suffix_logps, temperature_log_ratio
+from hf_seqtemp.losses.temperature import lhts_loss, lhts_weights, log_ratio_h, ratio_loss, suffix_logps
 from hf_seqtemp.trainer import SeqTempConfig
 
 
@@ -23,7 +23,7 @@ def test_ratio_loss_is_the_mean_over_distinct_pairs_and_its_gradient_matches():
 def test_ratio_loss_is_zero_exactly_for_a_tempered_model():
     logp = torch.tensor([-1.0, -2.5, -7.0, -3.2], dtype=torch.float64)
     logq = logp / 0.5 - 0.7  # q ∝ p^2 up to any normaliser
-    assert ratio_loss(temperature_log_ratio(logp, logq, 0.5)).item() == pytest.approx(0.0, abs=1e-24)
+    assert ratio_loss(log_ratio_h(logp, logq, 0.5)).item() == pytest.approx(0.0, abs=1e-24)
 
 
 def test_lhts_weights_equal_their_self_normalised_definition():

@@ -13,8 +13,8 @@ from transformers import BertConfig, BertForMaskedLM
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
+from hf_seqtemp.likelihood.elbo import diffusion_elbo_loss
 from hf_seqtemp.likelihood.masked_diffusion import MaskedDiffusionScorer, order_logps
-from hf_seqtemp.losses.elbo import diffusion_elbo_loss
 from hf_seqtemp.models.diffusion import BlockDiffusionAdapter, MaskedLMAdapter
 from hf_seqtemp.trainer.families import _per_example_orders, order_seed
 
