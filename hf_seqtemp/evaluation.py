@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .metrics.pass_at_k import pass_at_k
+from .metrics.pass_at_k_math import pass_at_k
 
 
 def evaluate_sampler(

@@ -1,13 +1,14 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Temperature metrics: pure functions in `core`, and `evaluate` modules in one folder each."""
+"""Metrics: pure functions (`core` for the temperature metrics, `<name>_math` for pass@k and precision/recall), and
+`evaluate` modules in one folder each (`<name>/<name>.py`, thin calls into the pure functions)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from .core import effective_temperature, kendall_tau, sequence_nll, temperature_log_ratio
-from .pass_at_k import pass_at_k
-from .precision_recall import (
+from .pass_at_k_math import pass_at_k
+from .precision_recall_math import (
     embedding_precision_recall,
     knn_precision_recall,
     precision_recall_curve,

@@ -7,8 +7,8 @@ from transformers import BertConfig, BertForMaskedLM
 from hf_seqtemp.likelihood import MaskedDiffusionScorer, schedule_variance
 from hf_seqtemp.likelihood.schedule_variance import order_logp_variance
 from hf_seqtemp.metrics import available_modules, module_path
-from hf_seqtemp.metrics.pass_at_k import pass_at_k
-from hf_seqtemp.metrics.precision_recall import (
+from hf_seqtemp.metrics.pass_at_k_math import pass_at_k
+from hf_seqtemp.metrics.precision_recall_math import (
     knn_precision_recall,
     precision_recall_curve,
     support_precision,

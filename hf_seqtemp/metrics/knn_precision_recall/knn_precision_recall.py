@@ -5,7 +5,7 @@ import datasets
 import evaluate
 import torch
 
-from hf_seqtemp.metrics.precision_recall import knn_precision_recall
+from hf_seqtemp.metrics.precision_recall_math import knn_precision_recall
 
 _DESCRIPTION = """
 Improved precision and recall (Kynkäänniemi et al., 2019) on embeddings. The real manifold is the union of balls
@@ -13,7 +13,7 @@ around each real embedding, with radius its distance to its k-th nearest real ne
 manifold. Precision is the fraction of generated embeddings inside the real manifold, recall the fraction of real
 embeddings inside the generated manifold. Each row pairs one generated embedding (`predictions`) with one real
 embedding (`references`), so both sets have the same size here; for sets of different sizes call
-`hf_seqtemp.metrics.precision_recall.knn_precision_recall(real, generated, k)` directly. Embed texts with any
+`hf_seqtemp.metrics.knn_precision_recall(real, generated, k)` directly. Embed texts with any
 model beforehand (the module never loads one).
 """
 

@@ -4,7 +4,7 @@
 import datasets
 import evaluate
 
-from hf_seqtemp.metrics.pass_at_k import pass_at_k
+from hf_seqtemp.metrics.pass_at_k_math import pass_at_k
 
 _DESCRIPTION = """
 Unbiased pass@k: for each problem, n samples were drawn and c of them are correct; the probability that at least one

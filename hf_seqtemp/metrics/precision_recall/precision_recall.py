@@ -5,7 +5,7 @@ import datasets
 import evaluate
 import torch
 
-from hf_seqtemp.metrics.precision_recall import precision_recall_curve, support_precision, support_recall
+from hf_seqtemp.metrics.precision_recall_math import precision_recall_curve, support_precision, support_recall
 
 _DESCRIPTION = """
 Exact precision and recall of a model distribution Q against a data distribution P over an enumerated support (a

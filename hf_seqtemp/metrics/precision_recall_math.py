@@ -1,5 +1,6 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Precision and recall of a model distribution Q against a data distribution P.
+"""Precision and recall of a model distribution Q against a data distribution P: the math behind the
+`precision_recall` and `knn_precision_recall` evaluate modules.
 
 Two estimators, both pure functions returning plain floats or tensors:
 

@@ -4,7 +4,7 @@ import itertools
 import pytest
 import torch
 
-from hf_seqtemp.metrics.precision_recall import (
+from hf_seqtemp.metrics.precision_recall_math import (
     embedding_precision_recall,
     knn_precision_recall,
     precision_recall_curve,

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from hf_seqtemp.evaluation import evaluate_sampler
-from hf_seqtemp.metrics.pass_at_k import pass_at_k
+from hf_seqtemp.metrics.pass_at_k_math import pass_at_k
 
 
 @pytest.mark.parametrize("n,c,k", [(1, 0, 1), (1, 1, 1), (5, 2, 2), (6, 1, 3), (7, 3, 4), (7, 0, 7), (8, 5, 4)])

@@ -1,5 +1,6 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Unbiased pass@k estimator (Eq. 2 of Fang et al., after Chen et al. 2021)."""
+"""Unbiased pass@k estimator (Eq. 2 of Fang et al., after Chen et al. 2021): the math behind the `pass_at_k` evaluate
+module."""
 
 from __future__ import annotations
 
