@@ -34,7 +34,7 @@ from transformers import BertForMaskedLM
 
 from hf_seqtemp.evaluation import evaluate_sampler
 from hf_seqtemp.generation import diffusion_generate
-from hf_seqtemp.models import MaskedLMAdapter
+from hf_seqtemp.models import MaskedLMWrapper
 from hf_seqtemp.tasks import ArithmeticTask, ArithmeticTokenizer, check_answer
 
 POLICIES = ("random", "confidence", "entropy", "margin")
@@ -53,7 +53,7 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def load(model_dir: str) -> tuple[MaskedLMAdapter, ArithmeticTokenizer, int]:
+def load(model_dir: str) -> tuple[MaskedLMWrapper, ArithmeticTokenizer, int]:
     """The adapter-wrapped model, its tokenizer and the number of held-out problems used in training."""
     if not os.path.isdir(model_dir):
         sys.exit(f"No trained model at {model_dir!r}. Train one with `python examples/train_tiny_mdlm.py`.")
@@ -65,7 +65,7 @@ def load(model_dir: str) -> tuple[MaskedLMAdapter, ArithmeticTokenizer, int]:
     if os.path.isfile(summary_file):
         with open(summary_file, encoding="utf-8") as handle:
             num_test = int(json.load(handle).get("num_held_out", num_test))
-    return MaskedLMAdapter(model, tokenizer.mask_token_id), tokenizer, num_test
+    return MaskedLMWrapper(model, tokenizer.mask_token_id), tokenizer, num_test
 
 
 def make_sampler(adapter, tokenizer, max_new_tokens, policy, alpha, imh, args, stats):

@@ -55,8 +55,8 @@ class DiffusionGenerateOutput(ModelOutput):
 def _validate(model, input_ids, max_new_tokens, block_length, tokens_per_step, num_proposals, max_batch):
     if not isinstance(model, DiffusionLM):
         raise TypeError(
-            f"`diffusion_model` must be a `hf_seqtemp.models.DiffusionLM` adapter, got {type(model).__name__}. "
-            "Wrap the model first, e.g. `MaskedLMAdapter(model, mask_token_id)`."
+            f"`diffusion_model` must be a `hf_seqtemp.models.DiffusionLM` wrapper, got {type(model).__name__}. "
+            "Wrap the model first, e.g. `MaskedLMWrapper(model, mask_token_id)`."
         )
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         raise ValueError(f"`input_ids` must be a 2-D tensor (batch, length), got {getattr(input_ids, 'shape', None)}.")
@@ -151,7 +151,7 @@ class _Decoder:
         """Unmasks the `completion` positions of `x`, block by block in the layout of [`block_index`].
 
         Each row works on its *current block*, the block of its first mask token, exactly as the block-diffusion
-        adapter and the scorers define it; rows with different prompt lengths are in different blocks at the same
+        wrapper and the scorers define it; rows with different prompt lengths are in different blocks at the same
         step. A step commits `min(tokens_per_step, masked positions left in the row's current block)` positions.
         """
         mask_id = self.model.mask_token_id
@@ -206,7 +206,7 @@ def diffusion_generate(
     proposal is the product of the per-position proposals and the chain moves all chosen positions jointly.
 
     Args:
-        diffusion_model ([`DiffusionLM`]): the model adapter; put it in `eval()` mode (dropout breaks logit reuse).
+        diffusion_model ([`DiffusionLM`]): the model's wrapper; put it in `eval()` mode (dropout breaks logit reuse).
         input_ids (`torch.LongTensor` of shape `(batch, prompt_length)`): prompts, left-padded.
         attention_mask (`torch.Tensor` of shape `(batch, prompt_length)`, *optional*): 0 on padding.
         max_new_tokens (`int`, *optional*, defaults to `16`): completion length.
@@ -216,7 +216,7 @@ def diffusion_generate(
         token_temperature (`float`, *optional*, defaults to `1.0`): local temperature of the baseline sampler.
         block_length (`int`, *optional*): semi-autoregressive block length. Blocks are runs of `block_length` real
             tokens counted from the first real token of each row, prompt included ([`block_index`], the layout of
-            the scorers and of [`BlockDiffusionAdapter`]), so with a prompt of `P` tokens the first block decoded
+            the scorers and of [`BlockDiffusionWrapper`]), so with a prompt of `P` tokens the first block decoded
             holds `block_length - P % block_length` completion positions. Defaults to the model's `block_size` (one
             block for a masked-diffusion model); another value than a block-diffusion model's is an error.
         tokens_per_step (`int`, *optional*, defaults to `1`): positions committed per step.
@@ -234,12 +234,12 @@ def diffusion_generate(
     >>> import torch
     >>> from transformers import BertConfig, BertForMaskedLM
     >>> from hf_seqtemp.models import DiffusionLM
-    >>> class Adapter(DiffusionLM):
+    >>> class Wrapper(DiffusionLM):
     ...     def forward(self, input_ids, attention_mask=None):
     ...         return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
     >>> bert = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
     ...                                   num_attention_heads=2, intermediate_size=32)).eval()
-    >>> out = diffusion_generate(Adapter(bert, mask_token_id=5), torch.tensor([[1, 2]]), max_new_tokens=3,
+    >>> out = diffusion_generate(Wrapper(bert, mask_token_id=5), torch.tensor([[1, 2]]), max_new_tokens=3,
     ...                          seq_temperature=0.5, generator=torch.Generator().manual_seed(0),
     ...                          return_dict_in_generate=True)
     >>> out.sequences.shape, out.num_model_calls

@@ -61,11 +61,11 @@ def _check_family(model, adapters: dict[str, Any], strategy: str) -> None:
     if getattr(config, "is_encoder_decoder", False) or not isinstance(model, GenerationMixin):
         raise ValueError(
             f"Unsupported model family for `seq_temperature`: {type(model).__name__}. `generate` supports causal "
-            "LMs; for masked/block diffusion models call `diffusion_generate` with a `DiffusionLM` adapter."
+            "LMs; for masked/block diffusion models call `diffusion_generate` with a `DiffusionLM` wrapper."
         )
     if strategy == "imh":
         raise ValueError(
-            "`strategy='imh'` needs a diffusion model: wrap it in a `DiffusionLM` adapter and call "
+            "`strategy='imh'` needs a diffusion model: wrap it in a `DiffusionLM` wrapper and call "
             "`diffusion_generate`; for a causal LM use `strategy='mcmc'`."
         )
     for name, cfg in adapters.items():

@@ -166,11 +166,11 @@ class BlockDiffusionScorer(SequenceScorer):
     ```python
     >>> import torch
     >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import BlockDiffusionAdapter
+    >>> from hf_seqtemp.models.diffusion import BlockDiffusionWrapper
     >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
     ...                                    num_attention_heads=2, intermediate_size=32)).eval()
-    >>> adapter = BlockDiffusionAdapter(model, mask_token_id=5, block_size=2)
-    >>> BlockDiffusionScorer(block_size=2)(adapter, torch.tensor([[1, 2, 3, 4]])).shape
+    >>> wrapper = BlockDiffusionWrapper(model, mask_token_id=5, block_size=2)
+    >>> BlockDiffusionScorer(block_size=2)(wrapper, torch.tensor([[1, 2, 3, 4]])).shape
     torch.Size([1])
     ```
     """
@@ -203,7 +203,7 @@ class BlockDiffusionScorer(SequenceScorer):
         model_block = getattr(model, "block_size", None)
         if model_block is not None and model_block != self.block_size:
             raise ValueError(
-                f"`block_size` is {self.block_size} but the model adapter uses block_size={model_block}; score with "
+                f"`block_size` is {self.block_size} but the model's wrapper uses block_size={model_block}; score with "
                 f"`BlockDiffusionScorer(block_size={model_block})`."
             )
 

@@ -95,13 +95,13 @@ def diffusion_elbo_loss(
 
     For a block-diffusion model the ELBO is the sum over blocks of that term with earlier blocks clean: each row
     draws one of its n blocks holding completion positions uniformly and the term is multiplied by n (unbiased).
-    Later blocks are hidden by the adapter ([`~hf_seqtemp.models.diffusion.BlockDiffusionAdapter`]); prompt
+    Later blocks are hidden by the wrapper ([`~hf_seqtemp.models.diffusion.BlockDiffusionWrapper`]); prompt
     positions stay visible and padding absent. Blocks follow [`block_index`] and conditionals are renormalised over
     the real tokens, as in the scorers and the decoder. The sum over rows is divided by the number of completion tokens of
     the batch, like the autoregressive token NLL.
 
     Args:
-        model ([`~hf_seqtemp.models.base.DiffusionLM`]): adapter with `mask_token_id`; called once.
+        model ([`~hf_seqtemp.models.base.DiffusionLM`]): wrapper with `mask_token_id`; called once.
         input_ids, attention_mask, completion_mask (`torch.Tensor` of shape `(batch, length)`): the batch.
         block_size (`int`, *optional*): B of a block-diffusion model; `None` for masked diffusion (one block).
         generator (`torch.Generator`, *optional*): CPU generator for t, the masks and the blocks.
@@ -114,8 +114,8 @@ def diffusion_elbo_loss(
     ```python
     >>> import torch
     >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import MaskedLMAdapter
-    >>> model = MaskedLMAdapter(BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
+    >>> from hf_seqtemp.models.diffusion import MaskedLMWrapper
+    >>> model = MaskedLMWrapper(BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
     ...                         num_attention_heads=2, intermediate_size=32)), mask_token_id=5)
     >>> ids = torch.tensor([[1, 2, 3, 4]])
     >>> diffusion_elbo_loss(model, ids, torch.ones_like(ids), ids > 1).item() > 0

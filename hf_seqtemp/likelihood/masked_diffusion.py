@@ -13,11 +13,11 @@ from .base import SequenceScorer
 
 
 def check_diffusion_inputs(model, input_ids, attention_mask, completion_mask) -> None:
-    """Checks what every diffusion scorer needs: an adapter with a mask id, and no mask token among the real tokens."""
+    """Checks what every diffusion scorer needs: a `DiffusionLM` wrapper with a mask id, and no mask token among the real tokens."""
     mask_token_id = getattr(model, "mask_token_id", None)
     if mask_token_id is None:
         raise TypeError(
-            f"`model` must be a DiffusionLM adapter with a `mask_token_id`, got {type(model).__name__}. "
+            f"`model` must be a DiffusionLM wrapper with a `mask_token_id`, got {type(model).__name__}. "
             "Wrap it first: `hf_seqtemp.models.diffusion.wrap_diffusion_model(model, tokenizer)`."
         )
     real = attention_mask.bool()
@@ -139,7 +139,7 @@ def order_step_logps(
     are stacked and run `max_batch` at a time, so a batch costs `ceil(sum_rows k * m_row / max_batch)` forward calls.
 
     Args:
-        model ([`~hf_seqtemp.models.base.DiffusionLM`]): adapter with `mask_token_id`.
+        model ([`~hf_seqtemp.models.base.DiffusionLM`]): wrapper with `mask_token_id`.
         input_ids, attention_mask, completion_mask (`torch.Tensor` of shape `(batch, length)`): the batch.
         orders (`torch.LongTensor` of shape `(batch, k, length)`): reveal steps, see [`sample_orders`].
         token_temperature (`float`, *optional*, defaults to `1.0`): logits / T at every step.
@@ -153,8 +153,8 @@ def order_step_logps(
     ```python
     >>> import torch
     >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import MaskedLMAdapter
-    >>> model = MaskedLMAdapter(BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
+    >>> from hf_seqtemp.models.diffusion import MaskedLMWrapper
+    >>> model = MaskedLMWrapper(BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
     ...                         num_attention_heads=2, intermediate_size=32)).eval(), mask_token_id=5)
     >>> ids, completion = torch.tensor([[1, 2, 3]]), torch.tensor([[False, True, True]])
     >>> orders = sample_orders(torch.ones_like(ids), completion, 2)
@@ -221,11 +221,11 @@ class MaskedDiffusionScorer(SequenceScorer):
     ```python
     >>> import torch
     >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import MaskedLMAdapter
+    >>> from hf_seqtemp.models.diffusion import MaskedLMWrapper
     >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
     ...                                    num_attention_heads=2, intermediate_size=32)).eval()
     >>> scorer = MaskedDiffusionScorer(num_orders=2, seed=0)
-    >>> scorer(MaskedLMAdapter(model, mask_token_id=5), torch.tensor([[1, 2, 3], [4, 0, 1]])).shape
+    >>> scorer(MaskedLMWrapper(model, mask_token_id=5), torch.tensor([[1, 2, 3], [4, 0, 1]])).shape
     torch.Size([2])
     ```
     """

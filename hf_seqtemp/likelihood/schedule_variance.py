@@ -116,11 +116,11 @@ def schedule_variance(
     ```python
     >>> import torch
     >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import BlockDiffusionAdapter
+    >>> from hf_seqtemp.models.diffusion import BlockDiffusionWrapper
     >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
     ...                                    num_attention_heads=2, intermediate_size=32)).eval()
-    >>> adapter = BlockDiffusionAdapter(model, mask_token_id=5, block_size=2)
-    >>> schedule_variance(adapter, torch.tensor([[1, 2, 3, 4]]), block_size=2).dtype
+    >>> wrapper = BlockDiffusionWrapper(model, mask_token_id=5, block_size=2)
+    >>> schedule_variance(wrapper, torch.tensor([[1, 2, 3, 4]]), block_size=2).dtype
     torch.float64
     ```
     """

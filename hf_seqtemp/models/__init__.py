@@ -1,24 +1,32 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Model-family adapters and the embedded default model."""
+"""`DiffusionLM` wrappers of diffusion model families, and the embedded default model."""
 
 from .base import DiffusionLM, ModelFamily
 from .default import DEFAULT_MODEL_ID, cache_dir, default_model_path, load_default_model
 from .diffusion import (
     BlockDiffusionAdapter,
+    BlockDiffusionWrapper,
     LLaDAAdapter,
+    LLaDAWrapper,
     MaskedLMAdapter,
+    MaskedLMWrapper,
     ShiftedLogitsAdapter,
+    ShiftedLogitsWrapper,
     wrap_diffusion_model,
 )
 
 __all__ = [
     "DEFAULT_MODEL_ID",
     "BlockDiffusionAdapter",
+    "BlockDiffusionWrapper",
     "DiffusionLM",
     "LLaDAAdapter",
+    "LLaDAWrapper",
     "MaskedLMAdapter",
+    "MaskedLMWrapper",
     "ModelFamily",
     "ShiftedLogitsAdapter",
+    "ShiftedLogitsWrapper",
     "cache_dir",
     "default_model_path",
     "load_default_model",

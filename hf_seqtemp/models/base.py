@@ -1,5 +1,5 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""The interface every diffusion-model adapter implements."""
+"""The interface every diffusion-model wrapper implements ("adapter" always means a PEFT adapter)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Concrete [`DiffusionLM`] adapters: masked LMs, LLaDA, Dream-style shifted logits and block diffusion.
+"""Concrete [`DiffusionLM`] wrappers: masked LMs, LLaDA, Dream-style shifted logits and block diffusion.
 
-Every adapter makes padding *absent*: before the wrapped model runs, the real tokens of each row (attention mask 1)
+Every wrapper makes padding *absent*: before the wrapped model runs, the real tokens of each row (attention mask 1)
 are moved to the front of the row, in order, and the padding to the back, where the attention mask hides it. A model
 with absolute position embeddings therefore sees a left-padded row exactly as the same row without padding, and the
 logits are moved back to the original positions afterwards. Logits at padding positions are meaningless.
 
-No adapter loads code: nothing here calls `from_pretrained`, so `trust_remote_code` never comes into play. Load a
+No wrapper loads code: nothing here calls `from_pretrained`, so `trust_remote_code` never comes into play. Load a
 checkpoint yourself (native transformers classes, or a local copy whose code you have read) and wrap the module.
 """
 
@@ -55,8 +55,8 @@ def _front_permutation(attention_mask: torch.Tensor) -> torch.Tensor | None:
     return torch.sort((~mask).int(), dim=1, stable=True).indices
 
 
-class _AdapterBase(DiffusionLM):
-    """Shared forward: compact padding to the right, call [`~_AdapterBase._run`], restore positions, shift if asked."""
+class _WrapperBase(DiffusionLM):
+    """Shared forward: compact padding to the right, call [`~_WrapperBase._run`], restore positions, shift if asked."""
 
     shift_logits: bool = False
 
@@ -82,7 +82,7 @@ class _AdapterBase(DiffusionLM):
         return _logits_of(self.model(input_ids=input_ids, **kwargs))
 
 
-class MaskedLMAdapter(_AdapterBase):
+class MaskedLMWrapper(_WrapperBase):
     """[`DiffusionLM`] for any bidirectional `AutoModelForMaskedLM` (BERT, RoBERTa, ModernBERT, ...) or MDLM-style
     model.
 
@@ -96,10 +96,10 @@ class MaskedLMAdapter(_AdapterBase):
     ```python
     >>> import torch
     >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import MaskedLMAdapter
+    >>> from hf_seqtemp.models.diffusion import MaskedLMWrapper
     >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
     ...                                    num_attention_heads=2, intermediate_size=32)).eval()
-    >>> MaskedLMAdapter(model, mask_token_id=5)(torch.tensor([[1, 5, 2]])).shape
+    >>> MaskedLMWrapper(model, mask_token_id=5)(torch.tensor([[1, 5, 2]])).shape
     torch.Size([1, 3, 6])
     ```
     """
@@ -107,7 +107,7 @@ class MaskedLMAdapter(_AdapterBase):
     family = "masked_diffusion"
 
 
-class LLaDAAdapter(_AdapterBase):
+class LLaDAWrapper(_WrapperBase):
     """[`DiffusionLM`] for LLaDA-style models: `forward(input_ids)` returns logits for every position, no shift.
 
     LLaDA's reference code takes `input_ids` alone; the attention mask is passed only when a row has padding, and
@@ -124,7 +124,7 @@ class LLaDAAdapter(_AdapterBase):
     >>> class Toy(torch.nn.Module):
     ...     def forward(self, input_ids):
     ...         return torch.nn.functional.one_hot(input_ids, 4).float()
-    >>> LLaDAAdapter(Toy(), mask_token_id=3)(torch.tensor([[0, 3]])).argmax(-1).tolist()
+    >>> LLaDAWrapper(Toy(), mask_token_id=3)(torch.tensor([[0, 3]])).argmax(-1).tolist()
     [[0, 3]]
     ```
     """
@@ -133,7 +133,7 @@ class LLaDAAdapter(_AdapterBase):
 
     def __init__(self, model: torch.nn.Module, mask_token_id: int):
         if mask_token_id is None:
-            raise ValueError("`mask_token_id` is required for LLaDAAdapter, got None. LLaDA-8B uses 126336.")
+            raise ValueError("`mask_token_id` is required for LLaDAWrapper, got None. LLaDA-8B uses 126336.")
         super().__init__(model, mask_token_id)
 
     def _run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -147,13 +147,13 @@ class LLaDAAdapter(_AdapterBase):
         return _logits_of(self.model(input_ids=input_ids, attention_mask=attention_mask))
 
 
-class ShiftedLogitsAdapter(_AdapterBase):
+class ShiftedLogitsWrapper(_WrapperBase):
     """[`DiffusionLM`] for Dream-style models, trained from an AR checkpoint, whose output `i - 1` predicts token `i`.
 
     The returned logits are aligned so that row `i` is the distribution of token `i`: it is read from the model's
     output at position `i - 1` (the previous *real* token, padding being compacted away first). Position 0 has no
     left neighbour; it reads the model's own output at position 0, the convention of Dream's reference sampler. That
-    row is not a trained prediction, so the scorers refuse to score the first real token of a row under this adapter
+    row is not a trained prediction, so the scorers refuse to score the first real token of a row under this wrapper
     (it is a prompt/BOS token in practice).
 
     Args:
@@ -166,7 +166,7 @@ class ShiftedLogitsAdapter(_AdapterBase):
     >>> class Toy(torch.nn.Module):
     ...     def forward(self, input_ids, attention_mask=None):
     ...         return torch.nn.functional.one_hot(input_ids, 4).float()
-    >>> ShiftedLogitsAdapter(Toy(), mask_token_id=3)(torch.tensor([[0, 1, 2]])).argmax(-1).tolist()
+    >>> ShiftedLogitsWrapper(Toy(), mask_token_id=3)(torch.tensor([[0, 1, 2]])).argmax(-1).tolist()
     [[0, 0, 1]]
     ```
     """
@@ -175,7 +175,7 @@ class ShiftedLogitsAdapter(_AdapterBase):
     shift_logits = True
 
 
-class BlockDiffusionAdapter(_AdapterBase):
+class BlockDiffusionWrapper(_WrapperBase):
     """[`DiffusionLM`] that runs a masked LM as a block-diffusion model with block size `block_size`.
 
     Blocks are consecutive runs of `block_size` *real* tokens counted from the first real token of the row (so padding
@@ -198,7 +198,7 @@ class BlockDiffusionAdapter(_AdapterBase):
     >>> from transformers import BertConfig, BertForMaskedLM
     >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
     ...                                    num_attention_heads=2, intermediate_size=32)).eval()
-    >>> BlockDiffusionAdapter(model, mask_token_id=5, block_size=2)(torch.tensor([[1, 2, 5, 5]])).shape
+    >>> BlockDiffusionWrapper(model, mask_token_id=5, block_size=2)(torch.tensor([[1, 2, 5, 5]])).shape
     torch.Size([1, 4, 6])
     ```
     """
@@ -258,7 +258,7 @@ def wrap_diffusion_model(
     block_size: int | None = None,
     shift_logits: bool | None = None,
 ) -> DiffusionLM:
-    """Wraps a loaded model in the right [`DiffusionLM`] adapter, detecting what the config makes unambiguous.
+    """Wraps a loaded model in the right [`DiffusionLM`] wrapper, detecting what the config makes unambiguous.
 
     Args:
         model (`torch.nn.Module`): the loaded model; a [`DiffusionLM`] is returned unchanged.
@@ -270,7 +270,7 @@ def wrap_diffusion_model(
         shift_logits (`bool`, *optional*): `True` for Dream-style models; detected from `config.model_type`.
 
     Returns:
-        [`DiffusionLM`]: `LLaDAAdapter`, `ShiftedLogitsAdapter`, `BlockDiffusionAdapter` or `MaskedLMAdapter`.
+        [`DiffusionLM`]: `LLaDAWrapper`, `ShiftedLogitsWrapper`, `BlockDiffusionWrapper` or `MaskedLMWrapper`.
 
     Example:
     ```python
@@ -278,7 +278,7 @@ def wrap_diffusion_model(
     >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
     ...                                    num_attention_heads=2, intermediate_size=32))
     >>> type(wrap_diffusion_model(model, mask_token_id=5)).__name__
-    'MaskedLMAdapter'
+    'MaskedLMWrapper'
     ```
     """
     if isinstance(model, DiffusionLM):
@@ -287,7 +287,7 @@ def wrap_diffusion_model(
     model_type = getattr(config, "model_type", None)
     if model_type == "diffusion_gemma":
         raise ValueError(
-            "`model` is a DiffusionGemma encoder-decoder, which these single-stack adapters do not cover."
+            "`model` is a DiffusionGemma encoder-decoder, which these single-stack wrappers do not cover."
         )
     if family not in (None, "masked_diffusion", "block_diffusion"):
         raise ValueError(f"`family` must be 'masked_diffusion' or 'block_diffusion', got {family!r}.")
@@ -300,9 +300,16 @@ def wrap_diffusion_model(
     mask_token_id = _detect_mask_token_id(model, tokenizer, mask_token_id)
     shift = _detect_shift(model, model_type, shift_logits)
     if family == "block_diffusion":
-        return BlockDiffusionAdapter(model, mask_token_id, block_size, shift_logits=shift)
+        return BlockDiffusionWrapper(model, mask_token_id, block_size, shift_logits=shift)
     if shift:
-        return ShiftedLogitsAdapter(model, mask_token_id)
+        return ShiftedLogitsWrapper(model, mask_token_id)
     if model_type in ("llada", "llada_moe"):
-        return LLaDAAdapter(model, mask_token_id)
-    return MaskedLMAdapter(model, mask_token_id)
+        return LLaDAWrapper(model, mask_token_id)
+    return MaskedLMWrapper(model, mask_token_id)
+
+
+# Names of the first releases, when "adapter" meant both a PEFT adapter and a model-family wrapper.
+MaskedLMAdapter = MaskedLMWrapper
+LLaDAAdapter = LLaDAWrapper
+ShiftedLogitsAdapter = ShiftedLogitsWrapper
+BlockDiffusionAdapter = BlockDiffusionWrapper

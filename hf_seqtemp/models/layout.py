@@ -15,7 +15,7 @@ def real_positions(attention_mask: torch.Tensor) -> torch.Tensor:
 
 
 def block_index(attention_mask: torch.Tensor, block_size: int | None) -> torch.Tensor:
-    """The block layout shared by every diffusion scorer, loss, adapter and decoder: the block of each position.
+    """The block layout shared by every diffusion scorer, loss, wrapper and decoder: the block of each position.
 
     Blocks are runs of `block_size` *real* tokens counted from the first real token of the row, prompt included, so
     padding never shifts a boundary and a prompt of `P` tokens leaves `P % block_size` of its tokens in the first

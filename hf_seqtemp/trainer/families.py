@@ -142,7 +142,7 @@ class DiffusionFamily:
         if family not in ("masked_diffusion", "block_diffusion"):
             raise ValueError(f"`family` must be 'masked_diffusion' or 'block_diffusion', got {family!r}.")
         if family == "block_diffusion" and block_size is None:
-            raise ValueError("a block-diffusion model needs a `block_size`; its adapter has none.")
+            raise ValueError("a block-diffusion model needs a `block_size`; its wrapper has none.")
         method = method or ("exact" if family == "block_diffusion" else "mc")
         if method == "exact" and family == "masked_diffusion":
             raise ValueError(
@@ -265,7 +265,7 @@ class SteppedDiffusionFamily(DiffusionFamily):
 
 
 def family_for(model, args, scorer=None) -> CausalLMFamily | DiffusionFamily:
-    """The family strategy of a (possibly PEFT-wrapped) model: a [`DiffusionLM`] adapter is diffusion.
+    """The family strategy of a (possibly PEFT-wrapped) model: a [`DiffusionLM`] wrapper is diffusion.
 
     Raises:
         ValueError: when a `scorer` is given for a diffusion model (its scorers follow `args`).

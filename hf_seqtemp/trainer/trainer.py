@@ -53,10 +53,10 @@ class SeqTempTrainer(HubMixin, Trainer):
     Reference log-probabilities are computed once before training and stored per example.
 
     The model family picks the scoring ([`~hf_seqtemp.trainer.families`]): a causal LM is scored exactly; a
-    [`~hf_seqtemp.models.base.DiffusionLM`] adapter (or a raw masked LM, wrapped with
+    [`~hf_seqtemp.models.base.DiffusionLM`] wrapper (or a raw masked LM, wrapped with
     [`~hf_seqtemp.models.diffusion.wrap_diffusion_model`] using the tokenizer's mask token) by the exact block DP
     (L_p) or the k-order estimate (L_k, Eq. 24), see `SeqTempConfig.likelihood_method`, with the diffusion ELBO
-    L_diff (Eq. 4) as the `nll_weight` term. LoRA is then applied to the adapter's inner `.model`.
+    L_diff (Eq. 4) as the `nll_weight` term. LoRA is then applied to the wrapper's inner `.model`.
 
     Args:
         model (`str`, `PreTrainedModel` or `DiffusionLM`): the model to temper, or a Hub id / path loaded with

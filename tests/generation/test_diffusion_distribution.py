@@ -18,7 +18,7 @@ from generation_toys import tiny_bert
 
 from hf_seqtemp.generation import diffusion_generate
 from hf_seqtemp.likelihood import BlockDiffusionScorer
-from hf_seqtemp.models.diffusion import BlockDiffusionAdapter
+from hf_seqtemp.models.diffusion import BlockDiffusionWrapper
 
 MASK, NEW, SAMPLES = 4, 3, 3000
 COMPLETIONS = torch.tensor(list(itertools.product(range(MASK), repeat=NEW)))
@@ -27,7 +27,7 @@ COMPLETIONS = torch.tensor(list(itertools.product(range(MASK), repeat=NEW)))
 def _model(block_size):
     # vocabulary of 5 with id 4 as the mask token; with the mask token kept in the softmax, the 64 completion
     # probabilities of this model would sum to only 0.39-0.92 (measured), so the support choice is visible here
-    return BlockDiffusionAdapter(tiny_bert(seed=1, init=0.8), mask_token_id=MASK, block_size=block_size)
+    return BlockDiffusionWrapper(tiny_bert(seed=1, init=0.8), mask_token_id=MASK, block_size=block_size)
 
 
 @torch.no_grad()

@@ -17,7 +17,7 @@ from diffusion_oracles import (
 
 from hf_seqtemp.likelihood.block_diffusion import MAX_EXACT_BLOCK_SIZE, BlockDiffusionScorer, block_subsets
 from hf_seqtemp.likelihood.schedule_variance import schedule_variance
-from hf_seqtemp.models.diffusion import BlockDiffusionAdapter, MaskedLMAdapter
+from hf_seqtemp.models.diffusion import BlockDiffusionWrapper, MaskedLMWrapper
 
 # (input_ids, attention_mask, completion_mask); all of length 5
 CASES = {
@@ -42,7 +42,7 @@ def base():
 @pytest.mark.parametrize("adapter_kind", ["block", "masked"])
 def test_exact_dp_equals_brute_force(base, block_size, adapter_kind):
     """The whole padded batch at once, against the average of p(x; π) over every block-respecting order, per row."""
-    model = BlockDiffusionAdapter(base, MASK, block_size) if adapter_kind == "block" else MaskedLMAdapter(base, MASK)
+    model = BlockDiffusionWrapper(base, MASK, block_size) if adapter_kind == "block" else MaskedLMWrapper(base, MASK)
     ids, attention, completion = _tensors(BATCH)
     with torch.no_grad():
         got = BlockDiffusionScorer(block_size, max_batch=5)(model, ids, attention, completion)
@@ -57,7 +57,7 @@ def test_block_size_one_is_the_left_to_right_product(base):
     ids = [1, 2, 3, 4]
     with torch.no_grad():
         got = BlockDiffusionScorer(1)(
-            BlockDiffusionAdapter(base, MASK, 1), torch.tensor([ids]), None, torch.ones(1, 4)
+            BlockDiffusionWrapper(base, MASK, 1), torch.tensor([ids]), None, torch.ones(1, 4)
         )
         steps = [
             real_log_softmax(base(input_ids=torch.tensor([ids[:i] + [MASK]])).logits[0, i])[ids[i]] for i in range(4)
@@ -68,7 +68,7 @@ def test_block_size_one_is_the_left_to_right_product(base):
 def test_block_diffusion_differs_from_unrestricted_orders(base):
     """Guard against a DP that silently averages over all L! orders: B = 2 and B = 4 give different values."""
     ids = torch.tensor([CASES["all_completion"][0][:4]])
-    model = MaskedLMAdapter(base, MASK)
+    model = MaskedLMWrapper(base, MASK)
     with torch.no_grad():
         two, four = (
             BlockDiffusionScorer(2)(model, ids, None, torch.ones_like(ids)),
@@ -80,7 +80,7 @@ def test_block_diffusion_differs_from_unrestricted_orders(base):
 def test_completion_shorter_than_a_block(base):
     """A completion of m < B positions is a block with m! orders; no error and the brute-force value."""
     ids, attention, completion = [3, 1, 4, 0, 0], [1, 1, 1, 0, 0], [0, 1, 1, 0, 0]
-    model = BlockDiffusionAdapter(base, MASK, 4)
+    model = BlockDiffusionWrapper(base, MASK, 4)
     with torch.no_grad():
         got = BlockDiffusionScorer(4)(model, *_tensors([(ids, attention, completion)]))
         expected, _ = naive_log_marginal(
@@ -92,7 +92,7 @@ def test_completion_shorter_than_a_block(base):
 
 
 def test_left_padding_is_absent(base):
-    model = BlockDiffusionAdapter(base, MASK, 2)
+    model = BlockDiffusionWrapper(base, MASK, 2)
     with torch.no_grad():
         plain = BlockDiffusionScorer(2)(model, torch.tensor([[4, 4, 1, 2]]), None, torch.tensor([[0, 1, 1, 1]]))
         padded = BlockDiffusionScorer(2)(
@@ -106,7 +106,7 @@ def test_left_padding_is_absent(base):
 
 def test_gradient_equals_brute_force_gradient(base):
     """The DP is a training loss: its gradient (finite under padding and prompts) matches the brute-force one."""
-    model = BlockDiffusionAdapter(base, MASK, 3)
+    model = BlockDiffusionWrapper(base, MASK, 3)
     ids, attention, completion = _tensors(BATCH)
     BlockDiffusionScorer(3)(model, ids, attention, completion).sum().backward()
     dp_grads = [p.grad.clone() for p in base.parameters()]
@@ -119,7 +119,7 @@ def test_gradient_equals_brute_force_gradient(base):
 
 
 def test_mc_with_all_block_orders_equals_exact(base):
-    model = BlockDiffusionAdapter(base, MASK, 2)
+    model = BlockDiffusionWrapper(base, MASK, 2)
     _, attention, completion = CASES["prompt"]
     orders = orders_to_ranks(block_respecting_orders(attention, completion, 2), 5)
     with torch.no_grad():
@@ -137,7 +137,7 @@ def test_dp_call_count(base):
     handle = base.register_forward_pre_hook(hook, with_kwargs=True)
     ids, attention, completion = _tensors(BATCH)
     with torch.no_grad():
-        BlockDiffusionScorer(2, max_batch=1000)(BlockDiffusionAdapter(base, MASK, 2), ids, attention, completion)
+        BlockDiffusionScorer(2, max_batch=1000)(BlockDiffusionWrapper(base, MASK, 2), ids, attention, completion)
     handle.remove()
     # completion positions per block (pairs of real tokens), per row: (2,2,1), (1,2,1), (1,2), (1,2)
     # -> sum of 2^m - 1 = 7 + 5 + 4 + 4 = 20 states in one call
@@ -146,7 +146,7 @@ def test_dp_call_count(base):
 
 @pytest.mark.parametrize("block_size", [2, 3])
 def test_schedule_variance_exact_equals_brute_force(base, block_size):
-    model = BlockDiffusionAdapter(base, MASK, block_size)
+    model = BlockDiffusionWrapper(base, MASK, block_size)
     with torch.no_grad():
         got = schedule_variance(model, *_tensors(BATCH), block_size=block_size)
         expected = []
@@ -159,7 +159,7 @@ def test_schedule_variance_exact_equals_brute_force(base, block_size):
 
 def test_schedule_variance_sampled_unrestricted(base):
     """Sample variance over k uniform orders vs the exact variance over all 4! orders, within 4 standard errors."""
-    model = MaskedLMAdapter(base, MASK)
+    model = MaskedLMWrapper(base, MASK)
     row = CASES["prompt"]
     with torch.no_grad():
         _, logps = naive_log_marginal(model, *row, all_orders(row[2]))
@@ -185,11 +185,11 @@ def test_bad_arguments_and_inputs(base):
         BlockDiffusionScorer(2, method="dp")
     with pytest.raises(ValueError, match="`num_orders` must be an integer ≥ 1, got 0"):
         BlockDiffusionScorer(2, method="mc", num_orders=0)
-    with pytest.raises(ValueError, match="adapter uses block_size=3"):
-        BlockDiffusionScorer(2)(BlockDiffusionAdapter(base, MASK, 3), torch.tensor([[1, 2]]))
+    with pytest.raises(ValueError, match="wrapper uses block_size=3"):
+        BlockDiffusionScorer(2)(BlockDiffusionWrapper(base, MASK, 3), torch.tensor([[1, 2]]))
     with pytest.raises(ValueError, match='Use `method="mc"`'):
-        schedule_variance(MaskedLMAdapter(base, MASK), torch.tensor([[1, 2]]), block_size=17)
+        schedule_variance(MaskedLMWrapper(base, MASK), torch.tensor([[1, 2]]), block_size=17)
     with pytest.raises(ValueError, match="`num_orders` must be an integer ≥ 2, got 1"):
-        schedule_variance(MaskedLMAdapter(base, MASK), torch.tensor([[1, 2]]), num_orders=1)
+        schedule_variance(MaskedLMWrapper(base, MASK), torch.tensor([[1, 2]]), num_orders=1)
     with pytest.raises(ValueError, match="`method` must be 'exact' or 'mc'"):
-        schedule_variance(MaskedLMAdapter(base, MASK), torch.tensor([[1, 2]]), method="dp")
+        schedule_variance(MaskedLMWrapper(base, MASK), torch.tensor([[1, 2]]), method="dp")

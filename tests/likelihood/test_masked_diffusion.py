@@ -14,7 +14,7 @@ from diffusion_oracles import (
 )
 
 from hf_seqtemp.likelihood.masked_diffusion import MaskedDiffusionScorer, sample_orders
-from hf_seqtemp.models.diffusion import MaskedLMAdapter, ShiftedLogitsAdapter
+from hf_seqtemp.models.diffusion import MaskedLMWrapper, ShiftedLogitsWrapper
 
 CASES = {
     "all_completion": ([1, 2, 3, 4], [1, 1, 1, 1], [1, 1, 1, 1]),
@@ -26,7 +26,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def model():
-    return MaskedLMAdapter(tiny_masked_lm(), mask_token_id=MASK)
+    return MaskedLMWrapper(tiny_masked_lm(), mask_token_id=MASK)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -169,6 +169,6 @@ def test_bad_inputs(model):
         scorer.score_orders(model, ids, orders=torch.zeros(1, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="steps 0..m-1"):
         scorer.score_orders(model, ids, orders=torch.tensor([[[-1, 0, 0]]]))
-    shifted = ShiftedLogitsAdapter(tiny_masked_lm(), mask_token_id=MASK)
+    shifted = ShiftedLogitsWrapper(tiny_masked_lm(), mask_token_id=MASK)
     with pytest.raises(ValueError, match="first real token"):
         scorer(shifted, ids, completion_mask=torch.ones_like(ids))

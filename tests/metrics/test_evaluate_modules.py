@@ -14,7 +14,7 @@ from hf_seqtemp.metrics.precision_recall_math import (
     support_precision,
     support_recall,
 )
-from hf_seqtemp.models import MaskedLMAdapter
+from hf_seqtemp.models import MaskedLMWrapper
 
 NEW_MODULES = ("knn_precision_recall", "pass_at_k", "precision_recall", "schedule_variance")
 
@@ -42,7 +42,7 @@ def test_schedule_variance_module_equals_the_sampled_pure_function():
     bert = BertForMaskedLM(
         BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
     ).eval()
-    adapter = MaskedLMAdapter(bert, mask_token_id=5)
+    adapter = MaskedLMWrapper(bert, mask_token_id=5)
     input_ids = torch.tensor([[1, 2, 3, 4], [4, 3, 2, 1]])
     with torch.no_grad():
         logps = MaskedDiffusionScorer(num_orders=6, seed=3).order_logps(adapter, input_ids)

@@ -16,7 +16,7 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
-from hf_seqtemp import AutoregressiveScorer, MaskedLMAdapter, SeqTempConfig, SeqTempTrainer, hub
+from hf_seqtemp import AutoregressiveScorer, MaskedLMWrapper, SeqTempConfig, SeqTempTrainer, hub
 from hf_seqtemp.measure import score_dataset
 from hf_seqtemp.models.validation import check_model_kind
 from hf_seqtemp.peft_compat import peft_deprecations_silenced
@@ -76,7 +76,7 @@ def test_supported_models_pass():
         tiny_causal_lm(4),
         _peft(tiny_causal_lm(4)),
         _bert(),  # a raw masked LM: the trainer wraps it as a DiffusionLM
-        MaskedLMAdapter(_bert(), mask_token_id=5),
+        MaskedLMWrapper(_bert(), mask_token_id=5),
         torch.nn.Linear(2, 2),  # no config: its output is checked where it is called
     ]
     assert [check_model_kind(model) for model in models] == [None] * len(models)  # none raises
@@ -86,8 +86,8 @@ def test_autoregressive_entry_points_reject_diffusion_and_headless_models():
     held_out = as_dataset(torch.tensor([[0, 1, 2], [0, 2, 3]]))
     with pytest.raises(TypeError, match=r"`model` is a BertForMaskedLM, a masked \(diffusion\) language model.*"):
         score_dataset(_bert(), held_out)
-    with pytest.raises(TypeError, match="is a MaskedLMAdapter \\(a diffusion model\\), but this needs a causal LM"):
-        hub.measure_held_out(MaskedLMAdapter(_bert(), mask_token_id=5), held_out, 0.5)
+    with pytest.raises(TypeError, match="is a MaskedLMWrapper \\(a diffusion model\\), but this needs a causal LM"):
+        hub.measure_held_out(MaskedLMWrapper(_bert(), mask_token_id=5), held_out, 0.5)
     with pytest.raises(TypeError, match=f"LlamaModel, a model without a language-model head.*{FIX}"):
         hub.measure_held_out(LlamaModel(_llama_config()), held_out, 0.5)
     with pytest.raises(TypeError, match=r"`model` must be a model \(a `torch.nn.Module`"):

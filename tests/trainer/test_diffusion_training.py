@@ -15,7 +15,7 @@ from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
 from hf_seqtemp.likelihood.elbo import diffusion_elbo_loss
 from hf_seqtemp.likelihood.masked_diffusion import MaskedDiffusionScorer, order_logps
-from hf_seqtemp.models.diffusion import BlockDiffusionAdapter, MaskedLMAdapter
+from hf_seqtemp.models.diffusion import BlockDiffusionWrapper, MaskedLMWrapper
 from hf_seqtemp.trainer.families import _per_example_orders, order_seed
 
 MASK, VOCAB, LENGTH, BLOCK = 4, 4, 3, 2  # tokens 0-3 and the mask; prompt token 0 + 3 completion tokens
@@ -85,7 +85,7 @@ def _config(tmp_path, **overrides):
 @pytest.mark.parametrize("method", ["exact", "mc"])
 def test_block_diffusion_training_reduces_exact_tempered_kl_to_under_a_third(tmp_path, method):
     """L_p with the exact block DP, and L_k with k = 4 orders; both plus 0.05 x L_diff, full fine-tuning."""
-    model = BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK)
+    model = BlockDiffusionWrapper(tiny_bert(), MASK, BLOCK)
     ref = exact_logps(model)
     start = tempered_kl(ref, ref, 0.5)
     trainer = SeqTempTrainer(
@@ -102,9 +102,9 @@ def test_block_diffusion_training_reduces_exact_tempered_kl_to_under_a_third(tmp
 
 def test_lora_reference_is_the_disabled_adapter_and_save(tmp_path):
     base = tiny_bert(seed=1)
-    model = BlockDiffusionAdapter(tiny_bert(seed=1), MASK, BLOCK)
+    model = BlockDiffusionWrapper(tiny_bert(seed=1), MASK, BLOCK)
     lora = LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"], init_lora_weights=False)
-    data = samples(exact_logps(BlockDiffusionAdapter(base, MASK, BLOCK)), 32)
+    data = samples(exact_logps(BlockDiffusionWrapper(base, MASK, BLOCK)), 32)
     trainer = SeqTempTrainer(
         model, _config(tmp_path, max_steps=2), train_dataset=data, eval_dataset=data, peft_config=lora
     )
@@ -112,7 +112,7 @@ def test_lora_reference_is_the_disabled_adapter_and_save(tmp_path):
     ids = torch.tensor(data["input_ids"])
     with torch.no_grad():
         expected = BlockDiffusionScorer(BLOCK)(
-            BlockDiffusionAdapter(base, MASK, BLOCK), ids, None, torch.tensor(data["completion_mask"]).bool()
+            BlockDiffusionWrapper(base, MASK, BLOCK), ids, None, torch.tensor(data["completion_mask"]).bool()
         )
         active = BlockDiffusionScorer(BLOCK)(
             trainer.model.eval(), ids, None, torch.tensor(data["completion_mask"]).bool()
@@ -133,7 +133,7 @@ def test_lora_reference_is_the_disabled_adapter_and_save(tmp_path):
 def test_mc_reference_uses_seeded_orders_independent_of_batching(tmp_path):
     """The precomputed L_k reference of example i is log p̃ over the orders drawn from order_seed(seed, i)."""
     base = tiny_bert(seed=2)
-    model = MaskedLMAdapter(base, MASK)
+    model = MaskedLMWrapper(base, MASK)
     rows = [[0, 1, 2, 3], [0, 3, 3], [0, 2, 1, 1], [0, 1]]
     data = Dataset.from_dict({"input_ids": rows, "completion_mask": [[0] + [1] * (len(r) - 1) for r in rows]})
     values = []
@@ -170,7 +170,7 @@ def test_mc_reference_uses_seeded_orders_independent_of_batching(tmp_path):
 def test_elbo_estimate_matches_the_order_elbo(block_size):
     """E[L_diff estimate] = −(mean over (block-respecting) orders of log p(x; π)) / m, by brute force over orders."""
     base = tiny_bert(seed=3)
-    model = MaskedLMAdapter(base, MASK) if block_size is None else BlockDiffusionAdapter(base, MASK, block_size)
+    model = MaskedLMWrapper(base, MASK) if block_size is None else BlockDiffusionWrapper(base, MASK, block_size)
     ids = torch.tensor([[0, 2, 1, 3]])
     completion = torch.tensor([[False, True, True, True]])
     positions = [1, 2, 3]
@@ -192,9 +192,9 @@ def test_elbo_estimate_matches_the_order_elbo(block_size):
 def test_raw_masked_lm_is_wrapped(tmp_path):
     base = tiny_bert()
     base.config.mask_token_id = MASK
-    data = samples(exact_logps(BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK)), 8)
+    data = samples(exact_logps(BlockDiffusionWrapper(tiny_bert(), MASK, BLOCK)), 8)
     trainer = SeqTempTrainer(base, _config(tmp_path, num_orders=2), train_dataset=data)
-    assert isinstance(trainer.model, MaskedLMAdapter) and trainer.family.name == "masked_diffusion"
+    assert isinstance(trainer.model, MaskedLMWrapper) and trainer.family.name == "masked_diffusion"
     assert isinstance(trainer.family.scorer, MaskedDiffusionScorer) and trainer.family.scorer.num_orders == 2
 
 
@@ -213,34 +213,34 @@ def test_bad_config(tmp_path, overrides, match):
 
 
 def test_bad_combinations(tmp_path):
-    data = samples(exact_logps(BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK)), 8)
+    data = samples(exact_logps(BlockDiffusionWrapper(tiny_bert(), MASK, BLOCK)), 8)
     with pytest.raises(ValueError, match=r"`loss_type='c_div'` is not available for block_diffusion models"):
         SeqTempTrainer(
-            BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK), _config(tmp_path, loss_type="c_div"), train_dataset=data
+            BlockDiffusionWrapper(tiny_bert(), MASK, BLOCK), _config(tmp_path, loss_type="c_div"), train_dataset=data
         )
     with pytest.raises(ValueError, match=r"`likelihood_method='exact'` cannot be used with loss_type='ssts'"):
         SeqTempTrainer(
-            BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK),
+            BlockDiffusionWrapper(tiny_bert(), MASK, BLOCK),
             _config(tmp_path, loss_type="ssts", likelihood_method="exact"),
             train_dataset=data,
         )
     with pytest.raises(ValueError, match=r"`ref_num_orders`=8 differs from `num_orders`=4"):
         SeqTempTrainer(
-            MaskedLMAdapter(tiny_bert(), MASK),
+            MaskedLMWrapper(tiny_bert(), MASK),
             _config(tmp_path, loss_type="ssts", ref_num_orders=8),
             train_dataset=data,
         )
     with pytest.raises(ValueError, match=r"`likelihood_method='exact'` is only available for block diffusion"):
         SeqTempTrainer(
-            MaskedLMAdapter(tiny_bert(), MASK), _config(tmp_path, likelihood_method="exact"), train_dataset=data
+            MaskedLMWrapper(tiny_bert(), MASK), _config(tmp_path, likelihood_method="exact"), train_dataset=data
         )
     with pytest.raises(ValueError, match=r"`scorer` is only used for causal LMs"):
         SeqTempTrainer(
-            MaskedLMAdapter(tiny_bert(), MASK), _config(tmp_path), train_dataset=data, scorer=MaskedDiffusionScorer()
+            MaskedLMWrapper(tiny_bert(), MASK), _config(tmp_path), train_dataset=data, scorer=MaskedDiffusionScorer()
         )
     with pytest.raises(ValueError, match=r"`min_time` must be a float in \(0, 1\), got 0.0"):
         diffusion_elbo_loss(
-            MaskedLMAdapter(tiny_bert(), MASK), SEQUENCES[:1], torch.ones(1, 4), COMPLETION[:1], min_time=0.0
+            MaskedLMWrapper(tiny_bert(), MASK), SEQUENCES[:1], torch.ones(1, 4), COMPLETION[:1], min_time=0.0
         )
 
 
@@ -266,9 +266,9 @@ def test_ssts_training_reduces_exact_tempered_kl_to_under_a_third(tmp_path, kind
     small here (logged ess/fraction ≈ 0.79-0.85).
     """
     if kind == "masked":
-        model, exact = MaskedLMAdapter(tiny_bert(), MASK), all_order_logps
+        model, exact = MaskedLMWrapper(tiny_bert(), MASK), all_order_logps
     else:
-        model, exact = BlockDiffusionAdapter(tiny_bert(), MASK, BLOCK), exact_logps
+        model, exact = BlockDiffusionWrapper(tiny_bert(), MASK, BLOCK), exact_logps
     ref = exact(model)
     start = tempered_kl(ref, ref, 0.5)
     trainer = SeqTempTrainer(model, _config(tmp_path, loss_type="ssts", num_orders=4), train_dataset=samples(ref, 256))
@@ -301,7 +301,7 @@ def test_ssts_reference_steps_equal_a_fresh_computation_for_the_stored_seeds(tmp
     its `ref_order_seed` (block-respecting for block diffusion), independent of batching; the trained model is
     scored along the same orders; the on-the-fly reference gives the same loss."""
     base = tiny_bert(seed=4)
-    model = MaskedLMAdapter(base, MASK) if kind == "masked" else BlockDiffusionAdapter(base, MASK, BLOCK)
+    model = MaskedLMWrapper(base, MASK) if kind == "masked" else BlockDiffusionWrapper(base, MASK, BLOCK)
     rows = [[0, 1, 2, 3], [0, 3, 3], [0, 2, 1, 1], [0, 1]]
     data = Dataset.from_dict({"input_ids": rows, "completion_mask": [[0] + [1] * (len(r) - 1) for r in rows]})
     stored = []

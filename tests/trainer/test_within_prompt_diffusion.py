@@ -9,7 +9,7 @@ from generation_toys import tiny_bert
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
-from hf_seqtemp.models.diffusion import BlockDiffusionAdapter
+from hf_seqtemp.models.diffusion import BlockDiffusionWrapper
 
 MASK, VOCAB, LENGTH, BLOCK = 4, 4, 3, 2  # real tokens 0-3 and the mask; a 1-token prompt + 3 completion tokens
 PROMPTS = (0, 1, 2)
@@ -36,7 +36,7 @@ def per_prompt_kl(ref: torch.Tensor, model: torch.Tensor, temperature: float) ->
 
 
 def test_block_diffusion_l_p_tempers_every_prompt(tmp_path):
-    model = BlockDiffusionAdapter(tiny_bert(VOCAB + 1, seed=0, init=0.5), MASK, BLOCK)
+    model = BlockDiffusionWrapper(tiny_bert(VOCAB + 1, seed=0, init=0.5), MASK, BLOCK)
     ref = exact_logps(model)
     generator = torch.Generator().manual_seed(0)
     rows = []

@@ -9,10 +9,10 @@ from transformers import BertConfig, BertForMaskedLM, ModernBertConfig, ModernBe
 
 from hf_seqtemp.models.base import DiffusionLM
 from hf_seqtemp.models.diffusion import (
-    BlockDiffusionAdapter,
-    LLaDAAdapter,
-    MaskedLMAdapter,
-    ShiftedLogitsAdapter,
+    BlockDiffusionWrapper,
+    LLaDAWrapper,
+    MaskedLMWrapper,
+    ShiftedLogitsWrapper,
     wrap_diffusion_model,
 )
 
@@ -69,7 +69,7 @@ def test_left_and_right_padding_are_absent(family):
             global_attn_every_n_layers=1,
         )
         model = ModernBertForMaskedLM(config).eval()
-    adapter = MaskedLMAdapter(model, MASK)
+    adapter = MaskedLMWrapper(model, MASK)
     row = torch.tensor([[1, MASK, 3]])
     with torch.no_grad():
         plain = adapter(row)
@@ -81,7 +81,7 @@ def test_left_and_right_padding_are_absent(family):
 
 
 def test_shifted_logits_read_previous_real_token():
-    adapter = ShiftedLogitsAdapter(_IdLogits(), MASK)
+    adapter = ShiftedLogitsWrapper(_IdLogits(), MASK)
     out = adapter(torch.tensor([[0, 2, 3, 4]]), torch.tensor([[0, 1, 1, 1]]))
     # after compaction the real tokens [2, 3, 4] sit at 0..2; position of token 3 reads the output of token 2, etc.
     assert out[0, 2].argmax() == 2 and out[0, 3].argmax() == 3
@@ -92,42 +92,42 @@ def test_shifted_logits_read_previous_real_token():
 def test_block_adapter_hides_later_blocks_exactly():
     """Logits of the current block equal those of the prefix truncated at the end of the block."""
     base = _bert()
-    adapter = BlockDiffusionAdapter(base, MASK, 2)
+    adapter = BlockDiffusionWrapper(base, MASK, 2)
     full = torch.tensor([[1, 2, 3, MASK, MASK, MASK], [4, MASK, MASK, MASK, MASK, MASK]])
     with torch.no_grad():
         out = adapter(full)
         cut0 = base(input_ids=full[:1, :4]).logits[0]
         cut1 = base(input_ids=full[1:, :2]).logits[0]
-        bidirectional = MaskedLMAdapter(base, MASK)(full)
+        bidirectional = MaskedLMWrapper(base, MASK)(full)
     torch.testing.assert_close(out[0, :4], cut0, atol=1e-5, rtol=0)
     torch.testing.assert_close(out[1, :2], cut1, atol=1e-5, rtol=0)
     assert not torch.allclose(bidirectional[0, :4], cut0, atol=1e-3)  # the later masks *are* seen without blocks
 
 
 def test_llada_adapter_calls_with_input_ids_only():
-    adapter = LLaDAAdapter(_IdLogits(takes_mask=False), mask_token_id=MASK)
+    adapter = LLaDAWrapper(_IdLogits(takes_mask=False), mask_token_id=MASK)
     assert adapter(torch.tensor([[1, 2]])).argmax(-1).tolist() == [[1, 2]]
     with pytest.raises(ValueError, match="takes no `attention_mask`"):
-        LLaDAAdapter(torch.nn.Identity(), mask_token_id=MASK)(torch.tensor([[1, 2]]), torch.tensor([[1, 0]]))
-    with pytest.raises(ValueError, match="`mask_token_id` is required for LLaDAAdapter"):
-        LLaDAAdapter(_IdLogits(), mask_token_id=None)
+        LLaDAWrapper(torch.nn.Identity(), mask_token_id=MASK)(torch.tensor([[1, 2]]), torch.tensor([[1, 0]]))
+    with pytest.raises(ValueError, match="`mask_token_id` is required for LLaDAWrapper"):
+        LLaDAWrapper(_IdLogits(), mask_token_id=None)
 
 
 def test_wrap_detects_family_and_mask_id():
     bert = _bert()
     wrapped = wrap_diffusion_model(bert, tokenizer=SimpleNamespace(mask_token_id=MASK))
-    assert type(wrapped) is MaskedLMAdapter and wrapped.mask_token_id == MASK and wrapped.family == "masked_diffusion"
+    assert type(wrapped) is MaskedLMWrapper and wrapped.mask_token_id == MASK and wrapped.family == "masked_diffusion"
     assert wrap_diffusion_model(wrapped) is wrapped
     dream = wrap_diffusion_model(_IdLogits(SimpleNamespace(model_type="dream", mask_token_id=4)))
-    assert type(dream) is ShiftedLogitsAdapter and dream.mask_token_id == 4
+    assert type(dream) is ShiftedLogitsWrapper and dream.mask_token_id == 4
     llada = wrap_diffusion_model(_IdLogits(SimpleNamespace(model_type="llada", mask_token_id=3)))
-    assert type(llada) is LLaDAAdapter and llada.mask_token_id == 3
+    assert type(llada) is LLaDAWrapper and llada.mask_token_id == 3
     bd3 = wrap_diffusion_model(_IdLogits(SimpleNamespace(model_type="bd3lm", block_size=4)), mask_token_id=5)
-    assert type(bd3) is BlockDiffusionAdapter and bd3.block_size == 4 and bd3.family == "block_diffusion"
+    assert type(bd3) is BlockDiffusionWrapper and bd3.block_size == 4 and bd3.family == "block_diffusion"
     blocked = wrap_diffusion_model(bert, mask_token_id=MASK, block_size=2)
     assert isinstance(blocked, DiffusionLM) and blocked.block_size == 2 and not blocked.shift_logits
     shifted = wrap_diffusion_model(bert, mask_token_id=MASK, shift_logits=True)
-    assert type(shifted) is ShiftedLogitsAdapter
+    assert type(shifted) is ShiftedLogitsWrapper
 
 
 @pytest.mark.parametrize(
@@ -157,4 +157,14 @@ def test_unreadable_model_output():
             return {"scores": input_ids}
 
     with pytest.raises(TypeError, match="expected a tensor or an output with `.logits`"):
-        MaskedLMAdapter(Weird(), MASK)(torch.tensor([[1]]))
+        MaskedLMWrapper(Weird(), MASK)(torch.tensor([[1]]))
+
+
+def test_the_former_adapter_names_still_import():
+    import hf_seqtemp
+    import hf_seqtemp.models
+
+    for family in ("MaskedLM", "LLaDA", "ShiftedLogits", "BlockDiffusion"):
+        wrapper = getattr(hf_seqtemp.models, f"{family}Wrapper")
+        assert getattr(hf_seqtemp.models, f"{family}Adapter") is wrapper
+        assert getattr(hf_seqtemp, f"{family}Adapter") is getattr(hf_seqtemp, f"{family}Wrapper") is wrapper
