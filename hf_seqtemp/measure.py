@@ -100,10 +100,10 @@ def dataset_groups(dataset: Dataset, tokenizer=None, max_length: int = 4096) -> 
 
 
 def temperature_report(
-    base_logps: torch.Tensor, logps: torch.Tensor, lengths: torch.Tensor, groups=None
+    ref_logps: torch.Tensor, policy_logps: torch.Tensor, lengths: torch.Tensor, groups=None
 ) -> dict[str, float]:
-    """Within-prompt T_eff and Kendall τ of `logps` against the base model's `base_logps` (pass `groups`, one
-    prompt id per sequence; `None` is one group), and the NLL per token of `logps`.
+    """Within-prompt T_eff and Kendall τ of `policy_logps` against the reference (base model) `ref_logps` (pass
+    `groups`, one prompt id per sequence; `None` is one group), and the NLL per token of `policy_logps`.
 
     Example:
     ```python
@@ -114,9 +114,9 @@ def temperature_report(
     ```
     """
     return {
-        "t_eff": effective_temperature(base_logps, logps, groups=groups),
-        "kendall_tau": kendall_tau(base_logps, logps, groups=groups),
-        "nll_per_token": sequence_nll(logps, lengths)["nll_per_token"],
+        "t_eff": effective_temperature(ref_logps, policy_logps, groups=groups),
+        "kendall_tau": kendall_tau(ref_logps, policy_logps, groups=groups),
+        "nll_per_token": sequence_nll(policy_logps, lengths)["nll_per_token"],
     }
 
 
@@ -163,10 +163,9 @@ def measure_held_out(
             f"autoregressive model), got {type(scorer).__name__}."
         )
     if is_peft_model(model):
-        base_context = model.disable_adapter()
-        base = model
+        ref_context, ref_model = model.disable_adapter(), model
     elif base_model is not None and not isinstance(base_model, (str, os.PathLike)):
-        base_context, base = contextlib.nullcontext(), base_model
+        ref_context, ref_model = contextlib.nullcontext(), base_model
     else:
         raise ValueError(
             "`base_model` must be the base model object when the tempered model is not a PeftModel (full "
@@ -174,15 +173,15 @@ def measure_held_out(
         )
     kwargs = {"tokenizer": tokenizer, "batch_size": batch_size, "max_length": max_length}
     myopic_scorer = AutoregressiveScorer(token_temperature=target_temperature)
-    with base_context:
-        base_logps, lengths = score_dataset(base, held_out_dataset, scorer, desc="Scoring base", **kwargs)
-        myopic_logps, _ = score_dataset(base, held_out_dataset, myopic_scorer, desc="Scoring myopic", **kwargs)
-    tempered_logps, _ = score_dataset(model, held_out_dataset, scorer, desc="Scoring tempered", **kwargs)
-    logps = {"base": base_logps, "myopic": myopic_logps, "tempered": tempered_logps, "lengths": lengths}
+    with ref_context:
+        ref_logps, lengths = score_dataset(ref_model, held_out_dataset, scorer, desc="Scoring base", **kwargs)
+        myopic_logps, _ = score_dataset(ref_model, held_out_dataset, myopic_scorer, desc="Scoring myopic", **kwargs)
+    policy_logps, _ = score_dataset(model, held_out_dataset, scorer, desc="Scoring tempered", **kwargs)
+    logps = {"base": ref_logps, "myopic": myopic_logps, "tempered": policy_logps, "lengths": lengths}
     # within prompts: a prompted model is tempered per prompt
     groups = dataset_groups(held_out_dataset, tokenizer, max_length)
     logps["groups"] = groups
-    reports = {name: temperature_report(base_logps, logps[name], lengths, groups) for name in MEASURED_MODELS}
+    reports = {name: temperature_report(ref_logps, logps[name], lengths, groups) for name in MEASURED_MODELS}
     return reports, logps
 
 

@@ -1,8 +1,9 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Partition-free temperature metrics (Section 5.1 of the paper) as pure tensor functions.
 
-Every function takes per-sequence log-likelihoods (`log p(x)` of the base model, `log q(x)` of the model being
-measured) on the same sequences, as tensors or lists, and returns plain Python floats.
+Every function takes per-sequence log-likelihoods on the same sequences, as tensors or lists, and returns plain Python
+floats: `ref_logps` is `log p(x)` under the reference (the base model p) and `policy_logps` is `log q(x)` under the
+model being measured (TRL's words for the two models).
 
 Prompted models are tempered per prompt (q(x|c) ∝ p(x|c)^{1/T}), so pairs, slopes, ranks and variances are taken
 *within* prompt groups: pass `groups=` (one hashable id per sequence, e.g. the prompt). Across prompts log Z_T(c)
@@ -29,33 +30,33 @@ def _as_float64(values, name: str) -> torch.Tensor:
     return tensor
 
 
-def _paired(base_logp, tempered_logp, minimum: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-    base = _as_float64(base_logp, "base_logp")
-    tempered = _as_float64(tempered_logp, "tempered_logp")
-    if base.numel() != tempered.numel():
+def _paired(ref_logps, policy_logps, minimum: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    ref = _as_float64(ref_logps, "ref_logps")
+    policy = _as_float64(policy_logps, "policy_logps")
+    if ref.numel() != policy.numel():
         raise ValueError(
-            f"`base_logp` and `tempered_logp` must score the same sequences, got {base.numel()} and "
-            f"{tempered.numel()} values."
+            f"`ref_logps` and `policy_logps` must score the same sequences, got {ref.numel()} and "
+            f"{policy.numel()} values."
         )
-    if base.numel() < minimum:
-        raise ValueError(f"need at least {minimum} sequences to form a pair, got {base.numel()}.")
-    return base, tempered
+    if ref.numel() < minimum:
+        raise ValueError(f"need at least {minimum} sequences to form a pair, got {ref.numel()}.")
+    return ref, policy
 
 
 Groups = Sequence[Hashable] | torch.Tensor | None
 
 
-def _centred(base: torch.Tensor, tempered: torch.Tensor, groups: Groups) -> tuple[torch.Tensor, torch.Tensor]:
-    codes = group_codes(groups, base.numel())
+def _centred(ref: torch.Tensor, policy: torch.Tensor, groups: Groups) -> tuple[torch.Tensor, torch.Tensor]:
+    codes = group_codes(groups, ref.numel())
     if groups is not None:
         require_pairs(codes)
-    return base - group_means(base, codes), tempered - group_means(tempered, codes)
+    return ref - group_means(ref, codes), policy - group_means(policy, codes)
 
 
 def effective_temperature(
-    base_logp: Sequence[float] | torch.Tensor, tempered_logp: Sequence[float] | torch.Tensor, groups: Groups = None
+    ref_logps: Sequence[float] | torch.Tensor, policy_logps: Sequence[float] | torch.Tensor, groups: Groups = None
 ) -> float:
-    """Effective temperature T_eff of Eq. 17: the homogeneous least-squares slope of base log-ratios on tempered ones.
+    """Effective temperature T_eff of Eq. 17: the homogeneous least-squares slope of reference log-ratios on policy ones.
 
     `T_eff = Σ_{x,x'} log(p(x)/p(x')) log(q(x)/q(x')) / Σ_{x,x'} log(q(x)/q(x'))²` over all pairs of the same
     prompt group. Since `Σ_{x,x'∈g} (a_x − a_x')(b_x − b_x') = 2n_g Σ_{x∈g} (a_x − ā_g)(b_x − b̄_g)`, it is computed
@@ -64,13 +65,13 @@ def effective_temperature(
     model itself has 1.
 
     Args:
-        base_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log p(x)` of the base model.
-        tempered_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log q(x)` of the measured model.
+        ref_logps (`torch.Tensor` or list of `float`, shape `(n,)`): `log p(x)` of the reference (base) model.
+        policy_logps (`torch.Tensor` or list of `float`, shape `(n,)`): `log q(x)` of the measured model.
         groups (list of hashables or `torch.Tensor` of shape `(n,)`, *optional*): prompt id of each sequence;
             `None`: one group.
 
     Returns:
-        `float`: T_eff (NaN when `tempered_logp` is constant within every group, where the slope is undefined).
+        `float`: T_eff (NaN when `policy_logps` is constant within every group, where the slope is undefined).
 
     Raises:
         ValueError: when `groups` has the wrong length, or no two sequences share a group.
@@ -84,27 +85,27 @@ def effective_temperature(
     0.5
     ```
     """
-    base, tempered = _paired(base_logp, tempered_logp)
-    base_c, tempered_c = _centred(base, tempered, groups)
-    denominator = (tempered_c * tempered_c).sum().item()
+    ref, policy = _paired(ref_logps, policy_logps)
+    ref_c, policy_c = _centred(ref, policy, groups)
+    denominator = (policy_c * policy_c).sum().item()
     if denominator == 0.0:
         return math.nan
-    return (base_c * tempered_c).sum().item() / denominator
+    return (ref_c * policy_c).sum().item() / denominator
 
 
-def _concordance(base: torch.Tensor, tempered: torch.Tensor, chunk_size: int) -> float:
+def _concordance(ref: torch.Tensor, policy: torch.Tensor, chunk_size: int) -> float:
     """`Σ_{i≠j} sgn(a_i − a_j) sgn(b_i − b_j)` over ordered pairs, in row chunks (memory O(chunk_size · n))."""
     total = 0.0
-    for start in range(0, base.numel(), chunk_size):
-        sign_base = torch.sign(base[start : start + chunk_size, None] - base[None, :])
-        sign_tempered = torch.sign(tempered[start : start + chunk_size, None] - tempered[None, :])
-        total += (sign_base * sign_tempered).sum().item()
+    for start in range(0, ref.numel(), chunk_size):
+        sign_ref = torch.sign(ref[start : start + chunk_size, None] - ref[None, :])
+        sign_policy = torch.sign(policy[start : start + chunk_size, None] - policy[None, :])
+        total += (sign_ref * sign_policy).sum().item()
     return total
 
 
 def kendall_tau(
-    base_logp: Sequence[float] | torch.Tensor,
-    tempered_logp: Sequence[float] | torch.Tensor,
+    ref_logps: Sequence[float] | torch.Tensor,
+    policy_logps: Sequence[float] | torch.Tensor,
     chunk_size: int = 2048,
     groups: Groups = None,
 ) -> float:
@@ -115,8 +116,8 @@ def kendall_tau(
     memory is O(chunk_size · n_g).
 
     Args:
-        base_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log p(x)` of the base model.
-        tempered_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log q(x)` of the measured model.
+        ref_logps (`torch.Tensor` or list of `float`, shape `(n,)`): `log p(x)` of the reference (base) model.
+        policy_logps (`torch.Tensor` or list of `float`, shape `(n,)`): `log q(x)` of the measured model.
         chunk_size (`int`, *optional*, defaults to `2048`): rows compared at once.
         groups (list of hashables or `torch.Tensor` of shape `(n,)`, *optional*): prompt id of each sequence;
             `None`: one group.
@@ -132,28 +133,28 @@ def kendall_tau(
     1.0
     ```
     """
-    base, tempered = _paired(base_logp, tempered_logp)
-    codes = group_codes(groups, base.numel())
+    ref, policy = _paired(ref_logps, policy_logps)
+    codes = group_codes(groups, ref.numel())
     if groups is None:
-        return _concordance(base, tempered, chunk_size) / (base.numel() * (base.numel() - 1))
+        return _concordance(ref, policy, chunk_size) / (ref.numel() * (ref.numel() - 1))
     require_pairs(codes)
     concordance, pairs = 0.0, 0
     for code in torch.unique(codes).tolist():
         members = codes == code
         n = int(members.sum())
         if n > 1:
-            concordance += _concordance(base[members], tempered[members], chunk_size)
+            concordance += _concordance(ref[members], policy[members], chunk_size)
             pairs += n * (n - 1)
     return concordance / pairs
 
 
 def sequence_nll(
-    logp: Sequence[float] | torch.Tensor, lengths: Sequence[int] | torch.Tensor | None = None
+    logps: Sequence[float] | torch.Tensor, lengths: Sequence[int] | torch.Tensor | None = None
 ) -> dict[str, float]:
     """Mean negative log-likelihood per sequence, and per token when `lengths` is given.
 
     Args:
-        logp (`torch.Tensor` or list of `float`, shape `(n,)`): sequence log-likelihoods (sums over tokens).
+        logps (`torch.Tensor` or list of `float`, shape `(n,)`): sequence log-likelihoods (sums over tokens).
         lengths (`torch.Tensor` or list of `int`, shape `(n,)`, *optional*): number of scored tokens per sequence.
 
     Returns:
@@ -166,14 +167,14 @@ def sequence_nll(
     {'nll_per_sequence': 3.0, 'nll_per_token': 1.0}
     ```
     """
-    values = _as_float64(logp, "logp")
+    values = _as_float64(logps, "logps")
     if values.numel() == 0:
-        raise ValueError("`logp` is empty: score at least one sequence.")
+        raise ValueError("`logps` is empty: score at least one sequence.")
     result = {"nll_per_sequence": -values.mean().item()}
     if lengths is not None:
         counts = torch.as_tensor(lengths, dtype=torch.float64).flatten()
         if counts.numel() != values.numel():
-            raise ValueError(f"`lengths` has {counts.numel()} values but `logp` has {values.numel()}.")
+            raise ValueError(f"`lengths` has {counts.numel()} values but `logps` has {values.numel()}.")
         if (counts <= 0).any():
             raise ValueError(f"`lengths` must be positive token counts, got {counts.min().item():g}.")
         result["nll_per_token"] = -values.sum().item() / counts.sum().item()
@@ -181,8 +182,8 @@ def sequence_nll(
 
 
 def temperature_log_ratio(
-    base_logp: Sequence[float] | torch.Tensor,
-    tempered_logp: Sequence[float] | torch.Tensor,
+    ref_logps: Sequence[float] | torch.Tensor,
+    policy_logps: Sequence[float] | torch.Tensor,
     temperature: float,
     groups: Groups = None,
 ) -> dict[str, object]:
@@ -193,8 +194,8 @@ def temperature_log_ratio(
     `T log Z_T(c)`, not informative on its own.
 
     Args:
-        base_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log p(x)` of the base model.
-        tempered_logp (`torch.Tensor` or list of `float`, shape `(n,)`): `log q(x)` of the measured model.
+        ref_logps (`torch.Tensor` or list of `float`, shape `(n,)`): `log p(x)` of the reference (base) model.
+        policy_logps (`torch.Tensor` or list of `float`, shape `(n,)`): `log q(x)` of the measured model.
         temperature (`float`): the target temperature `T > 0`.
         groups (list of hashables or `torch.Tensor` of shape `(n,)`, *optional*): prompt id of each sequence;
             `None`: one group.
@@ -211,8 +212,8 @@ def temperature_log_ratio(
     ```
     """
     temperature = check_temperature(temperature)
-    base, tempered = _paired(base_logp, tempered_logp, minimum=1)
-    h = base - temperature * tempered
+    ref, policy = _paired(ref_logps, policy_logps, minimum=1)
+    h = ref - temperature * policy
     codes = group_codes(groups, h.numel())
     if groups is not None:
         require_pairs(codes)

@@ -66,9 +66,9 @@ def test_metric_errors_name_the_argument():
         effective_temperature([1.0, 2.0], [1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="at least 2 sequences"):
         kendall_tau([1.0], [1.0])
-    with pytest.raises(ValueError, match="`tempered_logp` must contain finite"):
+    with pytest.raises(ValueError, match="`policy_logps` must contain finite"):
         effective_temperature([1.0, 2.0], [1.0, float("-inf")])
-    with pytest.raises(ValueError, match="`logp` is empty"):
+    with pytest.raises(ValueError, match="`logps` is empty"):
         sequence_nll([])
     with pytest.raises(ValueError, match="`lengths` has 1 values"):
         sequence_nll([-1.0, -2.0], [3])
