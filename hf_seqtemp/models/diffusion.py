@@ -218,6 +218,22 @@ class BlockDiffusionWrapper(_WrapperBase):
         return super()._run(input_ids, attention_mask * visible.to(attention_mask.dtype))
 
 
+def is_raw_diffusion_model(model) -> bool:
+    """Whether `model` is a masked/block diffusion model that [`wrap_diffusion_model`] can wrap (not yet wrapped).
+
+    Example:
+    ```python
+    >>> from transformers import BertConfig, BertForMaskedLM
+    >>> bert = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=8, num_hidden_layers=1, num_attention_heads=2))
+    >>> is_raw_diffusion_model(bert), is_raw_diffusion_model(MaskedLMWrapper(bert, mask_token_id=5))
+    (True, False)
+    ```
+    """
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    known = _BLOCK_TYPES | _SHIFTED_TYPES | _UNSHIFTED_TYPES
+    return model_type in known or type(model).__name__.endswith("ForMaskedLM")
+
+
 def _detect_mask_token_id(model, tokenizer, mask_token_id):
     if mask_token_id is not None:
         return int(mask_token_id)

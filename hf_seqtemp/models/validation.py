@@ -8,19 +8,12 @@ import functools
 import torch
 
 from .base import DiffusionLM
-from .diffusion import _BLOCK_TYPES, _SHIFTED_TYPES, _UNSHIFTED_TYPES
+from .diffusion import is_raw_diffusion_model
 
 SUPPORTED = (
     "hf_seqtemp supports causal LMs with a language-model head (e.g. `LlamaForCausalLM`) and masked/block "
     "diffusion models wrapped as a `DiffusionLM` (`hf_seqtemp.wrap_diffusion_model`)"
 )
-
-
-def is_raw_diffusion_model(model) -> bool:
-    """Whether `model` is a masked/block diffusion model that [`wrap_diffusion_model`] can wrap (not yet wrapped)."""
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    known = _BLOCK_TYPES | _SHIFTED_TYPES | _UNSHIFTED_TYPES
-    return model_type in known or type(model).__name__.endswith("ForMaskedLM")
 
 
 @functools.cache

@@ -1,5 +1,11 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""How [`SeqTempTrainer`] scores each model family: one small strategy object per family, no `if family` chains."""
+"""How [`SeqTempTrainer`] treats each model family: one small strategy object per family, no `if family` chains.
+
+A family decides how a model is scored (with grad, and as the reference), what its anti-drift term is, where a PEFT
+adapter goes, which reference columns are stored, and what the trainer may do with it (sample completions of
+prompt-only data, start at token temperature T, measure the myopic baseline for the card). The trainer only reads
+these answers; it never asks which family it holds.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,27 @@ from ..likelihood.masked_diffusion import (
 )
 from ..losses import DIFFUSION_LOSSES, LOSSES, token_nll
 from ..models.base import DiffusionLM
+from ..peft_compat import peft_deprecations_silenced
+from .token_temperature_init import fold_token_temperature, with_trainable_final_norm
+
+
+def attach_adapter(module: torch.nn.Module, peft_config, token_temperature: float | None = None):
+    """`get_peft_model(module, peft_config)`, started at token temperature `token_temperature` when given (the final
+    norm scaled by 1/T, [`fold_token_temperature`]), with the base model's name recorded for `AutoPeftModel` (PEFT
+    leaves it empty for a model built from a config)."""
+    from peft import get_peft_model
+
+    if token_temperature is not None:
+        peft_config = with_trainable_final_norm(peft_config, module)
+    with peft_deprecations_silenced():
+        peft_model = get_peft_model(module, peft_config)
+    if token_temperature is not None:
+        fold_token_temperature(peft_model, token_temperature)
+    name = getattr(getattr(module, "config", None), "_name_or_path", None)
+    for adapter_config in peft_model.peft_config.values():
+        if not adapter_config.base_model_name_or_path and name:
+            adapter_config.base_model_name_or_path = name
+    return peft_model
 
 
 def order_seed(seed: int, example_id: int) -> int:
@@ -67,6 +94,8 @@ class CausalLMFamily:
     objectives = LOSSES
     losses = tuple(LOSSES)
     reference_column = "ref_token_logps"
+    samples_completions = True  # prompt-only data gets completions sampled from the reference
+    supports_token_temperature_init = True  # `init_from_token_temperature`: a decoder's final norm scaled by 1/T
 
     def __init__(self, scorer=None):
         self.scorer = scorer if scorer is not None else AutoregressiveScorer()
@@ -76,6 +105,14 @@ class CausalLMFamily:
         """Whether the card can score this family's base model, myopic baseline and tempered model (token
         temperature needs the exact autoregressive scorer)."""
         return isinstance(self.scorer, AutoregressiveScorer)
+
+    def with_adapter(self, model, peft_config, token_temperature: float | None = None):
+        """`model` with a PEFT adapter ([`attach_adapter`])."""
+        return attach_adapter(model, peft_config, token_temperature)
+
+    def extra_reference_columns(self, example_ids: list[int]) -> dict[str, list]:
+        """Columns stored with the reference log-probabilities besides `ref_logps` (none: the reference is exact)."""
+        return {}
 
     def score(self, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Sequence log q(x) with grad, and the per-token values the token losses need."""
@@ -137,6 +174,8 @@ class DiffusionFamily:
     losses = tuple(DIFFUSION_LOSSES)
     reference_column = "ref_step_logps"
     measures_held_out = False  # the myopic baseline of the card is token temperature on a causal LM
+    samples_completions = False  # completions are sampled from causal LMs only
+    supports_token_temperature_init = False
 
     def __init__(self, family, block_size=None, method=None, num_orders=4, ref_num_orders=None, seed=0):
         if family not in ("masked_diffusion", "block_diffusion"):
@@ -159,6 +198,15 @@ class DiffusionFamily:
             self.scorer = MaskedDiffusionScorer(num_orders)
             self.ref_scorer = MaskedDiffusionScorer(ref_num_orders)
         self.ref_num_orders = ref_num_orders
+
+    def with_adapter(self, model, peft_config, token_temperature: float | None = None):
+        """`model` with a PEFT adapter on the model inside its wrapper, which is what is saved and reloaded."""
+        model.model = attach_adapter(model.model, peft_config, token_temperature)
+        return model
+
+    def extra_reference_columns(self, example_ids: list[int]) -> dict[str, list]:
+        """`ref_order_seed`: the seed of each example's reference orders ([`order_seed`]), for the k-order estimate."""
+        return {"ref_order_seed": [order_seed(self.seed, i) for i in example_ids]} if self.method == "mc" else {}
 
     def score(self, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Sequence log q̃(x) with grad (exact or k-order estimate); no per-token values."""

@@ -3,47 +3,32 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import math
 import os
-from collections import defaultdict
 from typing import ClassVar
 
 import torch
 from datasets import Dataset
-from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, Trainer
 
 from ..config import SequenceTemperatureConfig
-from ..data import (
-    EXAMPLE_ID,
-    GROUP_ID,
-    GroupSampler,
-    SeqTempCollator,
-    check_group_batching,
-    eos_ids_of,
-    is_prompt_only,
-    prepare_dataset,
-    sample_completions,
-)
+from ..data import GROUP_ID, GroupSampler, SeqTempCollator, check_group_batching, is_prompt_only, prepare_dataset
 from ..groups import group_codes, require_pairs, within_group_pairs
 from ..hub import save_weights
 from ..losses import LossInputs
-from ..metrics.core import effective_temperature, kendall_tau, temperature_log_ratio
-from ..models.base import DiffusionLM, wrapped_model
-from ..models.diffusion import wrap_diffusion_model
-from ..models.validation import check_model_kind, is_raw_diffusion_model
-from ..peft_compat import peft_deprecations_silenced, peft_model_of
+from ..models.base import wrapped_model
+from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
+from ..models.validation import check_model_kind
+from ..peft_compat import peft_model_of
 from .config import SeqTempConfig
-from .families import DiffusionFamily, family_for, order_seed
+from .families import family_for
 from .hub_mixin import HubMixin
+from .metric_log import MetricLog
 from .prompt_only import CompletionPool, FreshCollator, FreshSamples, complete_prompts, pad_token_id_of
-from .token_temperature_init import fold_token_temperature, with_trainable_final_norm
+from .reference import ReferenceMixin
 
 
-class SeqTempTrainer(HubMixin, Trainer):
+class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
     """
     Trainer for sequence-level temperature scaling (Scheufele, Blohm, Garg, *Temperature Scaling in Discrete Sequence
     (Language) Models*, Section 5.2): fits q_T ∝ p^{1/T} over whole sequences, where p is the model before training.
@@ -104,21 +89,13 @@ class SeqTempTrainer(HubMixin, Trainer):
         peft_config=None,
         scorer=None,
     ):
-        if args is None:
-            inner = wrapped_model(model)
-            name = model if isinstance(model, str) else getattr(getattr(inner, "config", None), "_name_or_path", "")
-            name = name or type(inner).__name__
-            args = SeqTempConfig(f"{str(name).split('/')[-1]}-SeqTemp")
+        args = self._default_args(model) if args is None else args
         if not isinstance(args, SeqTempConfig):
             raise TypeError(f"`args` must be a SeqTempConfig, got {type(args).__name__}.")
-        model = self._prepare_model(model, peft_config, processing_class, args)
+        model = self._prepare_model(model, processing_class)
         self.family = family_for(model, args, scorer)
-        if args.loss_type not in self.family.objectives:
-            raise ValueError(
-                f"`loss_type={args.loss_type!r}` is not available for {self.family.name} models (it is defined on "
-                f"autoregressive per-token conditionals). Use one of {list(self.family.losses)}."
-            )
-        self.objective = self.family.objectives[args.loss_type]
+        model = self._add_adapter(model, peft_config, args)
+        self.objective = self._objective(args)
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset")
         if eval_dataset is not None:
             eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset")
@@ -147,7 +124,7 @@ class SeqTempTrainer(HubMixin, Trainer):
         self.loss_is_scaled_for_ga = False
         if hasattr(self.model, "add_model_tags"):
             self.model.add_model_tags(self._tag_names)
-        self._buffers = {mode: defaultdict(list) for mode in ("train", "eval")}
+        self._metric_log = MetricLog()
         self._loss_state: dict = {}  # objectives with memory (TruncR's rolling quantile)
         self.last_eval_metrics: dict[str, float] = {}
         if self.objective.needs_groups:
@@ -161,13 +138,26 @@ class SeqTempTrainer(HubMixin, Trainer):
 
     # ------------------------------------------------------------------ preparation
     @staticmethod
-    def _prepare_model(model, peft_config, processing_class, args: SeqTempConfig):
+    def _default_args(model) -> SeqTempConfig:
+        """`SeqTempConfig("<model name>-SeqTemp")`: the output folder is named after the model, as in TRL."""
+        inner = wrapped_model(model)
+        name = model if isinstance(model, str) else getattr(getattr(inner, "config", None), "_name_or_path", "")
+        name = name or type(inner).__name__
+        return SeqTempConfig(f"{str(name).split('/')[-1]}-SeqTemp")
+
+    @staticmethod
+    def _prepare_model(model, processing_class):
+        """The model to train: loaded from a Hub id or path, checked, and a raw diffusion model wrapped."""
         if isinstance(model, str):
             model = AutoModelForCausalLM.from_pretrained(model)
         check_model_kind(model)
-        if not isinstance(model, DiffusionLM) and is_raw_diffusion_model(model):
-            model = wrap_diffusion_model(model, processing_class)
-        if args.init_from_token_temperature and (peft_config is None or isinstance(model, DiffusionLM)):
+        return wrap_diffusion_model(model, processing_class) if is_raw_diffusion_model(model) else model
+
+    def _add_adapter(self, model, peft_config, args: SeqTempConfig):
+        """`model` with the PEFT adapter of `peft_config` (where the family puts it), or `model` itself."""
+        if args.init_from_token_temperature and (
+            peft_config is None or not self.family.supports_token_temperature_init
+        ):
             raise ValueError(
                 "`init_from_token_temperature=True` needs a causal LM and a `peft_config` (e.g. LoraConfig)."
             )
@@ -175,24 +165,17 @@ class SeqTempTrainer(HubMixin, Trainer):
             return model
         if peft_model_of(model) is not None:
             raise ValueError("`model` is already a PeftModel; pass `peft_config=None` to train its adapter.")
-        from peft import get_peft_model
+        token_temperature = args.target_temperature if args.init_from_token_temperature else None
+        return self.family.with_adapter(model, peft_config, token_temperature)
 
-        inner = wrapped_model(model)
-        if args.init_from_token_temperature:
-            peft_config = with_trainable_final_norm(peft_config, inner)
-        with peft_deprecations_silenced():
-            peft_model = get_peft_model(inner, peft_config)
-        if args.init_from_token_temperature:
-            fold_token_temperature(peft_model, args.target_temperature)
-        name = getattr(getattr(inner, "config", None), "_name_or_path", None)
-        for adapter_config in peft_model.peft_config.values():
-            # PEFT leaves this empty for models built from a config; AutoPeftModel needs it to find the base.
-            if not adapter_config.base_model_name_or_path and name:
-                adapter_config.base_model_name_or_path = name
-        if isinstance(model, DiffusionLM):
-            model.model = peft_model
-            return model
-        return peft_model
+    def _objective(self, args: SeqTempConfig):
+        """The registered objective of `args.loss_type` for this family ([`~hf_seqtemp.losses.LOSSES`])."""
+        if args.loss_type not in self.family.objectives:
+            raise ValueError(
+                f"`loss_type={args.loss_type!r}` is not available for {self.family.name} models (it is defined on "
+                f"autoregressive per-token conditionals). Use one of {list(self.family.losses)}."
+            )
+        return self.family.objectives[args.loss_type]
 
     @staticmethod
     def _prepare_dataset(dataset, processing_class, args: SeqTempConfig, name: str):
@@ -209,7 +192,7 @@ class SeqTempTrainer(HubMixin, Trainer):
             dataset = getattr(self, f"{split}_dataset")
             online = isinstance(dataset, CompletionPool)
             if dataset is not None and (online or is_prompt_only(dataset)):
-                if self.family.name != "causal_lm":
+                if not self.family.samples_completions:
                     raise ValueError(
                         f"`{split}_dataset` holds prompts only: completions are sampled for causal LMs only. Give a "
                         f"{self.family.name} model its completions (`prompt`/`completion` or `input_ids`)."
@@ -234,80 +217,6 @@ class SeqTempTrainer(HubMixin, Trainer):
             return super()._get_train_sampler(train_dataset)
         groups = dataset.group_ids if isinstance(dataset, CompletionPool) else dataset[GROUP_ID]
         return GroupSampler(groups, self.args.num_generations, shuffle=True, seed=self.args.seed)
-
-    def _draw(self, prompts: list[list[int]]) -> list[list[int]]:
-        """One fresh completion of each prompt from the reference p (exact sampling), for the completion pool."""
-        with self._reference_model() as reference:
-            was_training = reference.training
-            reference.eval()
-            eos, pad = eos_ids_of(reference, self.processing_class), pad_token_id_of(self.processing_class, reference)
-            out = sample_completions(reference, prompts, self.args.max_completion_length, eos, pad, len(prompts), None)
-            reference.train(was_training)
-        return out
-
-    def _score_rows(self, rows: list[dict]) -> list[dict]:
-        """`rows` with their reference columns (`ref_logps`, and per-token values when the objective needs them)."""
-        batch = {k: v.to(self.args.device) for k, v in self.data_collator.collator(rows).items()}
-        seq, values = self._reference_logps(batch)
-        stored = self.family.reference_rows(values, batch) if values is not None else [None] * len(rows)
-        for row, value, per_token in zip(rows, seq.tolist(), stored):
-            row["ref_logps"] = value
-            if self.objective.needs_ref_token_logps:
-                row[self.family.reference_column] = per_token
-        return rows
-
-    def _prepare_reference(self):
-        if not self.args.precompute_ref_logps:
-            return
-        if self._pool is None:  # a completion pool scores its fresh rows as it draws them
-            self.train_dataset = self._add_reference_columns(self.train_dataset, "train")
-        if self.eval_dataset is not None:
-            self.eval_dataset = self._add_reference_columns(self.eval_dataset, "eval")
-
-    @contextlib.contextmanager
-    def _reference_model(self):
-        """Yields the reference p: the adapter disabled, the frozen copy, or the untouched model before training."""
-        model, peft = self.model, peft_model_of(self.model)
-        if peft is not None:
-            with peft.disable_adapter():
-                yield model
-        else:
-            yield self._ref_model if self._ref_model is not None else model
-
-    @torch.no_grad()
-    def _reference_logps(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        with self._reference_model() as reference:
-            was_training = reference.training
-            reference.eval()
-            seq_logps, token_logps = self.family.reference(reference, batch)
-            reference.train(was_training)
-        return seq_logps, token_logps
-
-    def _add_reference_columns(self, dataset: Dataset, split: str) -> Dataset:
-        """Scores the dataset under the reference once; each rank scores its share, then all ranks gather."""
-        indices = list(range(len(dataset)))
-        with self.accelerator.split_between_processes(indices) as mine:
-            loader = DataLoader(
-                dataset.select(mine), batch_size=self.args.per_device_eval_batch_size, collate_fn=self.data_collator
-            )
-            rows = []
-            for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_local_process_zero()):
-                batch = {k: v.to(self.args.device) for k, v in batch.items()}
-                seq, values = self._reference_logps(batch)
-                stored = self.family.reference_rows(values, batch) if values is not None else [None] * len(seq)
-                rows.extend(zip(seq.tolist(), stored))
-        rows = [(i, *row) for i, row in zip(mine, rows)]
-        if self.accelerator.num_processes > 1:
-            from accelerate.utils import gather_object
-
-            rows = sorted(gather_object(rows))
-        dataset = dataset.add_column("ref_logps", [row[1] for row in rows])
-        if self.objective.needs_ref_token_logps:
-            dataset = dataset.add_column(self.family.reference_column, [row[2] for row in rows])
-        if isinstance(self.family, DiffusionFamily) and self.family.method == "mc":
-            seeds = [order_seed(self.args.seed, i) for i in dataset[EXAMPLE_ID]]
-            dataset = dataset.add_column("ref_order_seed", seeds)
-        return dataset
 
     # ------------------------------------------------------------------ loss
     def _gather_with_grad(self, values: torch.Tensor) -> torch.Tensor:
@@ -362,14 +271,9 @@ class SeqTempTrainer(HubMixin, Trainer):
         )
         output = self.objective.compute(loss_inputs, self.args)
         # 3. record what log() reports
-        buffer = self._buffers[mode]
-        buffer["policy"].append(loss_inputs.policy_logps.detach().float().cpu())
-        buffer["ref"].append(loss_inputs.ref_logps.detach().float().cpu())
-        buffer["tokens"].append(self.accelerator.gather(mask.sum(1)).float().cpu())
-        buffer["groups"].append(group_ids.detach().cpu())
-        buffer["groups/pairs"].append(torch.tensor([float(pairs)]))
-        for key, value in output.metrics.items():
-            buffer[key].append(torch.tensor([value]))
+        tokens = self.accelerator.gather(mask.sum(1))
+        metrics = {"groups/pairs": pairs, **output.metrics}
+        self._metric_log.record(mode, loss_inputs.policy_logps, loss_inputs.ref_logps, tokens, group_ids, metrics)
         return output.loss
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
@@ -379,40 +283,14 @@ class SeqTempTrainer(HubMixin, Trainer):
         return loss.detach(), None, None
 
     # ------------------------------------------------------------------ logging and saving
-    def _temperature_metrics(self, mode: str) -> dict[str, float]:
-        buffer = self._buffers[mode]
-        if not buffer["policy"]:
-            return {}
-        policy, ref = torch.cat(buffer["policy"]).double(), torch.cat(buffer["ref"]).double()
-        tokens = torch.cat(buffer["tokens"]).double()
-        groups = group_codes(torch.cat(buffer["groups"]), policy.numel())
-        metrics = {
-            "logps/policy": policy.mean().item(),
-            "logps/ref": ref.mean().item(),
-            "nll/policy_per_token": (-policy.sum() / tokens.sum()).item(),
-            "temp/h_std": math.nan,
-        }
-        if within_group_pairs(groups) > 0:  # within prompts: h is constant within a prompt, not across prompts
-            ratio = temperature_log_ratio(ref, policy, self.args.target_temperature, groups=groups)
-            metrics["temp/h_std"] = math.sqrt(ratio["variance"])
-            metrics["temp/t_eff"] = effective_temperature(ref, policy, groups=groups)
-            metrics["temp/kendall_tau"] = kendall_tau(ref, policy, groups=groups)
-        metrics["temp/prompts"] = float(torch.unique(groups).numel())
-        for key, values in buffer.items():
-            if key not in ("policy", "ref", "tokens", "groups"):
-                stacked = torch.cat(values)
-                stacked = stacked[~stacked.isnan()]
-                metrics[key] = stacked.mean().item() if stacked.numel() else math.nan
-        return metrics
-
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         mode = "eval" if any(key.startswith("eval_") for key in logs) else "train"
-        metrics = self._temperature_metrics(mode)
+        metrics = self._metric_log.summary(mode, self.args.target_temperature)
         if mode == "eval":
             metrics = {f"eval_{key}": value for key, value in metrics.items()}
             self.last_eval_metrics = {**logs, **metrics}
         logs = {**logs, **metrics}
-        self._buffers[mode].clear()
+        self._metric_log.clear(mode)
         super().log(logs, start_time)
 
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:

@@ -1,0 +1,101 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""The reference p of [`SeqTempTrainer`]: which model it is, and its log-probabilities computed once per example."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from datasets import Dataset
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+
+from ..data import EXAMPLE_ID, eos_ids_of, sample_completions
+from ..peft_compat import peft_model_of
+from .prompt_only import pad_token_id_of
+
+
+class ReferenceMixin:
+    """The reference p of a [`SeqTempTrainer`] and its precomputed values.
+
+    p is the model with its adapter disabled (PEFT), a frozen copy (`_ref_model`, full fine-tuning that needs one),
+    or the untouched model before training. With `precompute_ref_logps` its sequence log-probabilities (and the
+    per-token or per-step values the objective needs, [`~hf_seqtemp.trainer.families`]) are stored as dataset
+    columns keyed by example, as TRL's DPO does, so shuffling keeps working.
+    """
+
+    _ref_model = None
+
+    @contextlib.contextmanager
+    def _reference_model(self):
+        """Yields the reference p: the adapter disabled, the frozen copy, or the untouched model before training."""
+        model, peft = self.model, peft_model_of(self.model)
+        if peft is not None:
+            with peft.disable_adapter():
+                yield model
+        else:
+            yield self._ref_model if self._ref_model is not None else model
+
+    @torch.no_grad()
+    def _reference_logps(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        with self._reference_model() as reference:
+            was_training = reference.training
+            reference.eval()
+            seq_logps, token_logps = self.family.reference(reference, batch)
+            reference.train(was_training)
+        return seq_logps, token_logps
+
+    def _draw(self, prompts: list[list[int]]) -> list[list[int]]:
+        """One fresh completion of each prompt from the reference p (exact sampling), for the completion pool."""
+        with self._reference_model() as reference:
+            was_training = reference.training
+            reference.eval()
+            eos, pad = eos_ids_of(reference, self.processing_class), pad_token_id_of(self.processing_class, reference)
+            out = sample_completions(reference, prompts, self.args.max_completion_length, eos, pad, len(prompts), None)
+            reference.train(was_training)
+        return out
+
+    def _reference_values(self, batch: dict[str, torch.Tensor]) -> list[tuple[float, list[float] | None]]:
+        """`(ref_logps, stored per-token or per-step values)` of every row of a collated batch."""
+        batch = {k: v.to(self.args.device) for k, v in batch.items()}
+        seq, values = self._reference_logps(batch)
+        stored = self.family.reference_rows(values, batch) if values is not None else [None] * len(seq)
+        return list(zip(seq.tolist(), stored))
+
+    def _score_rows(self, rows: list[dict]) -> list[dict]:
+        """`rows` with their reference columns (`ref_logps`, and per-token values when the objective needs them)."""
+        for row, (value, per_token) in zip(rows, self._reference_values(self.data_collator.collator(rows))):
+            row["ref_logps"] = value
+            if self.objective.needs_ref_token_logps:
+                row[self.family.reference_column] = per_token
+        return rows
+
+    def _prepare_reference(self):
+        if not self.args.precompute_ref_logps:
+            return
+        if self._pool is None:  # a completion pool scores its fresh rows as it draws them
+            self.train_dataset = self._add_reference_columns(self.train_dataset, "train")
+        if self.eval_dataset is not None:
+            self.eval_dataset = self._add_reference_columns(self.eval_dataset, "eval")
+
+    def _add_reference_columns(self, dataset: Dataset, split: str) -> Dataset:
+        """Scores the dataset under the reference once; each rank scores its share, then all ranks gather."""
+        indices = list(range(len(dataset)))
+        with self.accelerator.split_between_processes(indices) as mine:
+            loader = DataLoader(
+                dataset.select(mine), batch_size=self.args.per_device_eval_batch_size, collate_fn=self.data_collator
+            )
+            rows = []
+            for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_local_process_zero()):
+                rows.extend(self._reference_values(batch))
+        rows = [(i, *row) for i, row in zip(mine, rows)]
+        if self.accelerator.num_processes > 1:
+            from accelerate.utils import gather_object
+
+            rows = sorted(gather_object(rows))
+        dataset = dataset.add_column("ref_logps", [row[1] for row in rows])
+        if self.objective.needs_ref_token_logps:
+            dataset = dataset.add_column(self.family.reference_column, [row[2] for row in rows])
+        for name, values in self.family.extra_reference_columns(dataset[EXAMPLE_ID]).items():
+            dataset = dataset.add_column(name, values)
+        return dataset
