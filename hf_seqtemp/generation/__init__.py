@@ -10,11 +10,14 @@ from .logits_process import PowerLogitsWarper
 from .policies import POSITION_POLICIES, select_positions
 from .power_sampling import PowerSamplingOutput, power_sample
 from .routing import STRATEGIES, generate_tempered, seqtemp_generate
+from .strategies import STRATEGY_REGISTRY, GenerateCall
 
 __all__ = [
     "POSITION_POLICIES",
     "STRATEGIES",
+    "STRATEGY_REGISTRY",
     "DiffusionGenerateOutput",
+    "GenerateCall",
     "GlauberGenerateOutput",
     "GlauberOutput",
     "PowerLogitsWarper",

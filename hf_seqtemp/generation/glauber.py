@@ -238,7 +238,7 @@ def _vocab_size(model: torch.nn.Module) -> int:
     return int(model.get_output_embeddings().weight.shape[0])
 
 
-def _ancestral_draft(model, x, attn, cmask, generator):
+def ancestral_draft(model, x, attn, cmask, generator):
     """Replaces every completion token by an ancestral sample `x_i ~ p(. | x_<i)`, left to right."""
     x = x.clone()
     for col in range(1, x.shape[1]):
@@ -339,7 +339,7 @@ def glauber_refine(
     x, attn, cmask = scorer._check_inputs(input_ids, attention_mask, completion_mask)
     if cmask[:, 0].any():
         raise ValueError("`completion_mask` marks position 0, which has no AR conditional: prepend a BOS token.")
-    x = _ancestral_draft(model, x, attn, cmask, generator) if draft == "ancestral" else x.clone()
+    x = ancestral_draft(model, x, attn, cmask, generator) if draft == "ancestral" else x.clone()
     chain = (model, scorer, x, attn, cmask, target, proposal, mask_token_id, num_candidates, generator)
     rates = [_sweep(*chain) for _ in range(num_rounds)]
     token_logps, _ = scorer.token_logps(model, x, attn, cmask)

@@ -3,70 +3,40 @@
 
 Use [`seqtemp_generate`] as a `custom_generate` callable: `transformers` prepares inputs, processors and stopping
 criteria, pops the callable's extra parameters (`seq_temperature`, `strategy`, ...) out of `**kwargs` before
-`GenerationConfig` validation, and calls it in place of the decoding loop with `_sample`'s signature.
+`GenerationConfig` validation, and calls it in place of the decoding loop with `_sample`'s signature. The strategies
+themselves are registered by name in [`~hf_seqtemp.generation.strategies.STRATEGY_REGISTRY`].
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import math
 from typing import Any
 
 import torch
 from transformers.generation import GenerationConfig, GenerationMixin
-from transformers.generation.logits_process import (
-    EpsilonLogitsWarper,
-    EtaLogitsWarper,
-    LogitsProcessorList,
-    MinPLogitsWarper,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-    TypicalLogitsWarper,
-)
+from transformers.generation.logits_process import LogitsProcessorList
 
-from ..checks import check_int, check_temperature
+from ..checks import check_temperature
 from ..models.base import DiffusionLM
-from .adapters import active_adapter, tempered_adapters
-from .answers import pad_after_answer, resolve_eos_and_pad
+from .adapters import tempered_adapters
 from .diffusion import diffusion_generate
-from .glauber import GlauberGenerateOutput, _ancestral_draft, glauber_refine
-from .power_sampling import power_sample
+from .strategies import STRATEGIES, STRATEGY_REGISTRY, GenerateCall
 
-STRATEGIES = ("auto", "adapter", "mcmc", "glauber", "imh")
-# `strategy="glauber"` with `num_candidates=None` runs `batch * |V|` sequences per site; above this, ask for N
-_MAX_FULL_SITE_ROWS = 1 << 16
-# token-level reshaping that would distort the sequence-tempered target
-_DROPPED_WARPERS = (
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-    MinPLogitsWarper,
-    TypicalLogitsWarper,
-    EpsilonLogitsWarper,
-    EtaLogitsWarper,
-)
+__all__ = ["STRATEGIES", "generate_tempered", "seqtemp_generate"]
 
 
 def _check_strategy(strategy: str | None) -> str:
     strategy = "auto" if strategy is None else strategy
-    if strategy not in STRATEGIES:
-        raise ValueError(f"`strategy` must be one of {list(STRATEGIES)}, got {strategy!r}.")
+    if strategy != "auto" and strategy not in STRATEGY_REGISTRY:
+        raise ValueError(f"`strategy` must be one of {['auto', *STRATEGY_REGISTRY]}, got {strategy!r}.")
     return strategy
 
 
-def _check_family(model, adapters: dict[str, Any], strategy: str) -> None:
+def _check_family(model, adapters: dict[str, Any]) -> None:
     config = getattr(model, "config", None)
     if getattr(config, "is_encoder_decoder", False) or not isinstance(model, GenerationMixin):
         raise ValueError(
             f"Unsupported model family for `seq_temperature`: {type(model).__name__}. `generate` supports causal "
             "LMs; for masked/block diffusion models call `diffusion_generate` with a `DiffusionLM` wrapper."
-        )
-    if strategy == "imh":
-        raise ValueError(
-            "`strategy='imh'` needs a diffusion model: wrap it in a `DiffusionLM` wrapper and call "
-            "`diffusion_generate`; for a causal LM use `strategy='mcmc'`."
         )
     for name, cfg in adapters.items():
         family = getattr(cfg, "model_family", "causal_lm") or "causal_lm"
@@ -77,120 +47,10 @@ def _check_family(model, adapters: dict[str, Any], strategy: str) -> None:
             )
 
 
-def _matching_adapter(adapters: dict[str, Any], seq_temperature: float) -> str | None:
-    matches = [n for n, c in adapters.items() if math.isclose(c.target_temperature, seq_temperature, rel_tol=1e-6)]
-    if matches:
-        return matches[0]
-    if math.isclose(seq_temperature, 1.0, rel_tol=1e-6):
-        return None  # p^(1/1) is the base model itself: adapters off
-    available = sorted(float(c.target_temperature) for c in adapters.values())
-    raise ValueError(
-        f"No loaded adapter was trained for `seq_temperature={seq_temperature}`; available temperatures: "
-        f"{available}. Pass one of them, load a matching adapter with `load_tempered`, or sample without an adapter: "
-        "`strategy='mcmc'` or `strategy='glauber'`."
-    )
-
-
-def _plain_sampling(
-    model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus, streamer, model_kwargs
-):
-    config = copy.deepcopy(generation_config)
-    config.do_sample, config.top_k, config.top_p, config.temperature = True, 0, 1.0, 1.0
-    processors = LogitsProcessorList([p for p in logits_processor if not isinstance(p, _DROPPED_WARPERS)])
-    return GenerationMixin._sample(
-        model,
-        input_ids,
-        logits_processor=processors,
-        stopping_criteria=stopping_criteria,
-        generation_config=config,
-        synced_gpus=synced_gpus,
-        streamer=streamer,
-        **model_kwargs,
-    )
-
-
-def _eos_and_pad(generation_config) -> tuple[list[int], int | None]:
-    """EOS ids and pad id of a prepared `generate` call (no EOS id: fixed-length answers)."""
-    eos = getattr(generation_config, "_eos_token_tensor", None)
-    eos = generation_config.eos_token_id if eos is None else eos
-    eos = [] if eos is None else torch.as_tensor(eos).flatten().tolist()
-    pad = getattr(generation_config, "_pad_token_tensor", None)
-    pad = generation_config.pad_token_id if pad is None else pad
-    return eos, None if pad is None else int(torch.as_tensor(pad).flatten()[0])
-
-
-def _glauber_generate(model, input_ids, attention_mask, generation_config, seq_temperature, rounds, options):
-    """Ancestral draft of `max_new_tokens` tokens, then `rounds` Glauber sweeps targeting `p^(1/T)` over answers."""
-    check_int(rounds, "glauber_rounds", 0, fix="0 returns the draft.")
-    max_new_tokens = generation_config.max_length - input_ids.shape[1]
-    if max_new_tokens < 1:
-        raise ValueError(f"`max_new_tokens` must be >= 1 for `strategy='glauber'`, got {max_new_tokens}.")
-    batch, prompt_length = input_ids.shape
-    vocab = int(model.get_output_embeddings().weight.shape[0])
-    if options["num_candidates"] is None and batch * vocab > _MAX_FULL_SITE_ROWS:
-        raise ValueError(
-            f"`num_candidates=None` scores all {vocab} tokens at every site, {batch * vocab} sequences per forward "
-            f"pass (limit {_MAX_FULL_SITE_ROWS}). Pass e.g. `num_candidates=8` (multiple-try Metropolis)."
-        )
-    if attention_mask is None:
-        attention_mask = torch.ones_like(input_ids)
-    ids = torch.cat([input_ids, input_ids.new_zeros(batch, max_new_tokens)], dim=1)
-    attn = torch.cat([attention_mask, attention_mask.new_ones(batch, max_new_tokens)], dim=1)
-    cmask = torch.zeros_like(ids, dtype=torch.bool)
-    cmask[:, prompt_length:] = True
-    eos_token_id, pad_token_id = _eos_and_pad(generation_config)
-    eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
-    draft = _ancestral_draft(model, ids, attn, cmask, options["generator"])
-    out = glauber_refine(
-        model,
-        draft,
-        attn,
-        cmask,
-        seq_temperature=seq_temperature,
-        num_rounds=rounds,
-        num_candidates=options["num_candidates"],
-        generator=options["generator"],
-        eos_token_id=eos,
-        pad_token_id=pad,
-    )
-    if not options["return_dict"]:
-        return out.sequences
-    return GlauberGenerateOutput(
-        sequences=out.sequences,
-        draft_sequences=pad_after_answer(draft, cmask, eos, pad),
-        acceptance_rate=out.acceptance_rates,
-        sequence_logps=out.log_likelihoods,
-    )
-
-
 _RECIPE = (
     "model.generate(**inputs, custom_generate=hf_seqtemp.seqtemp_generate, seq_temperature=0.5, strategy='mcmc', "
     "max_new_tokens=32)"
 )
-
-
-def _training_free(model, input_ids, generation_config, model_kwargs, strategy, seq_temperature, options):
-    """`strategy="mcmc"` ([`power_sample`]) or `"glauber"` on the model as it is, answers ending at EOS."""
-    options["return_dict"] = bool(generation_config.return_dict_in_generate)
-    attention_mask = model_kwargs.get("attention_mask")
-    if strategy == "glauber":
-        return _glauber_generate(
-            model, input_ids, attention_mask, generation_config, seq_temperature, options["glauber_rounds"], options
-        )
-    eos_token_id, pad_token_id = _eos_and_pad(generation_config)
-    return power_sample(
-        model,
-        input_ids,
-        attention_mask,
-        max_new_tokens=generation_config.max_length - input_ids.shape[1],
-        seq_temperature=seq_temperature,
-        mcmc_steps=options["mcmc_steps"],
-        block_size=options["block_size"],
-        generator=options["generator"],
-        return_dict_in_generate=options["return_dict"],
-        eos_token_id=eos_token_id,
-        pad_token_id=pad_token_id,
-    )
 
 
 def seqtemp_generate(
@@ -288,24 +148,13 @@ def seqtemp_generate(
             "p^(1/T): drop `num_beams`; for several samples per prompt pass `do_sample=True, num_return_sequences=n`."
         )
     adapters = tempered_adapters(model)
-    _check_family(model, adapters, strategy)
+    _check_family(model, adapters)
+    options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
+    options.update(num_candidates=num_candidates, generator=generator)
+    call = GenerateCall(*sampling_args, model_kwargs, seq_temperature, adapters, options)
     if strategy == "auto":
         strategy = "adapter" if adapters else "mcmc"
-    if strategy == "adapter" and not adapters:
-        raise ValueError(
-            f"`strategy={strategy!r}` needs a model with sequence-temperature adapters (load one with "
-            "`load_tempered`); without adapters use `strategy='mcmc'`."
-        )
-    if strategy in ("mcmc", "glauber"):
-        options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
-        options.update(num_candidates=num_candidates, generator=generator)
-        # `seq_temperature` is relative to the base model p on every route: tempered adapters are switched off
-        with active_adapter(model, None) if adapters else contextlib.nullcontext():
-            return _training_free(
-                model, input_ids, generation_config, model_kwargs, strategy, seq_temperature, options
-            )
-    with active_adapter(model, _matching_adapter(adapters, seq_temperature)):
-        return _plain_sampling(*sampling_args, model_kwargs)
+    return STRATEGY_REGISTRY[strategy](call)
 
 
 def generate_tempered(

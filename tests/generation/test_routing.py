@@ -20,6 +20,7 @@ from transformers import GenerationConfig
 
 from hf_seqtemp import SequenceTemperatureConfig, load_tempered
 from hf_seqtemp.generation import (
+    STRATEGY_REGISTRY,
     generate_tempered,
     register_tempered_adapter,
     seqtemp_generate,
@@ -194,6 +195,23 @@ def test_model_without_adapters_errors_and_defaults_to_mcmc():
         TypeError, match=r"call `model.generate\(\*\*inputs, custom_generate=hf_seqtemp.seqtemp_generate"
     ):
         seqtemp_generate(model, PROMPT, seq_temperature=0.5)  # called directly instead of through `generate`
+
+
+def test_a_registered_strategy_is_selected_by_name(monkeypatch):
+    """Strategies are looked up in the registry: a new entry is reachable from `generate` without touching routing,
+    and receives the prepared call (prompt, token budget, temperature, options)."""
+    seen = []
+
+    def greedy_of_the_base_model(call):
+        seen.append((call.seq_temperature, call.max_new_tokens, call.options["mcmc_steps"]))
+        return torch.cat([call.input_ids, call.input_ids.new_zeros(call.input_ids.shape[0], call.max_new_tokens)], 1)
+
+    monkeypatch.setitem(STRATEGY_REGISTRY, "zeros", greedy_of_the_base_model)
+    out = _sample(tiny_llama(vocab_size=8), custom_generate=seqtemp_generate, seq_temperature=0.25, strategy="zeros")
+    assert seen == [(0.25, 12, 4)] and out[0, PROMPT.shape[1] :].tolist() == [0] * 12
+    monkeypatch.undo()  # unregistered again: the name is refused
+    with pytest.raises(ValueError, match=r"`strategy` must be one of \['auto', 'adapter', 'mcmc', 'glauber', 'imh'\]"):
+        _sample(tiny_llama(vocab_size=8), custom_generate=seqtemp_generate, seq_temperature=0.25, strategy="zeros")
 
 
 def test_generate_tempered_routes_diffusion_models_to_imh():
