@@ -7,8 +7,7 @@ transformers, datasets or peft until something needs them.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -62,17 +61,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str):
-    """Imports a public name (or a submodule such as `hf_seqtemp.hub`) on first access."""
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, submodules=True)

@@ -21,19 +21,11 @@ INHERITED_GROUP = "training: inherited from transformers.TrainingArguments"
 
 # `--report_to` integration -> (module imported by its transformers callback, pip package that provides it)
 INTEGRATION_PACKAGES = {
+    **{name: (name, name) for name in ("clearml", "codecarbon", "dagshub", "dvclive", "mlflow", "neptune")},
+    **{name: (name, name) for name in ("swanlab", "tensorboard", "trackio", "wandb")},
     "azure_ml": ("azureml.core", "azureml-core"),
-    "clearml": ("clearml", "clearml"),
-    "codecarbon": ("codecarbon", "codecarbon"),
     "comet_ml": ("comet_ml", "comet-ml"),
-    "dagshub": ("dagshub", "dagshub"),
-    "dvclive": ("dvclive", "dvclive"),
     "flyte": ("flytekit", "flytekit"),
-    "mlflow": ("mlflow", "mlflow"),
-    "neptune": ("neptune", "neptune"),
-    "swanlab": ("swanlab", "swanlab"),
-    "tensorboard": ("tensorboard", "tensorboard"),
-    "trackio": ("trackio", "trackio"),
-    "wandb": ("wandb", "wandb"),
 }
 
 

@@ -28,7 +28,8 @@ def is_peft_model(model) -> bool:
 
 
 def peft_model_of(model):
-    """The `PeftModel` of `model`: itself, or the model inside its [`DiffusionLM`] wrapper; `None` when neither is one."""
+    """The `PeftModel` of `model`: itself, or the model inside its [`DiffusionLM`] wrapper; `None` when neither is
+    one."""
     inner = wrapped_model(model)
     return inner if is_peft_model(inner) else None
 

@@ -18,6 +18,7 @@ ROOT = PACKAGE.name
 FLOORS = {
     # bottom: checks of user input, shared data and its checks, prompt groups, model wrappers, scorers
     "checks": 0,
+    "_lazy": 0,
     "config": 1,
     "groups": 1,
     "data": 1,

@@ -110,9 +110,8 @@ def active_adapter(model, adapter_name: str | None) -> Iterator[None]:
     ```python
     >>> import torch
     >>> from peft import LoraConfig, get_peft_model
-    >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> base = LlamaForCausalLM(LlamaConfig(vocab_size=8, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
-    ...                                     num_attention_heads=2, num_key_value_heads=2)).eval()
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> base = tiny_causal_lm(hidden_size=8)
     >>> ids = torch.tensor([[1, 2, 3]])
     >>> reference = base(input_ids=ids).logits
     >>> model = get_peft_model(base, LoraConfig(target_modules=["q_proj"], modules_to_save=["model.norm"]))

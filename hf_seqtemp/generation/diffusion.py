@@ -232,15 +232,13 @@ def diffusion_generate(
     Example:
     ```python
     >>> import torch
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models import DiffusionLM
+    >>> from hf_seqtemp.models import DiffusionLM, tiny_masked_lm
     >>> class Wrapper(DiffusionLM):
     ...     def forward(self, input_ids, attention_mask=None):
     ...         return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
-    >>> bert = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
-    ...                                   num_attention_heads=2, intermediate_size=32)).eval()
-    >>> out = diffusion_generate(Wrapper(bert, mask_token_id=5), torch.tensor([[1, 2]]), max_new_tokens=3,
-    ...                          seq_temperature=0.5, generator=torch.Generator().manual_seed(0),
+    >>> wrapper = Wrapper(tiny_masked_lm(), mask_token_id=5)
+    >>> out = diffusion_generate(wrapper, torch.tensor([[1, 2]]), max_new_tokens=3, seq_temperature=0.5,
+    ...                          generator=torch.Generator().manual_seed(0),
     ...                          return_dict_in_generate=True)
     >>> out.sequences.shape, out.num_model_calls
     (torch.Size([1, 5]), 3)

@@ -320,11 +320,8 @@ def glauber_refine(
 
     Example:
     ```python
-    >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
-    <...>
-    >>> model = LlamaForCausalLM(LlamaConfig(vocab_size=4, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
-    ...                                      num_attention_heads=2, num_key_value_heads=2)).eval()
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> model = tiny_causal_lm(vocab_size=4, seed=0, hidden_size=8)
     >>> out = glauber_refine(model, torch.zeros(3, 4, dtype=torch.long), seq_temperature=0.5, num_rounds=2)
     >>> out.sequences.shape, out.acceptance_rates.shape
     (torch.Size([3, 4]), torch.Size([2]))

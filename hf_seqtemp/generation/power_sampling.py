@@ -160,12 +160,9 @@ def power_sample(
     Example:
     ```python
     >>> import torch
-    >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> config = LlamaConfig(vocab_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-    ...                      num_attention_heads=2, num_key_value_heads=2)
-    >>> model = LlamaForCausalLM(config).eval()
-    >>> out = power_sample(model, torch.tensor([[1, 2]]), max_new_tokens=4, seq_temperature=0.5, mcmc_steps=2,
-    ...                    block_size=2, generator=torch.Generator().manual_seed(0), return_dict_in_generate=True,
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> out = power_sample(tiny_causal_lm(), torch.tensor([[1, 2]]), max_new_tokens=4, seq_temperature=0.5,
+    ...                    mcmc_steps=2, block_size=2, generator=torch.Generator().manual_seed(0), return_dict_in_generate=True,
     ...                    eos_token_id=3, pad_token_id=0)
     >>> out.sequences.shape, out.acceptance_rate.shape
     (torch.Size([1, 6]), torch.Size([1]))

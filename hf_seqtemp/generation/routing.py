@@ -119,11 +119,9 @@ def seqtemp_generate(
     Example:
     ```python
     >>> import torch
-    >>> from transformers import LlamaConfig, LlamaForCausalLM
     >>> from hf_seqtemp.generation import seqtemp_generate
-    >>> config = LlamaConfig(vocab_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-    ...                      num_attention_heads=2, num_key_value_heads=2, pad_token_id=0)
-    >>> model = LlamaForCausalLM(config).eval()
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> model = tiny_causal_lm(pad_token_id=0)
     >>> out = model.generate(torch.tensor([[1, 2]]), max_new_tokens=4, custom_generate=seqtemp_generate,
     ...                      seq_temperature=0.5, strategy="mcmc", mcmc_steps=2)
     >>> out.shape
@@ -170,10 +168,8 @@ def generate_tempered(
     Example:
     ```python
     >>> import torch
-    >>> from transformers import LlamaConfig, LlamaForCausalLM
-    >>> config = LlamaConfig(vocab_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-    ...                      num_attention_heads=2, num_key_value_heads=2, pad_token_id=0)
-    >>> generate_tempered(LlamaForCausalLM(config).eval(), torch.tensor([[1, 2]]), seq_temperature=0.5,
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> generate_tempered(tiny_causal_lm(pad_token_id=0), torch.tensor([[1, 2]]), seq_temperature=0.5,
     ...                   max_new_tokens=3).shape
     torch.Size([1, 5])
     ```

@@ -110,15 +110,10 @@ class AutoregressiveScorer(SequenceScorer):
     Example:
     ```python
     >>> import torch
-    >>> from transformers import LlamaConfig, LlamaForCausalLM
     >>> from hf_seqtemp import AutoregressiveScorer
-    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
-    <...>
-    >>> config = LlamaConfig(vocab_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-    ...                      num_attention_heads=2, num_key_value_heads=2)
-    >>> model = LlamaForCausalLM(config).eval()
+    >>> from hf_seqtemp.models import tiny_causal_lm
     >>> scorer = AutoregressiveScorer()
-    >>> scorer(model, torch.tensor([[1, 2, 3], [4, 5, 6]])).shape
+    >>> scorer(tiny_causal_lm(), torch.tensor([[1, 2, 3], [4, 5, 6]])).shape
     torch.Size([2])
     ```
     """

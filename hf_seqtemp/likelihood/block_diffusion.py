@@ -9,7 +9,6 @@ import torch
 
 from ..checks import check_int
 from ..models.layout import block_index, real_positions, real_token_log_softmax
-from .base import SequenceScorer
 from .masked_diffusion import MaskedDiffusionScorer, check_diffusion_inputs
 
 MAX_EXACT_BLOCK_SIZE = 16
@@ -138,7 +137,7 @@ def log_space_dp(table: torch.Tensor, scorable: torch.Tensor, block_size: int) -
     return g[:, 0] - torch.lgamma(m.to(table.dtype) + 1)
 
 
-class BlockDiffusionScorer(SequenceScorer):
+class BlockDiffusionScorer(MaskedDiffusionScorer):
     """[`SequenceScorer`] that computes `log p(x)` of a block-diffusion LM, exactly (Prop. 4.6) or by Eq. 23.
 
     Blocks are runs of `block_size` real tokens counted from each row's first real token; they are unmasked one after
@@ -151,41 +150,26 @@ class BlockDiffusionScorer(SequenceScorer):
     With `method="exact"` the dynamic program of Algorithm 1 marginalises over revealed subsets: one model call per
     (block, revealed subset), all stacked `max_batch` at a time, `O(L 2^B)` states, then a log-space DP
     ([`log_space_dp`]). It is differentiable and usable as a training loss. With `method="mc"` it is Eq. 23
-    restricted to block-respecting orders (see [`MaskedDiffusionScorer`]).
+    restricted to block-respecting orders: the [`MaskedDiffusionScorer`] estimate, whose options this scorer takes.
 
     Args:
         block_size (`int`): B. The exact method accepts B <= `MAX_EXACT_BLOCK_SIZE` (16).
         method (`str`, *optional*, defaults to `"exact"`): `"exact"` or `"mc"`.
-        num_orders (`int`, *optional*, defaults to `4`): k for `method="mc"`.
-        estimator (`str`, *optional*, defaults to `"mc"`): `"mc"` or `"elbo"`, for `method="mc"`.
-        seed (`int`, *optional*): seeds the order sampler of `method="mc"`.
-        token_temperature (`float`, *optional*, defaults to `1.0`): myopic baseline, logits / T at every step.
-        max_batch (`int`, *optional*, defaults to `64`): partial states per forward call.
+        options: the options of [`MaskedDiffusionScorer`]: `token_temperature` and `max_batch` for both methods,
+            `num_orders`, `estimator` and `seed` for `method="mc"`.
 
     Example:
     ```python
     >>> import torch
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import BlockDiffusionWrapper
-    >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
-    ...                                    num_attention_heads=2, intermediate_size=32)).eval()
-    >>> wrapper = BlockDiffusionWrapper(model, mask_token_id=5, block_size=2)
+    >>> from hf_seqtemp.models import BlockDiffusionWrapper, tiny_masked_lm
+    >>> wrapper = BlockDiffusionWrapper(tiny_masked_lm(), mask_token_id=5, block_size=2)
     >>> BlockDiffusionScorer(block_size=2)(wrapper, torch.tensor([[1, 2, 3, 4]])).shape
     torch.Size([1])
     ```
     """
 
-    def __init__(
-        self,
-        block_size: int,
-        method: str = "exact",
-        num_orders: int = 4,
-        estimator: str = "mc",
-        seed: int | None = None,
-        token_temperature: float = 1.0,
-        max_batch: int = 64,
-    ):
-        super().__init__(token_temperature)
+    def __init__(self, block_size: int, method: str = "exact", **options):
+        super().__init__(**options)
         self.block_size = check_int(block_size, "block_size")
         if method not in ("exact", "mc"):
             raise ValueError(f"`method` must be 'exact' or 'mc', got {method!r}.")
@@ -195,9 +179,12 @@ class BlockDiffusionScorer(SequenceScorer):
                 f' (it needs 2^B - 1 model calls per block). Use `method="mc"` to estimate with sampled orders.'
             )
         self.method = method
-        self.max_batch = check_int(max_batch, "max_batch")
-        self.mc = MaskedDiffusionScorer(num_orders, estimator, seed, token_temperature, max_batch)
-        self.mc._block_size = self.block_size
+        self._block_size = self.block_size  # the k-order estimate samples block-respecting orders
+
+    @property
+    def mc(self) -> MaskedDiffusionScorer:
+        """The k-order estimator of `method="mc"`: this scorer itself, with block-respecting orders."""
+        return self
 
     def _check_model(self, model) -> None:
         model_block = getattr(model, "block_size", None)
@@ -220,5 +207,5 @@ class BlockDiffusionScorer(SequenceScorer):
     def score(self, model, input_ids, attention_mask, completion_mask):
         if self.method == "mc":
             self._check_model(model)
-            return self.mc.score(model, input_ids, attention_mask, completion_mask)
+            return super().score(model, input_ids, attention_mask, completion_mask)
         return self.block_logps(model, input_ids, attention_mask, completion_mask).sum(dim=1)

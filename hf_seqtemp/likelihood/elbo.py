@@ -113,10 +113,8 @@ def diffusion_elbo_loss(
     Example:
     ```python
     >>> import torch
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import MaskedLMWrapper
-    >>> model = MaskedLMWrapper(BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
-    ...                         num_attention_heads=2, intermediate_size=32)), mask_token_id=5)
+    >>> from hf_seqtemp.models import MaskedLMWrapper, tiny_masked_lm
+    >>> model = MaskedLMWrapper(tiny_masked_lm(), mask_token_id=5)
     >>> ids = torch.tensor([[1, 2, 3, 4]])
     >>> diffusion_elbo_loss(model, ids, torch.ones_like(ids), ids > 1).item() > 0
     True

@@ -13,7 +13,8 @@ from .base import SequenceScorer
 
 
 def check_diffusion_inputs(model, input_ids, attention_mask, completion_mask) -> None:
-    """Checks what every diffusion scorer needs: a `DiffusionLM` wrapper with a mask id, and no mask token among the real tokens."""
+    """Checks what every diffusion scorer needs: a `DiffusionLM` wrapper with a mask id, and no mask token among the
+    real tokens."""
     mask_token_id = getattr(model, "mask_token_id", None)
     if mask_token_id is None:
         raise TypeError(
@@ -152,10 +153,8 @@ def order_step_logps(
     Example:
     ```python
     >>> import torch
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import MaskedLMWrapper
-    >>> model = MaskedLMWrapper(BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
-    ...                         num_attention_heads=2, intermediate_size=32)).eval(), mask_token_id=5)
+    >>> from hf_seqtemp.models import MaskedLMWrapper, tiny_masked_lm
+    >>> model = MaskedLMWrapper(tiny_masked_lm(), mask_token_id=5)
     >>> ids, completion = torch.tensor([[1, 2, 3]]), torch.tensor([[False, True, True]])
     >>> orders = sample_orders(torch.ones_like(ids), completion, 2)
     >>> order_step_logps(model, ids, torch.ones_like(ids), completion, orders)[0, :, 2].tolist()
@@ -220,12 +219,9 @@ class MaskedDiffusionScorer(SequenceScorer):
     Example:
     ```python
     >>> import torch
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import MaskedLMWrapper
-    >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
-    ...                                    num_attention_heads=2, intermediate_size=32)).eval()
+    >>> from hf_seqtemp.models import MaskedLMWrapper, tiny_masked_lm
     >>> scorer = MaskedDiffusionScorer(num_orders=2, seed=0)
-    >>> scorer(MaskedLMWrapper(model, mask_token_id=5), torch.tensor([[1, 2, 3], [4, 0, 1]])).shape
+    >>> scorer(MaskedLMWrapper(tiny_masked_lm(), mask_token_id=5), torch.tensor([[1, 2, 3], [4, 0, 1]])).shape
     torch.Size([2])
     ```
     """

@@ -115,11 +115,8 @@ def schedule_variance(
     Example:
     ```python
     >>> import torch
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import BlockDiffusionWrapper
-    >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
-    ...                                    num_attention_heads=2, intermediate_size=32)).eval()
-    >>> wrapper = BlockDiffusionWrapper(model, mask_token_id=5, block_size=2)
+    >>> from hf_seqtemp.models import BlockDiffusionWrapper, tiny_masked_lm
+    >>> wrapper = BlockDiffusionWrapper(tiny_masked_lm(), mask_token_id=5, block_size=2)
     >>> schedule_variance(wrapper, torch.tensor([[1, 2, 3, 4]]), block_size=2).dtype
     torch.float64
     ```

@@ -78,8 +78,8 @@ def diffusion_ssts_loss(
     that step `s` conditions on (at the first step, `log p(x)`), and `mu_s` the per-step baseline. With
     `normalization="self"` the weights of each step are self-normalised in log space over the `(row, order)`
     samples of one prompt group (their mean is 1: `mu_s` is the group's log-mean-exp); with `"baseline"`, `mu_s` is
-    the mean of the group's log-weights (Eq. 18 as written, per prompt). Weights are constants (no gradient flows through them). At `T = 1` every
-    weight is 1 and the loss is the plain diffusion objective `L_Diff` (Eq. 4) over the sampled orders.
+    the mean of the group's log-weights (Eq. 18 as written, per prompt). Weights are constants (no gradient flows
+    through them). At `T = 1` every weight is 1 and the loss is the plain diffusion objective `L_Diff` (Eq. 4) over the sampled orders.
 
     Args:
         step_logq (`torch.FloatTensor` of shape `(batch, num_orders, steps)`):

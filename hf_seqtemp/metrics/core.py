@@ -56,7 +56,8 @@ def _centred(ref: torch.Tensor, policy: torch.Tensor, groups: Groups) -> tuple[t
 def effective_temperature(
     ref_logps: Sequence[float] | torch.Tensor, policy_logps: Sequence[float] | torch.Tensor, groups: Groups = None
 ) -> float:
-    """Effective temperature T_eff of Eq. 17: the homogeneous least-squares slope of reference log-ratios on policy ones.
+    """Effective temperature T_eff of Eq. 17: the homogeneous least-squares slope of reference log-ratios on policy
+    ones.
 
     `T_eff = Σ_{x,x'} log(p(x)/p(x')) log(q(x)/q(x')) / Σ_{x,x'} log(q(x)/q(x'))²` over all pairs of the same
     prompt group. Since `Σ_{x,x'∈g} (a_x − a_x')(b_x − b_x') = 2n_g Σ_{x∈g} (a_x − ā_g)(b_x − b̄_g)`, it is computed

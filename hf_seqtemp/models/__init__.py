@@ -1,5 +1,6 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""`DiffusionLM` wrappers of diffusion model families, and the embedded default model."""
+"""`DiffusionLM` wrappers of diffusion model families, the embedded default model, and tiny random models for
+examples."""
 
 from .base import DiffusionLM, ModelFamily
 from .default import DEFAULT_MODEL_ID, cache_dir, default_model_path, load_default_model
@@ -14,6 +15,7 @@ from .diffusion import (
     ShiftedLogitsWrapper,
     wrap_diffusion_model,
 )
+from .tiny import tiny_causal_lm, tiny_masked_lm
 
 __all__ = [
     "DEFAULT_MODEL_ID",
@@ -30,5 +32,7 @@ __all__ = [
     "cache_dir",
     "default_model_path",
     "load_default_model",
+    "tiny_causal_lm",
+    "tiny_masked_lm",
     "wrap_diffusion_model",
 ]

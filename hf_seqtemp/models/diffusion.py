@@ -95,11 +95,8 @@ class MaskedLMWrapper(_WrapperBase):
     Example:
     ```python
     >>> import torch
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> from hf_seqtemp.models.diffusion import MaskedLMWrapper
-    >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
-    ...                                    num_attention_heads=2, intermediate_size=32)).eval()
-    >>> MaskedLMWrapper(model, mask_token_id=5)(torch.tensor([[1, 5, 2]])).shape
+    >>> from hf_seqtemp.models import MaskedLMWrapper, tiny_masked_lm
+    >>> MaskedLMWrapper(tiny_masked_lm(), mask_token_id=5)(torch.tensor([[1, 5, 2]])).shape
     torch.Size([1, 3, 6])
     ```
     """
@@ -195,10 +192,8 @@ class BlockDiffusionWrapper(_WrapperBase):
     Example:
     ```python
     >>> import torch
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
-    ...                                    num_attention_heads=2, intermediate_size=32)).eval()
-    >>> BlockDiffusionWrapper(model, mask_token_id=5, block_size=2)(torch.tensor([[1, 2, 5, 5]])).shape
+    >>> from hf_seqtemp.models import tiny_masked_lm
+    >>> BlockDiffusionWrapper(tiny_masked_lm(), mask_token_id=5, block_size=2)(torch.tensor([[1, 2, 5, 5]])).shape
     torch.Size([1, 4, 6])
     ```
     """
@@ -223,8 +218,8 @@ def is_raw_diffusion_model(model) -> bool:
 
     Example:
     ```python
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> bert = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=8, num_hidden_layers=1, num_attention_heads=2))
+    >>> from hf_seqtemp.models import tiny_masked_lm
+    >>> bert = tiny_masked_lm()
     >>> is_raw_diffusion_model(bert), is_raw_diffusion_model(MaskedLMWrapper(bert, mask_token_id=5))
     (True, False)
     ```
@@ -290,10 +285,8 @@ def wrap_diffusion_model(
 
     Example:
     ```python
-    >>> from transformers import BertConfig, BertForMaskedLM
-    >>> model = BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1,
-    ...                                    num_attention_heads=2, intermediate_size=32))
-    >>> type(wrap_diffusion_model(model, mask_token_id=5)).__name__
+    >>> from hf_seqtemp.models import tiny_masked_lm
+    >>> type(wrap_diffusion_model(tiny_masked_lm(), mask_token_id=5)).__name__
     'MaskedLMWrapper'
     ```
     """

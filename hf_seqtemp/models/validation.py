@@ -61,11 +61,11 @@ def check_model_kind(model, allow_diffusion: bool = True, argument: str = "model
 
     Example:
     ```python
-    >>> from transformers import LlamaConfig, LlamaForCausalLM, LlamaModel
-    >>> config = LlamaConfig(vocab_size=8, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
-    ...                      num_attention_heads=2, num_key_value_heads=2)
-    >>> check_model_kind(LlamaForCausalLM(config))
-    >>> check_model_kind(LlamaModel(config))  # doctest: +ELLIPSIS
+    >>> from transformers import LlamaModel
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> causal_lm = tiny_causal_lm()
+    >>> check_model_kind(causal_lm)
+    >>> check_model_kind(LlamaModel(causal_lm.config))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     TypeError: `model` is a LlamaModel, a model without a language-model head ... load it with \

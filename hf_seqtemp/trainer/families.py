@@ -218,7 +218,7 @@ class DiffusionFamily:
         values = {"likelihood_method": self.method, "block_size": self.block_size}
         if self.method == "mc":
             values.update(
-                num_orders=self.scorer.mc.num_orders if self.block_size else self.scorer.num_orders,
+                num_orders=self.scorer.num_orders,
                 ref_num_orders=self.ref_num_orders,
                 ref_order_seed=self.seed,
             )
@@ -235,9 +235,8 @@ class DiffusionFamily:
         ids, attention, completion = batch["input_ids"], batch["attention_mask"], batch["completion_mask"]
         if self.method == "exact":
             return self.ref_scorer(model, ids, attention, completion), None
-        mc = self.ref_scorer.mc if isinstance(self.ref_scorer, BlockDiffusionScorer) else self.ref_scorer
         orders = _per_example_orders(batch, self.ref_num_orders, self.block_size, self.seed)
-        return mc.score_orders(model, ids, attention, completion, orders), None
+        return self.ref_scorer.score_orders(model, ids, attention, completion, orders), None
 
     def reference_rows(self, values: torch.Tensor, batch) -> list[list[float]]:
         """Per-step values `(batch, k, steps)` stored per example as one flat list of length k·m, order-major."""
