@@ -12,13 +12,9 @@ import itertools
 
 import torch
 from datasets import Dataset
-from toy import BOS, tiny_causal_lm
+from tiny_models import BOS
 
 PROMPTS = ((BOS, 0), (BOS, 1), (BOS, 2), (BOS, 3))
-
-
-def conditional_lm(vocab_size: int = 4, seed: int = 4, hidden: int = 16):
-    return tiny_causal_lm(vocab_size, seed=seed, init_range=0.8, hidden=hidden)
 
 
 def enumerate_completions(vocab_size: int, length: int, prompts=PROMPTS) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,26 +7,7 @@ import itertools
 import math
 
 import torch
-from transformers import BertConfig, BertForMaskedLM
-
-MASK = 5
-# The test machines share 2 cores between processes; intra-op threads only oversubscribe them (20x slower).
-torch.set_num_threads(1)
-
-
-def tiny_masked_lm(seed: int = 0) -> BertForMaskedLM:
-    """A 6-token BERT with large weights, so conditionals depend strongly on context (orders really differ)."""
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=6,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=16,
-        initializer_range=0.5,
-    )
-    return BertForMaskedLM(config).eval()
+from tiny_models import MASK
 
 
 def real_log_softmax(logits: torch.Tensor) -> torch.Tensor:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from tiny_models import tiny_default_llama
 
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
@@ -25,17 +25,8 @@ def _load(name: str):
     return module
 
 
-def _tiny_llama(vocab: int = 11) -> LlamaForCausalLM:
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=vocab,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-    )
-    return LlamaForCausalLM(config).eval()
+def _tiny_llama(vocab: int = 11):
+    return tiny_default_llama(vocab, seed=0)
 
 
 def _brute_force(model, seq: torch.Tensor) -> float:

@@ -6,8 +6,8 @@ import random
 
 import pytest
 import torch
+from tiny_models import tiny_causal_lm
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from toy import tiny_causal_lm
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from hf_seqtemp import SeqTempConfig, SequenceTemperatureConfig, cli, hub, load_tempered

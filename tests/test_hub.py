@@ -7,7 +7,8 @@ import pytest
 import torch
 import yaml
 from peft import LoraConfig
-from toy import all_sequences, as_dataset, exact_logps, tiny_causal_lm
+from tiny_models import tiny_causal_lm
+from toy import all_sequences, as_dataset, exact_logps
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, hub, load_tempered
 from hf_seqtemp.likelihood import SequenceScorer

@@ -1,5 +1,5 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Tiny enumerable causal LMs and brute-force oracles shared by the tests."""
+"""Brute-force oracles over enumerable causal LMs (the models: `tiny_models.py`), shared by the tests."""
 
 from __future__ import annotations
 
@@ -7,29 +7,7 @@ import itertools
 
 import torch
 from datasets import Dataset
-from transformers import LlamaConfig, LlamaForCausalLM
-
-BOS = 0
-
-
-def tiny_causal_lm(vocab_size: int = 4, seed: int = 0, init_range: float = 0.6, hidden: int = 16):
-    """A random 1-layer Llama whose conditionals are far from uniform (large init), in float32."""
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=16,
-        initializer_range=init_range,
-        bos_token_id=BOS,
-        eos_token_id=None,
-        pad_token_id=None,
-        tie_word_embeddings=False,
-    )
-    return LlamaForCausalLM(config).eval()
+from tiny_models import BOS
 
 
 def all_sequences(vocab_size: int, length: int) -> torch.Tensor:

@@ -14,7 +14,7 @@ import itertools
 import pytest
 import torch
 from distribution_checks import cell_counts, chi_square_pvalue, plug_in_kl
-from generation_toys import tiny_llama
+from tiny_models import tiny_llama
 
 import hf_seqtemp
 from hf_seqtemp.generation import glauber_refine, power_sample

@@ -14,7 +14,7 @@ import itertools
 import pytest
 import torch
 from distribution_checks import cell_counts, chi_square_pvalue
-from generation_toys import tiny_bert
+from tiny_models import tiny_bert
 
 from hf_seqtemp.generation import diffusion_generate
 from hf_seqtemp.likelihood import BlockDiffusionScorer

@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from transformers import BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM
+from tiny_models import tiny_causal_lm, tiny_masked_lm
 
 from hf_seqtemp.generation.glauber import (
     _proposal_log_q,
@@ -27,32 +27,12 @@ SITES = (1, 2, 3)
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=V,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        initializer_range=0.6,
-        eos_token_id=None,  # fixed-length completions here; answers ending at EOS: test_glauber_eos.py
-    )
-    return LlamaForCausalLM(config).eval()
+    return tiny_causal_lm(V, seed=0, init_range=0.6)  # no EOS: fixed-length completions (EOS: test_answers.py)
 
 
 @pytest.fixture(scope="module")
 def masked_lm():
-    torch.manual_seed(1)
-    config = BertConfig(
-        vocab_size=V + 1,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        initializer_range=0.6,
-    )
-    return BertForMaskedLM(config).eval()
+    return tiny_masked_lm(V + 1, seed=1, init_range=0.6, max_positions=512)
 
 
 def _pi(model, temperature):

@@ -5,7 +5,7 @@ import itertools
 import math
 
 import torch
-from generation_toys import TinyMaskedLM, tiny_bert
+from tiny_models import TinyMaskedLM, tiny_bert
 
 from hf_seqtemp.generation import diffusion_generate, imh_transition_matrix, lookahead_correction
 

@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 import torch
-from generation_toys import tiny_llama
+from tiny_models import tiny_llama
 
 from hf_seqtemp.generation import power_sample, seqtemp_generate
 from hf_seqtemp.likelihood import AutoregressiveScorer

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 from distribution_checks import cell_counts, chi_square_pvalue
-from generation_toys import TinyMaskedLM, tiny_bert, tiny_llama
 from peft import LoraConfig, PeftModel, get_peft_model
+from tiny_models import TinyMaskedLM, tiny_bert, tiny_llama
 from transformers import GenerationConfig
 
 from hf_seqtemp import SequenceTemperatureConfig, load_tempered

@@ -1,7 +1,8 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 import pytest
 import torch
-from toy import all_sequences, brute_force_logps, tiny_causal_lm
+from tiny_models import tiny_causal_lm
+from toy import all_sequences, brute_force_logps
 
 from hf_seqtemp import AutoregressiveScorer
 from hf_seqtemp.likelihood.base import default_completion_mask

@@ -6,14 +6,13 @@ import math
 import pytest
 import torch
 from diffusion_oracles import (
-    MASK,
     all_orders,
     block_respecting_orders,
     naive_log_marginal,
     orders_to_ranks,
     real_log_softmax,
-    tiny_masked_lm,
 )
+from tiny_models import MASK, tiny_masked_lm
 
 from hf_seqtemp.likelihood.block_diffusion import MAX_EXACT_BLOCK_SIZE, BlockDiffusionScorer, block_subsets
 from hf_seqtemp.likelihood.schedule_variance import schedule_variance

@@ -5,13 +5,8 @@ import math
 
 import pytest
 import torch
-from diffusion_oracles import (
-    MASK,
-    all_orders,
-    naive_log_marginal,
-    orders_to_ranks,
-    tiny_masked_lm,
-)
+from diffusion_oracles import all_orders, naive_log_marginal, orders_to_ranks
+from tiny_models import MASK, tiny_masked_lm
 
 from hf_seqtemp.likelihood.masked_diffusion import MaskedDiffusionScorer, sample_orders
 from hf_seqtemp.models.diffusion import MaskedLMWrapper, ShiftedLogitsWrapper

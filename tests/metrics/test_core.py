@@ -5,7 +5,8 @@ import math
 import evaluate
 import pytest
 import torch
-from toy import all_sequences, exact_logps, tiny_causal_lm
+from tiny_models import tiny_causal_lm
+from toy import all_sequences, exact_logps
 
 from hf_seqtemp.metrics import (
     available_modules,

@@ -2,7 +2,7 @@
 import evaluate
 import pytest
 import torch
-from transformers import BertConfig, BertForMaskedLM
+from tiny_models import tiny_masked_lm
 
 from hf_seqtemp.likelihood import MaskedDiffusionScorer, schedule_variance
 from hf_seqtemp.likelihood.schedule_variance import order_logp_variance
@@ -38,11 +38,7 @@ def test_pass_at_k_module_equals_mean_of_pure_function():
 
 
 def test_schedule_variance_module_equals_the_sampled_pure_function():
-    torch.manual_seed(0)
-    bert = BertForMaskedLM(
-        BertConfig(vocab_size=6, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
-    ).eval()
-    adapter = MaskedLMWrapper(bert, mask_token_id=5)
+    adapter = MaskedLMWrapper(tiny_masked_lm(6, seed=0, init_range=0.02, max_positions=512), mask_token_id=5)
     input_ids = torch.tensor([[1, 2, 3, 4], [4, 3, 2, 1]])
     with torch.no_grad():
         logps = MaskedDiffusionScorer(num_orders=6, seed=3).order_logps(adapter, input_ids)

@@ -2,7 +2,8 @@
 import evaluate
 import pytest
 import torch
-from conditional_toy import completion_logps, conditional_lm, draw, entropies, enumerate_completions
+from conditional_toy import completion_logps, draw, entropies, enumerate_completions
+from tiny_models import conditional_lm
 
 from hf_seqtemp.metrics import effective_temperature, kendall_tau, module_path, temperature_log_ratio
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from transformers import BertConfig, BertForMaskedLM, ModernBertConfig, ModernBertForMaskedLM
+from tiny_models import tiny_masked_lm, tiny_modernbert
 
 from hf_seqtemp.models.base import DiffusionLM
 from hf_seqtemp.models.diffusion import (
@@ -18,20 +18,6 @@ from hf_seqtemp.models.diffusion import (
 
 torch.set_num_threads(1)  # 2 shared cores: intra-op threads only oversubscribe them
 MASK = 5
-
-
-def _bert(seed=0):
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=6,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=16,
-        initializer_range=0.5,
-    )
-    return BertForMaskedLM(config).eval()
 
 
 class _IdLogits(torch.nn.Module):
@@ -51,24 +37,7 @@ class _IdLogits(torch.nn.Module):
 
 @pytest.mark.parametrize("family", ["bert", "modernbert"])
 def test_left_and_right_padding_are_absent(family):
-    if family == "bert":
-        model = _bert()
-    else:
-        torch.manual_seed(0)
-        config = ModernBertConfig(
-            vocab_size=6,
-            hidden_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=32,
-            pad_token_id=0,
-            bos_token_id=1,
-            eos_token_id=2,
-            cls_token_id=1,
-            sep_token_id=2,
-            global_attn_every_n_layers=1,
-        )
-        model = ModernBertForMaskedLM(config).eval()
+    model = tiny_masked_lm() if family == "bert" else tiny_modernbert()
     adapter = MaskedLMWrapper(model, MASK)
     row = torch.tensor([[1, MASK, 3]])
     with torch.no_grad():
@@ -91,7 +60,7 @@ def test_shifted_logits_read_previous_real_token():
 
 def test_block_adapter_hides_later_blocks_exactly():
     """Logits of the current block equal those of the prefix truncated at the end of the block."""
-    base = _bert()
+    base = tiny_masked_lm()
     adapter = BlockDiffusionWrapper(base, MASK, 2)
     full = torch.tensor([[1, 2, 3, MASK, MASK, MASK], [4, MASK, MASK, MASK, MASK, MASK]])
     with torch.no_grad():
@@ -114,7 +83,7 @@ def test_llada_adapter_calls_with_input_ids_only():
 
 
 def test_wrap_detects_family_and_mask_id():
-    bert = _bert()
+    bert = tiny_masked_lm()
     wrapped = wrap_diffusion_model(bert, tokenizer=SimpleNamespace(mask_token_id=MASK))
     assert type(wrapped) is MaskedLMWrapper and wrapped.mask_token_id == MASK and wrapped.family == "masked_diffusion"
     assert wrap_diffusion_model(wrapped) is wrapped
@@ -133,17 +102,17 @@ def test_wrap_detects_family_and_mask_id():
 @pytest.mark.parametrize(
     "model, kwargs, match",
     [
-        (_bert(), {}, "`mask_token_id` could not be found"),
+        (tiny_masked_lm(), {}, "`mask_token_id` could not be found"),
         (
             _IdLogits(SimpleNamespace(model_type="dream", mask_token_id=4)),
             {"tokenizer": SimpleNamespace(mask_token_id=3)},
             "`mask_token_id` is ambiguous",
         ),
         (_IdLogits(SimpleNamespace(model_type="mystery")), {"mask_token_id": 5}, "`shift_logits` is needed"),
-        (_bert(), {"mask_token_id": 5, "family": "block_diffusion"}, "`block_size` is needed"),
-        (_bert(), {"mask_token_id": 5, "family": "autoregressive"}, "`family` must be"),
+        (tiny_masked_lm(), {"mask_token_id": 5, "family": "block_diffusion"}, "`block_size` is needed"),
+        (tiny_masked_lm(), {"mask_token_id": 5, "family": "autoregressive"}, "`family` must be"),
         (_IdLogits(SimpleNamespace(model_type="diffusion_gemma")), {"mask_token_id": 5}, "DiffusionGemma"),
-        (_bert(), {"mask_token_id": 5, "block_size": 0}, "`block_size` must be an integer ≥ 1, got 0"),
+        (tiny_masked_lm(), {"mask_token_id": 5, "block_size": 0}, "`block_size` must be an integer ≥ 1, got 0"),
     ],
 )
 def test_wrap_errors(model, kwargs, match):

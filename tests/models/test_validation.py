@@ -5,15 +5,11 @@ import pytest
 import torch
 from datasets import Dataset
 from peft import LoraConfig, get_peft_model
-from toy import as_dataset, tiny_causal_lm
+from tiny_models import tiny_causal_lm, tiny_llama_config, tiny_masked_lm, tiny_t5
+from toy import as_dataset
 from transformers import (
-    BertConfig,
-    BertForMaskedLM,
-    LlamaConfig,
     LlamaForSequenceClassification,
     LlamaModel,
-    T5Config,
-    T5ForConditionalGeneration,
 )
 
 from hf_seqtemp import AutoregressiveScorer, MaskedLMWrapper, SeqTempConfig, SeqTempTrainer, hub
@@ -25,41 +21,21 @@ FIX = r"AutoModelForCausalLM\.from_pretrained"
 SUPPORTED = r"supports causal LMs with a language-model head .* wrapped as a `DiffusionLM`"
 
 
-def _llama_config():
-    return LlamaConfig(
-        vocab_size=6,
-        hidden_size=8,
-        intermediate_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        pad_token_id=0,
-    )
-
-
 def _peft(model):
     with peft_deprecations_silenced():
         return get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj"]))
 
 
-def _t5():
-    return T5ForConditionalGeneration(T5Config(vocab_size=6, d_model=8, d_ff=16, num_layers=1, num_heads=2, d_kv=4))
-
-
-def _bert():
-    return BertForMaskedLM(BertConfig(vocab_size=6, hidden_size=8, num_hidden_layers=1, num_attention_heads=2))
-
-
 @pytest.mark.parametrize(
     "build,what",
     [
-        (lambda: LlamaModel(_llama_config()), "LlamaModel, a model without a language-model head"),
+        (lambda: LlamaModel(tiny_llama_config()), "LlamaModel, a model without a language-model head"),
         (
-            lambda: LlamaForSequenceClassification(_llama_config()),
+            lambda: LlamaForSequenceClassification(tiny_llama_config()),
             "LlamaForSequenceClassification, a model without a language-model head",
         ),
-        (_t5, "T5ForConditionalGeneration, an encoder-decoder model"),
-        (lambda: _peft(LlamaModel(_llama_config())), "LlamaModel, a model without"),
+        (tiny_t5, "T5ForConditionalGeneration, an encoder-decoder model"),
+        (lambda: _peft(LlamaModel(tiny_llama_config())), "LlamaModel, a model without"),
     ],
 )
 def test_trainer_rejects_a_model_that_is_not_a_causal_lm_before_any_work(tmp_path, build, what, monkeypatch):
@@ -75,8 +51,8 @@ def test_supported_models_pass():
     models = [
         tiny_causal_lm(4),
         _peft(tiny_causal_lm(4)),
-        _bert(),  # a raw masked LM: the trainer wraps it as a DiffusionLM
-        MaskedLMWrapper(_bert(), mask_token_id=5),
+        tiny_masked_lm(),  # a raw masked LM: the trainer wraps it as a DiffusionLM
+        MaskedLMWrapper(tiny_masked_lm(), mask_token_id=5),
         torch.nn.Linear(2, 2),  # no config: its output is checked where it is called
     ]
     assert [check_model_kind(model) for model in models] == [None] * len(models)  # none raises
@@ -85,11 +61,11 @@ def test_supported_models_pass():
 def test_autoregressive_entry_points_reject_diffusion_and_headless_models():
     held_out = as_dataset(torch.tensor([[0, 1, 2], [0, 2, 3]]))
     with pytest.raises(TypeError, match=r"`model` is a BertForMaskedLM, a masked \(diffusion\) language model.*"):
-        score_dataset(_bert(), held_out)
+        score_dataset(tiny_masked_lm(), held_out)
     with pytest.raises(TypeError, match="is a MaskedLMWrapper \\(a diffusion model\\), but this needs a causal LM"):
-        hub.measure_held_out(MaskedLMWrapper(_bert(), mask_token_id=5), held_out, 0.5)
+        hub.measure_held_out(MaskedLMWrapper(tiny_masked_lm(), mask_token_id=5), held_out, 0.5)
     with pytest.raises(TypeError, match=f"LlamaModel, a model without a language-model head.*{FIX}"):
-        hub.measure_held_out(LlamaModel(_llama_config()), held_out, 0.5)
+        hub.measure_held_out(LlamaModel(tiny_llama_config()), held_out, 0.5)
     with pytest.raises(TypeError, match=r"`model` must be a model \(a `torch.nn.Module`"):
         score_dataset("HuggingFaceTB/SmolLM2-135M-Instruct", held_out)
 

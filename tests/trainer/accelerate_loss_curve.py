@@ -13,7 +13,8 @@ from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
 from launching import leave
-from toy import as_dataset, sample_sequences, tiny_causal_lm
+from tiny_models import tiny_causal_lm
+from toy import as_dataset, sample_sequences
 
 
 def main(output_dir: str, per_device_batch: int, loss_type: str) -> None:

@@ -5,9 +5,9 @@ import re
 import pytest
 import torch
 from datasets import Dataset
+from tiny_models import tiny_causal_lm
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from toy import tiny_causal_lm
-from transformers import PreTrainedTokenizerFast
+from transformers import PreTrainedTokenizerFast, TrainingArguments
 
 from hf_seqtemp import LOSSES, AutoregressiveScorer, SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig
 
@@ -107,27 +107,33 @@ def test_compute_loss_refuses_return_outputs(tmp_path):
         trainer.compute_loss(trainer.model, {}, return_outputs=True)
 
 
-def test_every_config_field_is_documented_and_choices_match_the_registry():
-    doc = SeqTempConfig.__doc__
-    own = [
-        f
-        for f in dataclasses.fields(SeqTempConfig)
-        if f.name in SeqTempConfig.__dataclass_fields__
-        and f.name
-        in (
-            "target_temperature",
-            "loss_type",
-            "nll_weight",
-            "max_length",
-            "dataset_text_field",
-            "precompute_ref_logps",
-        )
+def test_every_config_field_is_documented_and_choices_match_the_registry(tmp_path):
+    """Read from the dataclass: every field SeqTempConfig adds is in the docstring with a help text, every default
+    it changes is in the docstring's note, and every `choices` list is exactly what `__post_init__` accepts."""
+    inherited = {field.name: field for field in dataclasses.fields(TrainingArguments)}
+    own = [field for field in dataclasses.fields(SeqTempConfig) if field.name not in inherited]
+    changed = [
+        field
+        for field in dataclasses.fields(SeqTempConfig)
+        if field.name in inherited and field.default != inherited[field.name].default
     ]
-    assert len(own) == 6
+    doc = SeqTempConfig.__doc__
+    note = doc[doc.index("> [!NOTE]") :]
+    assert len(own) >= 17 and {"learning_rate", "logging_steps", "remove_unused_columns"} <= {f.name for f in changed}
     for field in own:
-        assert re.search(rf"^\s+{field.name} \(`", doc, re.MULTILINE), field.name
-        assert field.metadata.get("help")
+        assert re.search(rf"^\s+{field.name} \(`", doc, re.MULTILINE), f"{field.name} is not documented"
+        assert field.metadata.get("help"), f"{field.name} has no help text"
+    for field in changed:
+        assert f"`{field.name}=" in note, f"the changed default of {field.name} is not in the note"
     assert SeqTempConfig.__dataclass_fields__["loss_type"].metadata["choices"] == sorted(LOSSES)
+    for field in own:
+        choices = field.metadata.get("choices")
+        if choices is None:
+            continue
+        for choice in choices:
+            assert getattr(_args(tmp_path, **{field.name: choice}), field.name) == choice
+        with pytest.raises(ValueError, match=f"`{field.name}` must be"):
+            _args(tmp_path, **{field.name: "not-a-choice"})
 
 
 def test_sequence_temperature_config_round_trip_and_errors(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 import torch
 from datasets import Dataset
 from peft import LoraConfig
-from transformers import BertConfig, BertForMaskedLM
+from tiny_models import tiny_masked_lm
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
@@ -23,19 +23,9 @@ SEQUENCES = torch.tensor([[0, *c] for c in itertools.product(range(VOCAB), repea
 COMPLETION = torch.tensor([[False] + [True] * LENGTH] * len(SEQUENCES))
 
 
-def tiny_bert(seed: int = 0) -> BertForMaskedLM:
+def tiny_bert(seed: int = 0):
     """Large initial weights, so conditionals depend strongly on context and unmasking orders really differ."""
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=VOCAB + 1,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=8,
-        initializer_range=0.5,
-    )
-    return BertForMaskedLM(config).eval()
+    return tiny_masked_lm(VOCAB + 1, seed=seed, init_range=0.5, max_positions=8)
 
 
 @torch.no_grad()

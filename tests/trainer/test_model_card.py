@@ -9,7 +9,8 @@ import pytest
 import torch
 from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 from peft import LoraConfig
-from toy import all_sequences, as_dataset, exact_logps, tiny_causal_lm
+from tiny_models import tiny_causal_lm
+from toy import all_sequences, as_dataset, exact_logps
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, hub, measure
 from hf_seqtemp.metrics.core import effective_temperature, kendall_tau

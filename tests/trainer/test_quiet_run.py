@@ -10,7 +10,8 @@ import huggingface_hub
 import pytest
 from peft import LoraConfig
 from safetensors import safe_open
-from toy import as_dataset, sample_sequences, tiny_causal_lm
+from tiny_models import tiny_causal_lm
+from toy import as_dataset, sample_sequences
 
 from hf_seqtemp import DEFAULT_MODEL_ID, SeqTempConfig, SeqTempTrainer, hub, load_tempered
 

@@ -1,7 +1,8 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 import pytest
 import torch
-from toy import as_dataset, sample_sequences, tiny_causal_lm
+from tiny_models import tiny_causal_lm
+from toy import as_dataset, sample_sequences
 
 from hf_seqtemp import AutoregressiveScorer, SeqTempConfig, SeqTempTrainer
 from hf_seqtemp.losses.recall import RollingQuantile, c_div_loss, lambda_pr_loss, trunc_r_loss

@@ -1,6 +1,7 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 import pytest
-from toy import as_dataset, sample_sequences, tiny_causal_lm
+from tiny_models import tiny_causal_lm
+from toy import as_dataset, sample_sequences
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 

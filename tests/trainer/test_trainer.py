@@ -4,7 +4,8 @@ import os
 import pytest
 import torch
 from peft import AutoPeftModelForCausalLM, LoraConfig, PeftModel
-from toy import all_sequences, as_dataset, exact_logps, sample_sequences, tempered_kl, tiny_causal_lm
+from tiny_models import tiny_causal_lm
+from toy import all_sequences, as_dataset, exact_logps, sample_sequences, tempered_kl
 
 from hf_seqtemp import (
     AutoregressiveScorer,

@@ -5,7 +5,7 @@ import itertools
 
 import torch
 from datasets import Dataset
-from generation_toys import tiny_bert
+from tiny_models import tiny_bert
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer

@@ -8,7 +8,6 @@ from conditional_toy import (
     PROMPTS,
     as_prompted_dataset,
     completion_logps,
-    conditional_lm,
     entropies,
     enumerate_completions,
     per_prompt_tempered_kl,
@@ -16,6 +15,7 @@ from conditional_toy import (
 )
 from datasets import Dataset
 from peft import LoraConfig
+from tiny_models import conditional_lm
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 
