@@ -151,6 +151,10 @@ def main() -> None:
         f"sampled {len(trainer.train_dataset)} train / {len(trainer.eval_dataset)} held-out completions "
         f"({args.num_generations} per prompt), e.g. {completion!r}"
     )
+    print(
+        "training: the logged temp/t_eff and temp/kendall_tau are within-prompt figures on the training batches; "
+        "the table after training is measured on the held-out prompts"
+    )
     trainer.train()
 
     # 3. measure on the held-out prompts' completions, within prompts, and write the Hub folder
