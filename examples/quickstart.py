@@ -146,8 +146,15 @@ def main() -> None:
         model, config, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
     )
     sample = trainer.train_dataset[0]
-    print(f"sampled {len(trainer.train_dataset)} train / {len(trainer.eval_dataset)} held-out completions, e.g. ")
-    print(f"  {tokenizer.decode(sample['input_ids'][sum(1 for m in sample['completion_mask'] if not m) :])!r}")
+    completion = tokenizer.decode(sample["input_ids"][sample["completion_mask"].index(1) :])
+    print(
+        f"sampled {len(trainer.train_dataset)} train / {len(trainer.eval_dataset)} held-out completions "
+        f"({args.num_generations} per prompt), e.g. {completion!r}"
+    )
+    print(
+        "training: the logged temp/t_eff and temp/kendall_tau are within-prompt figures on the training batches; "
+        "the table after training is measured on the held-out prompts"
+    )
     trainer.train()
 
     # 3. measure on the held-out prompts' completions, within prompts, and write the Hub folder

@@ -167,11 +167,34 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
     if held_out is not None:
         trainer.evaluate()
     trainer.save_model(training_args.output_dir, _internal_call=True)
-    print(f"adapter saved to {training_args.output_dir}")
+    if trainer.is_world_process_zero():
+        print(_saved_summary(training_args.output_dir))
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_names=script_args.dataset_names or None)
         print(f"pushed to https://huggingface.co/{trainer.hub_model_id}")
     return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _saved_summary(folder: str) -> str:
+    """What `train` saved, with the held-out figures its `seqtemp_config.json` records (or why there are none)."""
+    from .config import SequenceTemperatureConfig
+
+    config = SequenceTemperatureConfig.from_pretrained(folder)
+    where = f"adapter saved to {folder} (seqtemp_config.json, model card README.md)"
+    if config.eval_t_eff is None:
+        return f"{where}; nothing measured: pass `--eval_fraction` to hold out prompts and measure on them."
+    over = "the held-out prompts"
+    if config.eval_sequences is not None and config.eval_prompts is not None:
+        over = f"{config.eval_sequences} completions of {_count(config.eval_prompts, 'held-out prompt')}"
+    return (
+        f"{where}\nmeasured within prompts on {over}, never trained on: T_eff {config.eval_t_eff:.4f} (target "
+        f"{config.target_temperature:g}), Kendall tau {config.eval_kendall_tau:.4f}, NLL/token "
+        f"{config.eval_nll:.4f}; the card compares them with the base model and the myopic baseline"
+    )
 
 
 def run_eval(args: EvalArguments) -> int:
@@ -203,7 +226,11 @@ def run_eval(args: EvalArguments) -> int:
     reports, logps = measure_held_out(
         model, data, myopic_t, tokenizer=tokenizer, batch_size=args.batch_size, max_length=args.max_length
     )
-    print(f"{args.adapter_path}: target T = {config.target_temperature:g}, {logps['base'].numel()} sequences")
+    prompts = len(set(logps["groups"]))
+    print(
+        f"{args.adapter_path}: target T = {config.target_temperature:g}; {logps['base'].numel()} completions of "
+        f"{_count(prompts, 'prompt')}, T_eff and Kendall tau within prompts (exact at T: T_eff = T, tau = 1)"
+    )
     print(format_table({ROW_NAMES[name]: report for name, report in reports.items()}))
     if args.output_json:
         payload = {
@@ -212,6 +239,7 @@ def run_eval(args: EvalArguments) -> int:
             "target_temperature": config.target_temperature,
             "myopic_token_temperature": myopic_t,
             "num_sequences": int(logps["base"].numel()),
+            "num_prompts": prompts,
             "reports": reports,
         }
         Path(args.output_json).parent.mkdir(parents=True, exist_ok=True)

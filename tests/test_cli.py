@@ -172,7 +172,7 @@ def test_train_then_eval(workspace, trained, tmp_path, capsys):
     assert f"{result['reports']['tempered']['t_eff']:15.4f}" in printed and "myopic baseline" in printed
 
 
-def test_train_from_sampled_prompts_and_push(workspace, tmp_path, monkeypatch):
+def test_train_from_sampled_prompts_and_push(workspace, tmp_path, monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(hub, "push_to_hub", lambda folder, repo_id, **kw: calls.append((folder, repo_id, kw)))
     monkeypatch.setattr(hub, "check_can_push", lambda token=None: None)  # the tests run offline
@@ -209,6 +209,19 @@ def test_train_from_sampled_prompts_and_push(workspace, tmp_path, monkeypatch):
     # prompt only: the trainer sampled 8 completions of each prompt; one of the two prompts is held out, unseen
     assert "Measured on 8 held-out sequences from `me/prompts`" in card
     assert f"| tempered (this adapter) | {config.eval_t_eff:.4f} |" in card
+    # and `train` says what it measured, as recorded beside the adapter
+    saved = SequenceTemperatureConfig.from_pretrained(out)
+    assert (
+        f"measured within prompts on 8 completions of 1 held-out prompt, never trained on: T_eff "
+        f"{saved.eval_t_eff:.4f} (target 0.5), Kendall tau {saved.eval_kendall_tau:.4f}"
+    ) in capsys.readouterr().out
+
+
+def test_train_without_a_held_out_set_says_that_nothing_was_measured(trained):
+    assert cli._saved_summary(str(trained)) == (
+        f"adapter saved to {trained} (seqtemp_config.json, model card README.md); nothing measured: pass "
+        "`--eval_fraction` to hold out prompts and measure on them."
+    )
 
 
 def test_generate_matches_the_python_api(workspace, trained, tmp_path):

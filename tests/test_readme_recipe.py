@@ -1,23 +1,177 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""The README's training-free `custom_generate=` recipe for a plain model, run exactly as written."""
+"""The README, run as written: every block is read from README.md, so a test fails as soon as the README drifts.
+
+Default run: the quick-start snippet (a 10-step training run of the embedded model) and the training-free
+`custom_generate` recipe run verbatim; every `hf-seqtemp` line of the "Command line" section is parsed by its own
+command's parser (the benchmarks answer `--help`), every flag its prose names exists, and its `held_out.jsonl`
+example is read the way `hf-seqtemp eval` reads it. Slow: the "Command line" section runs end to end, every block
+in order, in an empty folder, with `hf-seqtemp` found on `PATH` as `source .venv/bin/activate` puts it there.
+"""
 
 import ast
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from datasets import Dataset
+from transformers import AutoTokenizer
+
+from hf_seqtemp import cli
+from hf_seqtemp.cli_parser import SeqTempArgumentParser
+from hf_seqtemp.data import GROUP_ID, prepare_dataset
+from hf_seqtemp.models.default import default_model_path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+BIN = Path(sys.executable).parent  # the environment's scripts folder: what `source .venv/bin/activate` puts on PATH
+
+
+def _section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """(language, code) of every fenced block, in order."""
+    return re.findall(r"```(\w+)\n(.*?)```", text, flags=re.DOTALL)
+
+
+def _python_block(marker: str) -> str:
+    return next(
+        code for lang, code in _blocks(README.read_text(encoding="utf-8")) if lang == "python" and marker in code
+    )
+
+
+def _command_lines(bash: str) -> list[list[str]]:
+    """The commands of a bash block as argument lists (continuation lines joined, comments dropped)."""
+    lines = bash.replace("\\\n", " ").splitlines()
+    return [words for words in (shlex.split(line, comments=True) for line in lines) if words]
+
+
+def _run(command: list[str], cwd: Path) -> str:
+    """Runs `command` in `cwd` as a user would after activating the environment; returns its stdout."""
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    result = subprocess.run(command, cwd=cwd, check=False, capture_output=True, text=True, timeout=900, env=env)
+    assert result.returncode == 0, f"{command[:3]} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    return result.stdout
+
 
 def test_readme_custom_generate_recipe_runs_as_written(tmp_path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
-    recipe = next(b for b in blocks if "custom_generate=hf_seqtemp.seqtemp_generate" in b)
-    script = tmp_path / "recipe.py"
-    script.write_text(recipe, encoding="utf-8")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, str(script)]
-    result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, env=env)
-    assert result.returncode == 0, result.stderr[-2000:]
-    answers = ast.literal_eval(result.stdout.strip().splitlines()[-1])  # the recipe prints the decoded answers
+    (tmp_path / "recipe.py").write_text(_python_block("custom_generate=hf_seqtemp.seqtemp_generate"), encoding="utf-8")
+    stdout = _run([sys.executable, "recipe.py"], tmp_path)
+    answers = ast.literal_eval(stdout.strip().splitlines()[-1])  # the recipe prints the decoded answers
     assert isinstance(answers, list) and len(answers) == 1 and answers[0].strip()
+
+
+def _prompt_questions(snippet: str, name: str) -> list[str]:
+    """The questions passed to `prompts(...)` in the snippet's assignment to `name`."""
+    for node in ast.walk(ast.parse(snippet)):
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name]:
+            return [arg.value for arg in node.value.args]
+    raise AssertionError(f"the quick start no longer assigns `{name} = prompts(...)`")
+
+
+def test_readme_quick_start_runs_as_written_and_prints_what_it_measured(tmp_path):
+    snippet = _python_block("SeqTempTrainer(")
+    train, held_out = _prompt_questions(snippet, "train"), _prompt_questions(snippet, "held_out")
+    assert held_out and not set(held_out) & set(train)  # measured on prompts unseen in training
+    (tmp_path / "quick_start.py").write_text(snippet, encoding="utf-8")
+    lines = _run([sys.executable, "quick_start.py"], tmp_path).strip().splitlines()
+
+    # it prints the figures `save_model` measured on the held-out prompts, the ones written beside the adapter
+    adapter = tmp_path / "out" / "adapter"
+    config = json.loads((adapter / "seqtemp_config.json").read_text(encoding="utf-8"))
+    generations = json.loads((adapter / "training_args.json").read_text(encoding="utf-8"))["num_generations"]
+    assert config["eval_prompts"] == len(held_out) and config["eval_sequences"] == len(held_out) * generations
+    printed = (
+        f"held-out T_eff {config['eval_t_eff']:.3f} (target 0.5), Kendall tau {config['eval_kendall_tau']:.3f}, "
+        f"over {config['eval_sequences']} completions of {config['eval_prompts']} unseen prompts"
+    )
+    assert printed in lines
+    card = (adapter / "README.md").read_text(encoding="utf-8")
+    assert f"| tempered (this adapter) | {config['eval_t_eff']:.4f} |" in card and "| myopic baseline" in card
+    # ... then a completion of the first held-out prompt, sampled at sequence temperature 0.5
+    prompt, completion = lines[-1].split(" -> ", 1)
+    assert prompt == held_out[0] and completion.strip()
+
+
+def _parsers() -> dict[str, SeqTempArgumentParser]:
+    return {
+        name: SeqTempArgumentParser(cli._dataclass_types(name), prog=f"hf-seqtemp {name}")
+        for name in ("train", "eval", "generate")
+    }
+
+
+def test_readme_command_line_section_parses_as_written(tmp_path, monkeypatch):
+    """Every command of the section parses with its own flags, every flag in its prose exists, and the
+    `held_out.jsonl` rows it shows are read as one prompt with the completions it names."""
+    section = _section("Command line")
+    assert (BIN / "hf-seqtemp").is_file()  # installed by `make venv` (`pip install -e .`) next to the interpreter
+    monkeypatch.chdir(tmp_path)
+    parsers, shown = _parsers(), set()
+    for lang, code in _blocks(section):
+        for words in _command_lines(code) if lang == "bash" else []:
+            if words[0] != "hf-seqtemp":
+                continue
+            shown.add(words[1])
+            if words[1] == "bench":  # the benchmarks take minutes: `--help` after the flags checks them
+                assert "--only" in _run([*words, "--help"], tmp_path)
+            else:
+                parsers[words[1]].parse_flags(words[2:])  # an unknown flag or a bad value exits here
+    assert shown == set(cli.COMMANDS)
+    known = {option for parser in parsers.values() for option in parser._option_string_actions}
+    known |= {"--quick", "--only", "--results"}  # benchmarks/run_all.py, checked by `--help` above
+    assert set(re.findall(r"(?<![\w-])--\w+", section)) <= known
+
+    rows = [json.loads(line) for lang, code in _blocks(section) if lang == "json" for line in code.splitlines()]
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    prepared = prepare_dataset(Dataset.from_list(rows), tokenizer, "text", 4096, "held_out")
+    assert len(prepared) == len(rows) >= 2 and len(set(prepared[GROUP_ID])) == 1  # one prompt, several completions
+    scored = [
+        tokenizer.decode([t for t, m in zip(r["input_ids"], r["completion_mask"]) if m], skip_special_tokens=True)
+        for r in prepared
+    ]
+    assert scored == [row["completion"][0]["content"] for row in rows]  # the completion, not the prompt, is scored
+
+
+@pytest.mark.slow
+def test_readme_command_line_section_runs_as_written(tmp_path):
+    stdout = []
+    for index, (lang, code) in enumerate(_blocks(_section("Command line"))):
+        if lang == "bash":
+            stdout.append(_run(["bash", "-e", "-c", code], tmp_path))
+        elif lang == "python":
+            (tmp_path / f"block_{index}.py").write_text(code, encoding="utf-8")
+            stdout.append(_run([sys.executable, f"block_{index}.py"], tmp_path))
+    stdout = "\n".join(stdout)
+
+    # `train` held out whole prompts, measured the adapter on them and said so
+    trained = (tmp_path / "prompts.txt").read_text(encoding="utf-8").split("\n")
+    trained = [line for line in trained if line]
+    config = json.loads((tmp_path / "out" / "seqtemp_config.json").read_text(encoding="utf-8"))
+    assert 1 <= config["eval_prompts"] < len(trained) and config["eval_sequences"] >= 2 * config["eval_prompts"]
+    assert f"T_eff {config['eval_t_eff']:.4f} (target 0.5)" in stdout
+    # `eval` measured on completions of prompts that are not in the training file
+    held_out = [json.loads(line) for line in (tmp_path / "held_out.jsonl").read_text(encoding="utf-8").splitlines()]
+    unseen = {row["prompt"][-1]["content"] for row in held_out}
+    assert unseen and not unseen & set(trained)
+    result = json.loads((tmp_path / "eval.json").read_text(encoding="utf-8"))
+    assert result["num_prompts"] == len(unseen) and result["num_sequences"] == len(held_out)
+    assert result["reports"]["base"]["t_eff"] == pytest.approx(1.0) and result["reports"]["myopic"]["t_eff"] < 1.0
+    # `generate` printed a completion of its prompt
+    completion = stdout.split("### Name a colour.\n", 1)[1].splitlines()[0]
+    assert completion.startswith("- ") and completion[2:].strip()

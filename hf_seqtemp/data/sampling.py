@@ -68,7 +68,6 @@ def sample_completions(
             top_k=0,
             top_p=1.0,
             max_new_tokens=max_new_tokens,
-            min_new_tokens=1,
             pad_token_id=pad_token_id,
             eos_token_id=sorted(eos_ids) or None,
         )

@@ -15,16 +15,19 @@ import torch.distributed as dist
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
+from conditional_toy import PROMPTS, as_prompted_dataset, completion_logps, draw, enumerate_completions
 from launching import leave
-from tiny_models import tiny_causal_lm
-from toy import as_dataset, sample_sequences
+from tiny_models import conditional_lm
 
 
 def main(output_dir: str) -> None:
     torch.set_num_threads(1)
-    model = tiny_causal_lm(4, seed=0)
+    model = conditional_lm(4)
     before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
-    data = as_dataset(sample_sequences(model, 8, 3, seed=3))
+    # two prompts, 4 completions each: a global batch (one per rank) is 2 completions of ONE prompt
+    ids, groups = enumerate_completions(4, 3, PROMPTS[:2])
+    picked = draw(completion_logps(model, ids, 2), groups, 4, seed=3)  # distinct samples of p(·|c)
+    data = as_prompted_dataset(ids[picked], prompt_length=2)
     args = SeqTempConfig(
         output_dir=output_dir,
         target_temperature=0.5,
@@ -51,6 +54,7 @@ def main(output_dir: str) -> None:
             "max_change": (after - before).abs().max().item(),
             "checksum": checksum,
             "ratio_losses": [e["loss/ratio"] for e in trainer.state.log_history if "loss/ratio" in e],
+            "pairs": [e["groups/pairs"] for e in trainer.state.log_history if "groups/pairs" in e],
         }
     )
     with open(f"{output_dir}/rank{dist.get_rank()}.json", "w") as handle:

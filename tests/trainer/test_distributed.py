@@ -19,3 +19,4 @@ def test_two_processes_with_batch_one_train_the_ratio_loss_through_cross_rank_pa
     assert ranks[0]["checksum"] == pytest.approx(ranks[1]["checksum"], rel=1e-9)
     losses = next(r["ratio_losses"] for r in ranks if r["ratio_losses"])
     assert len(losses) == 3 and all(v > 0 for v in losses)
+    assert ranks[0]["pairs"] == [1.0, 1.0, 1.0]  # each step: one within-prompt pair, formed across the two ranks
