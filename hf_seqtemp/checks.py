@@ -81,3 +81,42 @@ def check_int(value: Any, name: str, minimum: int = 1, allow_none: bool = False,
         message = f"`{name}` must be an integer ≥ {minimum}{' or None' if allow_none else ''}, got {value!r}."
         raise ValueError(f"{message} {fix}".strip())
     return value
+
+
+def renamed_arguments(renames: dict[str, str], removal: str):
+    """Keeps old keyword names of a public function working for a while: each warns once per call with a
+    `FutureWarning` naming the new keyword and the version that removes the old one.
+
+    Example:
+    ```python
+    >>> import warnings
+    >>> @renamed_arguments({"old": "new"}, removal="0.3.0")
+    ... def f(new):
+    ...     return new
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     f(old=3), caught[0].category.__name__
+    (3, 'FutureWarning')
+    ```
+    """
+    import functools
+    import warnings
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"pass `{new}` only; `{old}` is its former name.")
+                    warnings.warn(
+                        f"`{old}` is renamed `{new}` and will be removed in hf_seqtemp {removal}.",
+                        FutureWarning,
+                        stacklevel=2,
+                    )
+                    kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate

@@ -18,7 +18,7 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
-from ..checks import check_temperature
+from ..checks import check_temperature, renamed_arguments
 from ..groups import group_codes, group_means, require_pairs
 
 
@@ -43,6 +43,8 @@ def _paired(ref_logps, policy_logps, minimum: int = 2) -> tuple[torch.Tensor, to
     return ref, policy
 
 
+_RENAMED = renamed_arguments({"base_logp": "ref_logps", "tempered_logp": "policy_logps"}, removal="0.3.0")
+
 Groups = Sequence[Hashable] | torch.Tensor | None
 
 
@@ -53,6 +55,7 @@ def _centred(ref: torch.Tensor, policy: torch.Tensor, groups: Groups) -> tuple[t
     return ref - group_means(ref, codes), policy - group_means(policy, codes)
 
 
+@_RENAMED
 def effective_temperature(
     ref_logps: Sequence[float] | torch.Tensor, policy_logps: Sequence[float] | torch.Tensor, groups: Groups = None
 ) -> float:
@@ -104,6 +107,7 @@ def _concordance(ref: torch.Tensor, policy: torch.Tensor, chunk_size: int) -> fl
     return total
 
 
+@_RENAMED
 def kendall_tau(
     ref_logps: Sequence[float] | torch.Tensor,
     policy_logps: Sequence[float] | torch.Tensor,
@@ -182,6 +186,7 @@ def sequence_nll(
     return result
 
 
+@_RENAMED
 def temperature_log_ratio(
     ref_logps: Sequence[float] | torch.Tensor,
     policy_logps: Sequence[float] | torch.Tensor,

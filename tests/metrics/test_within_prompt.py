@@ -66,3 +66,11 @@ def test_evaluate_modules_accept_a_groups_column(oracle):
         base_logp=ref.tolist(), tempered_logp=tempered.tolist()
     )
     assert abs(pooled["effective_temperature"] - 0.5) > 0.025
+
+
+def test_former_keyword_names_still_work_with_a_future_warning():
+    with pytest.warns(FutureWarning, match="`base_logp` is renamed `ref_logps`"):
+        value = effective_temperature(base_logp=[-1.0, -2.0, -4.0], tempered_logp=[-2.0, -4.0, -8.0])
+    assert value == 0.5
+    with pytest.raises(TypeError, match="pass `ref_logps` only"):
+        kendall_tau([-1.0, -2.0], base_logp=[-1.0, -2.0], ref_logps=[-1.0, -2.0])
