@@ -57,7 +57,7 @@ from examples.quickstart import PROMPTS
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
 from hf_seqtemp.hub import plot_log_likelihoods
 from hf_seqtemp.likelihood import AutoregressiveScorer
-from hf_seqtemp.measure import score_dataset, temperature_report
+from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report
 
 MODES = {
     "quick": {
@@ -132,7 +132,8 @@ def resolve_settings(args: argparse.Namespace) -> dict:
 
 
 def sample_split(settings: dict, device: torch.device):
-    """Samples the dataset once from the base model and splits it by example into train / held-out."""
+    """Samples the dataset once from the base model and splits it BY PROMPT into train / held-out: the held-out
+    prompts are never seen in training."""
     model, tokenizer = load_default_model(device=device)
     torch.manual_seed(settings["seed"])
     data = sample_dataset(
@@ -144,8 +145,18 @@ def sample_split(settings: dict, device: torch.device):
         seed=settings["seed"],
         system_prompt="Answer briefly.",
     )
-    split = data.train_test_split(test_size=settings["test_size"], seed=settings["seed"])
-    return model, tokenizer, split["train"], split["test"]
+    prompts = PROMPTS[: settings["prompts"]]
+    order = torch.randperm(len(prompts), generator=torch.Generator().manual_seed(settings["seed"])).tolist()
+    held = {prompts[i] for i in order[: max(1, round(settings["test_size"] * len(prompts)))]}
+    is_held = [row[-1]["content"] in held for row in data["prompt"]]  # conversational: the user turn is last
+    train = data.select([i for i, h in enumerate(is_held) if not h])
+    return model, tokenizer, train, data.select([i for i, h in enumerate(is_held) if h])
+
+
+def num_generations(settings: dict) -> int:
+    """The largest run of completions of one prompt that a batch holds whole and every prompt has."""
+    batch, per_prompt = settings["batch_size"], settings["samples_per_prompt"]
+    return max(n for n in range(2, min(batch, per_prompt) + 1) if batch % n == 0)
 
 
 def train_adapter(loss_type: str, temperature: float, settings: dict, train, tokenizer, device, workdir: str):
@@ -159,6 +170,7 @@ def train_adapter(loss_type: str, temperature: float, settings: dict, train, tok
         nll_weight=settings["nll_weight"],
         max_steps=settings["max_steps"],
         per_device_train_batch_size=settings["batch_size"],
+        num_generations=num_generations(settings),
         learning_rate=settings["learning_rate"],
         lr_scheduler_type="constant",
         logging_steps=max(1, settings["max_steps"] // 4),
@@ -183,7 +195,8 @@ def run(settings: dict, device: torch.device) -> tuple[list[dict], dict]:
         return score_dataset(model, held_out, scorer, batch_size=32, desc="Scoring")
 
     base_logps, lengths = score(base, AutoregressiveScorer())
-    base_report = temperature_report(base_logps, base_logps, lengths)
+    groups = dataset_groups(held_out, tokenizer)  # within prompts: a prompted model is tempered per prompt
+    base_report = temperature_report(base_logps, base_logps, lengths, groups)
     rows = [{"method": "base", "target": 1.0, **base_report, "seconds": 0.0}]
     plots = {}
     with tempfile.TemporaryDirectory() as workdir:
@@ -197,7 +210,7 @@ def run(settings: dict, device: torch.device) -> tuple[list[dict], dict]:
                     model = train_adapter(method, temperature, settings, train, tokenizer, device, workdir)
                     logps[method], _ = score(model, AutoregressiveScorer())
                     del model
-                report = temperature_report(base_logps, logps[method], lengths)
+                report = temperature_report(base_logps, logps[method], lengths, groups)
                 rows.append(
                     {"method": method, "target": temperature, **report, "seconds": time.perf_counter() - start}
                 )
