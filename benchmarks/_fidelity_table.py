@@ -52,3 +52,40 @@ def summarise(rows: list[dict], prefix: str = "") -> dict:
         if "schedule_variance" in mine[0]:
             summary[f"{key}_mean_schedule_variance"] = statistics.mean(r["schedule_variance"] for r in mine)
     return summary
+
+
+def plot_within_prompts(logps: dict, groups, reports: dict, temperature: float, path: str, title: str) -> str:
+    """Log p against log q of one run, points coloured by prompt: raw (left) and centred within each prompt (right).
+
+    `logps` holds `"base"`, `"myopic"` and `"tempered"` held-out log-likelihoods, `reports` the rows of the last two.
+    On the right, where each prompt's normaliser is removed, a model tempered exactly at T puts every point on the
+    dashed line of slope 1/T; the solid lines have slope 1/T_eff (within-prompt least squares, Eq. 17).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import torch
+
+    from hf_seqtemp.groups import group_codes, group_means
+
+    codes = group_codes(groups, len(logps["base"]))
+    base, tempered = logps["base"].double(), logps["tempered"].double()
+    colours = plt.get_cmap("tab20")(codes.numpy() % 20)
+    figure, (raw, centred) = plt.subplots(1, 2, figsize=(11, 4.6), dpi=100)
+    raw.scatter(base, tempered, s=10, c=colours, alpha=0.8)
+    raw.set(xlabel="log p(x)  (base model)", ylabel="log q(x)", title="raw: each colour one held-out prompt")
+    base_c, tempered_c = base - group_means(base, codes), tempered - group_means(tempered, codes)
+    centred.scatter(base_c, tempered_c, s=10, c=colours, alpha=0.8)
+    span = torch.linspace(base_c.min().item(), base_c.max().item(), 2, dtype=torch.float64)
+    for name, colour, label in (("tempered", "tab:blue", "trained"), ("myopic", "tab:orange", "myopic (token T)")):
+        t_eff, tau = reports[name]["t_eff"], reports[name]["kendall_tau"]
+        centred.plot(span, span / t_eff, color=colour, linewidth=1.5, label=f"{label}: T_eff {t_eff:.3f}, τ {tau:.3f}")
+    centred.plot(span, span / temperature, "k--", linewidth=1, label=f"target slope 1/T = {1 / temperature:.3g}")
+    centred.set(xlabel="log p(x) − prompt mean", ylabel="log q(x) − prompt mean", title="centred within prompts")
+    centred.legend(fontsize=8)
+    figure.suptitle(f"{title}, target T = {temperature:g} ({len(base)} held-out completions)", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path

@@ -1,37 +1,41 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Temperature fidelity (paper Sec. 5.2-5.3, Tables 4-5): how close each method gets to a target sequence temperature.
+"""Temperature fidelity within prompts on unseen prompts (paper Sec. 5.2-5.3, Tables 4-5, autoregressive half).
 
-On the embedded SmolLM2-135M-Instruct, completions are sampled once from the model itself (the quick-start prompts,
-system prompt "Answer briefly.") and split by example into train / held-out. For every target T the held-out
-sequences are scored under three tempered models and compared with the base model p:
+On the embedded SmolLM2-135M-Instruct, starting from prompts only: the prompts of `_prompts.py` (short questions
+with many plausible short answers, as conversations after the system prompt "Answer briefly.") are split BY PROMPT
+into training prompts and held-out prompts that training never sees. The trainer samples `num_generations`
+completions of every training prompt from the model itself (exact ancestral sampling); the held-out prompts get
+`held_out_generations` completions each, sampled the same way. For every target T the held-out completions are
+scored under:
 
 - `myopic`: the base model with every next-token distribution divided by T (`AutoregressiveScorer(token_temperature=T)`);
 - `ssts`: a LoRA adapter trained with the LHTS / L_SSTS objective (`loss_type="ssts"`, Eq. 8 / 18);
-- `ratio`: a LoRA adapter trained with L_p + λ·NLL (`loss_type="ratio"`, the quick-start's loss).
+- `ratio`: a LoRA adapter trained with L_p + λ·NLL (`loss_type="ratio"`, Eq. 19-20).
 
-Both adapters start at the myopic solution (`init_from_token_temperature=True`) and use the quick-start's settings
-(lr 2e-4 constant, λ = 0.1, LoRA r 16 all-linear, batch 16). Reported per method × T: T_eff (Eq. 17, least-squares
-slope of log p on log q), Kendall τ between log p and log q, and NLL per token of q on the held-out sequences.
-A row is flagged when T_eff misses the target by more than 10 % or τ < 0.9.
+Both adapters start at the myopic solution (`init_from_token_temperature=True`). Reported per method × T, WITHIN
+PROMPTS (a prompted model is tempered per prompt: log q(x|c) = log p(x|c)/T − log Z_T(c)): T_eff (Eq. 17, the
+least-squares slope of log p on log q after centring both within each prompt), Kendall τ over pairs of completions
+of one prompt, and the NLL per token of q. A row is flagged when T_eff misses T by more than 10 % or τ < 0.9; `base`
+gives the ceiling of τ (completions sampled twice tie, and ties count 0 in τ-a). The log of the trainer's last
+logging window (T_eff / τ on training batches) is kept in the JSON beside the held-out figures, to tell overfitting
+from underfitting.
 
-Modes (sizes are sequences = prompts × samples per prompt):
+All runs of one benchmark share the base model, the training prompts and the seed, so the trainer's samples and
+their reference log-probabilities are the same in every run: they are computed in the first run and reused by the
+others (`SharedPreparation`), which is what makes many prompts affordable on a CPU.
 
-- `--quick` (about 5 minutes on 2 CPU cores, diffusion half included): T ∈ {0.5, 2}, 16 prompts × 6 samples, 10 new
-  tokens, 15 steps.
-- default (about 30 minutes on 2 CPU cores: 5-7 minutes per T, then 7 minutes of diffusion): T ∈ {0.25, 0.5,
-  0.8, 2}, 32 prompts × 8 samples, 10 new tokens, 40 steps (the quick-start demo's settings).
-- `--full` (paper scale, meant for a GPU): T ∈ {0.25, 0.5, 0.8, 2}, 32 prompts × 256 samples = 8192 sequences
-  (the paper trains on 30 000 OpenWebText sequences), 32 new tokens, 1000 steps of batch 32.
+Modes:
 
-The diffusion half of Tables 4-5 (block diffusion with L_p by the exact DP and L_k with k = 4, plus schedule
-variance) runs after the autoregressive half on a tiny block-diffusion model (`benchmarks/fidelity_diffusion.py`, which
-says how that model is built); `--no-diffusion` skips it. Both halves print one table in the layout of Tables 4-5.
+- `--quick`: a SMOKE RUN (about 5-8 minutes on 2 CPU cores): T ∈ {0.5, 2}, 16 training prompts, 8 held-out, 20 steps;
+  far too small to meet the bar and not meant to.
+- default (under 60 minutes on 2 CPU cores): T ∈ {0.25, 0.5, 0.8, 2}, see `MODES["default"]`.
+- `--full` (meant for a GPU): every prompt of the pool, more completions and steps.
 
-A log p vs log q scatter plot per run (`hf_seqtemp.hub.plot_log_likelihoods`) goes to `benchmarks/results/fidelity/`
-with `--plots` (on by default except in `--quick`).
+A plot per trained run (log p vs log q, raw and centred within prompts, points coloured by prompt) and the JSON go
+to `--output_dir` (default `outputs/fidelity`, git-ignored).
 
 Usage:
-    python benchmarks/fidelity.py [--quick | --full] [--plots | --no-plots] [--output benchmarks/results/fidelity.json]
+    python benchmarks/fidelity.py [--quick | --full] [--output_dir outputs/fidelity] [--no-plots]
 """
 
 from __future__ import annotations
@@ -50,234 +54,250 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import REPO, default_output, pick_device, print_device, write_json
-from _fidelity_table import add_flags, print_table, summarise
+from _common import REPO, pick_device, print_device, write_json
+from _fidelity_table import add_flags, plot_within_prompts, print_table, summarise
+from _prompts import split_prompts
+from datasets import Dataset
 
-from examples.quickstart import PROMPTS
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
-from hf_seqtemp.hub import plot_log_likelihoods
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report
 
+SYSTEM_PROMPT = "Answer briefly."
 MODES = {
     "quick": {
         "temperatures": [0.5, 2.0],
-        "prompts": 16,
-        "samples_per_prompt": 6,
-        "max_new_tokens": 10,
-        "max_steps": 15,
+        "train_prompts": 16,
+        "held_out_prompts": 8,
+        "num_generations": 8,
+        "held_out_generations": 8,
+        "max_completion_length": 10,
+        "max_steps": 20,
         "batch_size": 16,
     },
     "default": {
         "temperatures": [0.25, 0.5, 0.8, 2.0],
-        "prompts": 32,
-        "samples_per_prompt": 8,
-        "max_new_tokens": 10,
-        "max_steps": 40,
+        "train_prompts": 128,
+        "held_out_prompts": 16,
+        "num_generations": 16,
+        "held_out_generations": 16,
+        "max_completion_length": 10,
+        "max_steps": 64,
         "batch_size": 16,
     },
     "full": {
         "temperatures": [0.25, 0.5, 0.8, 2.0],
-        "prompts": 32,
-        "samples_per_prompt": 256,
-        "max_new_tokens": 32,
+        "train_prompts": 134,
+        "held_out_prompts": 24,
+        "num_generations": 64,
+        "held_out_generations": 32,
+        "max_completion_length": 16,
         "max_steps": 1000,
-        "batch_size": 32,
+        "batch_size": 64,
     },
 }
-TRAINING = {"learning_rate": 2e-4, "nll_weight": 0.1, "lora_r": 16, "test_size": 0.25}
+TRAINING = {"learning_rate": 1e-3, "nll_weight": 0.1, "lora_r": 16, "lr_scheduler_type": "cosine"}
 METHODS = ("myopic", "ssts", "ratio")
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="T in {0.5, 2}, 96 sequences, 15 steps (< 10 min, 2 cores)")
-    mode.add_argument(
-        "--full",
-        action="store_true",
-        help="paper scale for a GPU: 8192 sequences of up to 32 new tokens, 1000 steps of batch 32",
-    )
+    mode.add_argument("--quick", action="store_true", help="SMOKE RUN: T in {0.5, 2}, 16 prompts, 20 steps")
+    mode.add_argument("--full", action="store_true", help="for a GPU: every prompt, 64 completions each, 1000 steps")
     parser.add_argument("--temperatures", type=float, nargs="+", help="override the mode's target temperatures")
-    parser.add_argument("--max_steps", type=int, help="override the optimisation steps of the autoregressive half")
-    parser.add_argument(
-        "--plots",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="save a log p vs log q plot per run (default: on, off with --quick)",
-    )
-    parser.add_argument(
-        "--diffusion",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="also run the block-diffusion half (benchmarks/fidelity_diffusion.py; default: on)",
-    )
-    parser.add_argument("--plots_dir", default=str(REPO / "benchmarks" / "results" / "fidelity"))
-    parser.add_argument("--output", default=default_output("fidelity"))
+    parser.add_argument("--methods", nargs="+", choices=METHODS[1:], help="trained methods to run (default: both)")
+    for name, kind in (("max_steps", int), ("learning_rate", float), ("nll_weight", float), ("lora_r", int)):
+        parser.add_argument(f"--{name}", type=kind, help=f"override the mode's {name}")
+    for name in ("train_prompts", "num_generations", "batch_size"):
+        parser.add_argument(f"--{name}", type=int, help=f"override the mode's {name}")
+    parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True, help="save a plot per run")
+    parser.add_argument("--output_dir", default=str(REPO / "outputs" / "fidelity"), help="plots and fidelity.json")
+    parser.add_argument("--output", default=None, help="path of the JSON (default: <output_dir>/fidelity.json)")
     parser.add_argument("--device", default=None)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (CPU runs only)")
     parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 def resolve_settings(args: argparse.Namespace) -> dict:
     mode = "quick" if args.quick else "full" if args.full else "default"
-    settings = {"mode": mode, **MODES[mode], **TRAINING, "seed": args.seed}
-    if args.temperatures:
-        settings["temperatures"] = args.temperatures
-    if args.max_steps:
-        settings["max_steps"] = args.max_steps
-    settings["plots"] = args.plots if args.plots is not None else mode != "quick"
+    settings = {"mode": mode, **MODES[mode], **TRAINING, "methods": list(METHODS[1:]), "seed": args.seed}
+    for name in ("temperatures", "methods", "max_steps", "learning_rate", "nll_weight", "lora_r"):
+        if getattr(args, name, None) is not None:
+            settings[name] = getattr(args, name)
+    for name in ("train_prompts", "num_generations", "batch_size"):
+        if getattr(args, name, None) is not None:
+            settings[name] = getattr(args, name)
     return settings
 
 
-def sample_split(settings: dict, device: torch.device):
-    """Samples the dataset once from the base model and splits it BY PROMPT into train / held-out: the held-out
-    prompts are never seen in training."""
-    model, tokenizer = load_default_model(device=device)
-    torch.manual_seed(settings["seed"])
-    data = sample_dataset(
-        model,
-        tokenizer,
-        PROMPTS[: settings["prompts"]],
-        num_samples=settings["samples_per_prompt"],
-        max_new_tokens=settings["max_new_tokens"],
-        seed=settings["seed"],
-        system_prompt="Answer briefly.",
-    )
-    prompts = PROMPTS[: settings["prompts"]]
-    order = torch.randperm(len(prompts), generator=torch.Generator().manual_seed(settings["seed"])).tolist()
-    held = {prompts[i] for i in order[: max(1, round(settings["test_size"] * len(prompts)))]}
-    is_held = [row[-1]["content"] in held for row in data["prompt"]]  # conversational: the user turn is last
-    train = data.select([i for i, h in enumerate(is_held) if not h])
-    return model, tokenizer, train, data.select([i for i, h in enumerate(is_held) if h])
+class SharedPreparation:
+    """The trainer's samples and reference scores, computed by the first run and reused by the others.
+
+    Every run of the benchmark trains from the same prompts with the same reference p (the adapter disabled), the
+    same `num_generations`, `max_completion_length` and seed, so it would draw the same completions and compute the
+    same reference log-probabilities; `trainer_class()` is a `SeqTempTrainer` that takes them from here instead.
+    """
+
+    def __init__(self):
+        self.completed, self.reference = None, None
+
+    def trainer_class(self) -> type:
+        shared = self
+
+        class SharedTrainer(SeqTempTrainer):
+            def _complete_prompt_only_datasets(self):
+                if shared.completed is None:
+                    super()._complete_prompt_only_datasets()
+                    shared.completed = self.train_dataset
+                self.train_dataset = shared.completed
+
+            def _add_reference_columns(self, dataset, split):
+                needed = {"ref_logps"} | (
+                    {self.family.reference_column} if self.objective.needs_ref_token_logps else set()
+                )
+                if shared.reference is None or not needed <= set(shared.reference.column_names):
+                    shared.reference = super()._add_reference_columns(dataset, split)
+                return shared.reference
+
+        return SharedTrainer
 
 
-def num_generations(settings: dict) -> int:
-    """The largest run of completions of one prompt that a batch holds whole and every prompt has."""
-    batch, per_prompt = settings["batch_size"], settings["samples_per_prompt"]
-    return max(n for n in range(2, min(batch, per_prompt) + 1) if batch % n == 0)
+def conversations(prompts: list[str]) -> list[list[dict]]:
+    return [[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": p}] for p in prompts]
 
 
-def train_adapter(loss_type: str, temperature: float, settings: dict, train, tokenizer, device, workdir: str):
-    """A fresh base model with a LoRA adapter trained towards sequence temperature `temperature`."""
+def train_adapter(method: str, temperature: float, settings: dict, train, tokenizer, device, shared, workdir: str):
+    """A fresh base model with a LoRA adapter trained towards sequence temperature `temperature`; returns the model
+    and the trainer's logged training figures (loss, T_eff and τ on training batches)."""
     model, _ = load_default_model(device=device)
     torch.manual_seed(settings["seed"])
     config = SeqTempConfig(
-        output_dir=f"{workdir}/{loss_type}_{temperature:g}",
+        output_dir=f"{workdir}/{method}_{temperature:g}",
         target_temperature=temperature,
-        loss_type=loss_type,
+        loss_type=method,
         nll_weight=settings["nll_weight"],
+        num_generations=settings["num_generations"],
+        max_completion_length=settings["max_completion_length"],
         max_steps=settings["max_steps"],
         per_device_train_batch_size=settings["batch_size"],
-        num_generations=num_generations(settings),
+        per_device_eval_batch_size=32,
         learning_rate=settings["learning_rate"],
-        lr_scheduler_type="constant",
+        lr_scheduler_type=settings["lr_scheduler_type"],
         logging_steps=max(1, settings["max_steps"] // 4),
         save_strategy="no",
         seed=settings["seed"],
         use_cpu=device.type == "cpu",
-        init_from_token_temperature=True,
+        init_from_token_temperature=bool(settings.get("init", True)),
+        disable_tqdm=True,
     )
     r = settings["lora_r"]
     lora = LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-    trainer = SeqTempTrainer(model, config, train_dataset=train, processing_class=tokenizer, peft_config=lora)
+    trainer = shared.trainer_class()(model, config, train_dataset=train, processing_class=tokenizer, peft_config=lora)
     trainer.train()
-    return trainer.model
+    keys = ("step", "loss", "temp/t_eff", "temp/kendall_tau")
+    logged = [{k: entry[k] for k in keys} for entry in trainer.state.log_history if "temp/t_eff" in entry]
+    return trainer.model, logged
 
 
-def run(settings: dict, device: torch.device) -> tuple[list[dict], dict]:
-    """Trains and measures every method × T; returns the table rows and the per-run log-likelihoods."""
-    base, tokenizer, train, held_out = sample_split(settings, device)
-    print(f"sampled {len(train) + len(held_out)} completions ({len(train)} train / {len(held_out)} held-out)")
+def sample_held_out(model, tokenizer, prompts: list[str], settings: dict) -> Dataset:
+    """`held_out_generations` completions of every held-out prompt, sampled exactly from the base model."""
+    return sample_dataset(
+        model,
+        tokenizer,
+        conversations(prompts),
+        num_samples=settings["held_out_generations"],
+        max_new_tokens=settings["max_completion_length"],
+        seed=settings["seed"] + 1,
+        batch_size=32,
+    )
 
-    def score(model, scorer):
-        return score_dataset(model, held_out, scorer, batch_size=32, desc="Scoring")
 
-    base_logps, lengths = score(base, AutoregressiveScorer())
-    groups = dataset_groups(held_out, tokenizer)  # within prompts: a prompted model is tempered per prompt
-    base_report = temperature_report(base_logps, base_logps, lengths, groups)
-    rows = [{"method": "base", "target": 1.0, **base_report, "seconds": 0.0}]
-    plots = {}
+def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[list[dict], dict]:
+    """Trains and measures every method × T on the held-out prompts; returns the rows and the run's extra info."""
+    base, tokenizer = load_default_model(device=device)
+    train_prompts, held_prompts = split_prompts(
+        settings["train_prompts"], settings["held_out_prompts"], settings["seed"]
+    )
+    train = Dataset.from_dict({"prompt": conversations(train_prompts)})
+    held_out = sample_held_out(base, tokenizer, held_prompts, settings)
+    groups = dataset_groups(held_out, tokenizer)
+
+    def score(model, token_temperature: float = 1.0):
+        scorer = AutoregressiveScorer(token_temperature=token_temperature)
+        return score_dataset(model, held_out, scorer, batch_size=32, desc="Scoring held-out")
+
+    base_logps, lengths = score(base)
+    rows = [{"method": "base", "target": 1.0, **temperature_report(base_logps, base_logps, lengths, groups)}]
+    rows[0]["seconds"] = 0.0
+    shared, plots, training_logs = SharedPreparation(), [], {}
     with tempfile.TemporaryDirectory() as workdir:
         for temperature in settings["temperatures"]:
             logps = {"base": base_logps}
-            for method in METHODS:
+            for method in ("myopic", *settings["methods"]):
                 start = time.perf_counter()
                 if method == "myopic":
-                    logps[method], _ = score(base, AutoregressiveScorer(token_temperature=temperature))
+                    logps[method], _ = score(base, temperature)
                 else:
-                    model = train_adapter(method, temperature, settings, train, tokenizer, device, workdir)
-                    logps[method], _ = score(model, AutoregressiveScorer())
+                    model, training_logs[f"{method}_T{temperature:g}"] = train_adapter(
+                        method, temperature, settings, train, tokenizer, device, shared, workdir
+                    )
+                    logps[method], _ = score(model)
                     del model
                 report = temperature_report(base_logps, logps[method], lengths, groups)
-                rows.append(
-                    {"method": method, "target": temperature, **report, "seconds": time.perf_counter() - start}
-                )
+                rows.append({"method": method, "target": temperature, **report})
+                rows[-1]["seconds"] = time.perf_counter() - start
                 print(
                     f"T = {temperature:g} {method:>6}: T_eff {report['t_eff']:.4f}, τ {report['kendall_tau']:.4f}, "
                     f"NLL/token {report['nll_per_token']:.4f} ({rows[-1]['seconds']:.0f} s)",
                     flush=True,
                 )
-            plots[temperature] = logps
-    return add_flags(rows), {
+                if plots_dir and method != "myopic":
+                    reports = {"myopic": rows[-1 - settings["methods"].index(method) - 1], "tempered": report}
+                    run_logps = {"base": base_logps, "myopic": logps["myopic"], "tempered": logps[method]}
+                    path = f"{plots_dir}/{method}_T{temperature:g}.png"
+                    title = f"SmolLM2-135M-Instruct, {method}"
+                    plots.append(plot_within_prompts(run_logps, groups, reports, temperature, path, title))
+    info = {
+        "num_train_prompts": len(train_prompts),
+        "num_train_completions": len(shared.completed) if shared.completed is not None else 0,
+        "num_held_out_prompts": len(set(groups)),
+        "num_held_out_completions": len(held_out),
+        "held_out_prompts": held_prompts,
+        "training_logs": training_logs,
         "plots": plots,
-        "lengths": lengths,
-        "num_held_out": len(held_out),
-        "num_train": len(train),
     }
+    return add_flags(rows), info
 
 
-def save_plots(rows: list[dict], measured: dict, folder: str, prefix: str = "") -> list[str]:
-    """One log p vs log q plot per trained run: the trained model (blue) against the myopic baseline (orange)."""
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    reports = {(r["method"], r["target"]): r for r in rows}
-    paths = []
-    for temperature, logps in measured["plots"].items():
-        for method in logps:
-            if method in ("base", "myopic"):
-                continue
-            run_logps = {"base": logps["base"], "myopic": logps["myopic"], "tempered": logps[method]}
-            run_reports = {"myopic": reports[("myopic", temperature)], "tempered": reports[(method, temperature)]}
-            path = f"{folder}/{prefix}{method.replace('=', '')}_T{temperature:g}.png"
-            paths.append(plot_log_likelihoods(run_logps, run_reports, temperature, path))
-    return paths
-
-
-def main() -> None:
-    args = parse_args()
+def main(argv=None) -> None:
+    args = parse_args(argv)
     settings = resolve_settings(args)
     device = pick_device(args.device)
     if device.type == "cpu":
         torch.set_num_threads(args.threads)
     info = print_device(device)
+    if settings["mode"] == "quick":
+        print(
+            "QUICK MODE: a smoke run that checks the pipeline end to end; its sizes are far too small to meet the bar."
+        )
     print(f"mode {settings['mode']}: {settings}")
+    output_dir = Path(args.output_dir)
+    plots_dir = output_dir / "plots" if args.plots else None
+    if plots_dir:
+        plots_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    rows, measured = run(settings, device)
-    settings.update(num_train=measured["num_train"], num_held_out=measured["num_held_out"])
-    print_table(rows, "SmolLM2-135M-Instruct (autoregressive), held-out")
-    summary = summarise(rows)
-    for row in rows:
-        row["model"] = "SmolLM2-135M-Instruct"
-    if settings["plots"]:
-        paths = save_plots(rows, measured, args.plots_dir)
-        print(f"plots: {', '.join(paths)}")
-    if args.diffusion:
-        from fidelity_diffusion import run_diffusion
-
-        diffusion_rows, diffusion_info = run_diffusion(settings["mode"], args.temperatures, args.seed, device)
-        d = diffusion_info["settings"]
-        name = f"tiny block-diffusion BERT (vocab {d['vocab']}, {d['completion']} tokens, B = {d['block_size']})"
-        print_table(diffusion_rows, f"{name}, held-out (exact DP likelihoods)")
-        summary.update(summarise(diffusion_rows, prefix="diffusion_"))
-        settings["diffusion"] = diffusion_info["settings"]
-        rows += [{**row, "model": name} for row in diffusion_rows]
-        if settings["plots"]:
-            paths = save_plots(diffusion_rows, diffusion_info, args.plots_dir, prefix="diffusion_")
-            print(f"plots: {', '.join(paths)}")
+    rows, measured = run(settings, device, str(plots_dir) if plots_dir else None)
+    settings.update(measured)
+    print_table(rows, "SmolLM2-135M-Instruct, held-out prompts never trained on, within prompts")
+    print(
+        f"{measured['num_train_prompts']} training prompts ({measured['num_train_completions']} completions), "
+        f"{measured['num_held_out_prompts']} held-out prompts ({measured['num_held_out_completions']} completions)"
+    )
     settings["wall_seconds"] = time.perf_counter() - start
-    print(f"wall time: {settings['wall_seconds']:.0f} s")
-    write_json(args.output, "fidelity", info, settings, rows, summary)
+    print(f"wall time: {settings['wall_seconds']:.0f} s" + (" (QUICK MODE: smoke run)" if args.quick else ""))
+    write_json(args.output or str(output_dir / "fidelity.json"), "fidelity", info, settings, rows, summarise(rows))
 
 
 if __name__ == "__main__":

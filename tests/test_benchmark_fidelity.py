@@ -24,19 +24,32 @@ def fidelity():
 
 
 def _args(**overrides) -> argparse.Namespace:
-    values = {"quick": False, "full": False, "temperatures": None, "max_steps": None, "plots": None, "seed": 0}
+    values = {"quick": False, "full": False, "temperatures": None, "methods": None, "max_steps": None, "seed": 0}
+    values.update({name: None for name in ("learning_rate", "nll_weight", "lora_r", "train_prompts")})
+    values.update({name: None for name in ("num_generations", "batch_size")})
     return argparse.Namespace(**{**values, **overrides})
 
 
-def test_modes_pick_sizes_and_plot_default(fidelity):
+def test_modes_pick_sizes_and_overrides(fidelity):
     quick = fidelity.resolve_settings(_args(quick=True))
-    assert quick["mode"] == "quick" and quick["temperatures"] == [0.5, 2.0] and quick["plots"] is False
+    assert quick["mode"] == "quick" and quick["temperatures"] == [0.5, 2.0] and quick["max_steps"] == 20
     default = fidelity.resolve_settings(_args())
-    assert default["temperatures"] == [0.25, 0.5, 0.8, 2.0] and default["max_steps"] == 40 and default["plots"]
-    full = fidelity.resolve_settings(_args(full=True, plots=False, temperatures=[0.8], max_steps=7))
-    assert full["samples_per_prompt"] * full["prompts"] == 8192 and full["plots"] is False
-    assert full["temperatures"] == [0.8] and full["max_steps"] == 7
-    assert default["learning_rate"] == 2e-4 and default["nll_weight"] == 0.1 and default["lora_r"] == 16
+    assert default["temperatures"] == [0.25, 0.5, 0.8, 2.0] and default["methods"] == ["ssts", "ratio"]
+    assert default["train_prompts"] == 128 and default["held_out_prompts"] == 16
+    assert default["learning_rate"] == 1e-3 and default["lr_scheduler_type"] == "cosine"
+    full = fidelity.resolve_settings(_args(full=True, temperatures=[0.8], max_steps=7, methods=["ratio"]))
+    assert full["mode"] == "full" and full["temperatures"] == [0.8] and full["max_steps"] == 7
+    assert full["methods"] == ["ratio"] and full["num_generations"] == 64
+
+
+def test_prompts_are_split_by_prompt(fidelity):
+    from _prompts import prompt_pool, split_prompts
+
+    train, held_out = split_prompts(128, 16, seed=0)
+    assert len(set(train)) == 128 and len(set(held_out)) == 16 and not set(train) & set(held_out)
+    assert split_prompts(128, 16, seed=0) == (train, held_out) and split_prompts(128, 16, seed=1) != (train, held_out)
+    with pytest.raises(ValueError, match="ask for fewer prompts"):
+        split_prompts(len(prompt_pool()), 1)
 
 
 def test_flags_and_summary(fidelity):
