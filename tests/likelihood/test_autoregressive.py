@@ -117,3 +117,40 @@ def test_gradients_through_the_chunks_equal_those_of_one_full_log_softmax():
         got = grads(lambda c=chunk_size: AutoregressiveScorer(chunk_size=c)(model, ids))
         for g, e in zip(got, expected):
             torch.testing.assert_close(g, e, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("peft", [False, True])
+def test_the_lm_head_runs_only_from_the_first_scored_token_with_the_same_scores_and_gradients(peft):
+    """Prompts of different lengths, left- and right-padded: the head sees only the positions from the one before
+    the batch's earliest scored token (transformers' `logits_to_keep`, through PEFT too), and the per-token
+    log-probabilities and their gradients equal those taken from the full logits."""
+    model = tiny_causal_lm(7, seed=5)
+    if peft:
+        from peft import LoraConfig, get_peft_model
+
+        lora = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+        model = get_peft_model(model, lora)
+    ids = torch.randint(0, 7, (3, 9), generator=torch.Generator().manual_seed(2))
+    attention = torch.tensor([[1] * 9, [0, 0] + [1] * 7, [1] * 6 + [0] * 3])
+    completion = torch.tensor([[0] * 4 + [1] * 5, [0] * 6 + [1] * 3, [0] * 3 + [1] * 3 + [0] * 3]).bool()
+    head_positions = []
+    head = model.get_output_embeddings()
+    hook = head.register_forward_hook(lambda module, args, output: head_positions.append(output.shape[1]))
+    weights = torch.tensor([1.0, -0.5, 2.0])
+
+    def grads(token_logps):
+        model.zero_grad()
+        (weights[:, None] * token_logps).sum().backward()
+        return [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    token_logps, mask = AutoregressiveScorer().token_logps(model, ids, attention, completion)
+    hook.remove()
+    assert head_positions == [9 - 2]  # the earliest scored token is at position 3: logits from position 2 on
+    got = grads(token_logps)
+    positions = (attention.cumsum(1) - 1).clamp(min=0)
+    logits = model(input_ids=ids, attention_mask=attention, position_ids=positions).logits.float()
+    full = logits[:, :-1].log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+    expected_logps = torch.cat([full.new_zeros(3, 1), full], 1).masked_fill(~completion, 0.0)
+    torch.testing.assert_close(token_logps, expected_logps, atol=1e-6, rtol=0)
+    for g, e in zip(got, grads(expected_logps)):
+        torch.testing.assert_close(g, e, atol=1e-6, rtol=1e-5)

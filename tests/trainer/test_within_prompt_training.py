@@ -33,7 +33,9 @@ def _train(tmp_path, model, loss_type, temperature, peft_config=None, steps=200)
         max_steps=steps,
         per_device_train_batch_size=48,
         num_generations=16,
-        lr_scheduler_type="constant",
+        # a decaying rate: at a constant 1e-2 the LoRA runs end wherever their oscillation is (scores changed by
+        # 1e-6 moved one final KL from 0.003 to 0.053); decayed, the same change moves it by under 7 %
+        lr_scheduler_type="cosine",
         logging_steps=steps,
         save_strategy="no",
         use_cpu=True,
@@ -64,7 +66,7 @@ def test_every_prompt_is_tempered_from_a_pre_tokenised_dataset(tmp_path, loss_ty
     assert max(spread) - min(spread) > 1.0  # the prompts differ: a pooled loss would mix their log Z_T(c)
     start = per_prompt_tempered_kl(ref, ref, groups, temperature)
     peft_config = LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", lora_dropout=0.0) if lora else None
-    trainer = _train(tmp_path, model, loss_type, temperature, peft_config, steps=400 if lora else 200)
+    trainer = _train(tmp_path, model, loss_type, temperature, peft_config, steps=600 if lora else 200)
     end = per_prompt_tempered_kl(ref, completion_logps(trainer.model.eval(), ids, 2), groups, temperature)
     assert all(e < s / 3 for s, e in zip(start, end)), (start, end)
     logged = next(e for e in trainer.state.log_history if "groups/pairs" in e)
