@@ -143,7 +143,7 @@ def test_the_lm_head_runs_only_from_the_first_scored_token_with_the_same_scores_
         (weights[:, None] * token_logps).sum().backward()
         return [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
-    token_logps, mask = AutoregressiveScorer().token_logps(model, ids, attention, completion)
+    token_logps, _ = AutoregressiveScorer().token_logps(model, ids, attention, completion)
     hook.remove()
     assert head_positions == [9 - 2]  # the earliest scored token is at position 3: logits from position 2 on
     got = grads(token_logps)
