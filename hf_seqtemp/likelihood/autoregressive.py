@@ -169,8 +169,9 @@ class AutoregressiveScorer(SequenceScorer):
         # the LM head runs only from the position before the batch's first scored token on (the prompt's logits
         # are never used), as TRL's trainers do: less time, and far less memory with gradients on
         start = _first_scored_logit(completion_mask) if _accepts_logits_to_keep(model) else 0
-        if start > 0:
-            kwargs["logits_to_keep"] = input_ids.shape[1] - start
+        if start > 0:  # as index positions, not a count: the kept hidden states are then a contiguous copy, which
+            # the head multiplies in one matrix product (a strided slice of them takes a batched product, slower)
+            kwargs["logits_to_keep"] = torch.arange(start, input_ids.shape[1], device=input_ids.device)
         logits = _logits_of(model(input_ids=input_ids, **kwargs), model, input_ids, input_ids.shape[1] - start)
         # position i predicts token i + 1; the last position's target is a dummy, dropped below. Using the whole
         # (contiguous) logits tensor instead of `logits[:, :-1]` keeps the flattening in `gather_token_logps` a view.
