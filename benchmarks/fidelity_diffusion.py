@@ -28,8 +28,10 @@ i.e. duplicate completions, count 0: `base` shows that ceiling), NLL per token o
 (mean over held-out sequences of the exact Var_π log q(x; π)); a row is flagged when T_eff misses T by more than
 10 % or τ < 0.9.
 
-Modes (2 shared CPU cores, one torch thread): `--quick` (a smoke run of a few minutes: T ∈ {0.5, 2}, fewer steps);
-default (T ∈ {0.25, 0.5, 0.8, 2}); `--full` (for a GPU: more prompts, completions and steps; not measured).
+Modes (one torch thread; measured with the other core busy): `--quick` (a SMOKE RUN, 247 s: T ∈ {0.5, 2}, 64
+prompts, a base trained for 1000 steps, 100 tuning steps); default (2410 s: T ∈ {0.25, 0.5, 0.8, 2}, 512 training
+prompts × 16 completions, 600 steps; the table and the sweep behind these sizes are in
+`benchmarks/results/FIDELITY.md`); `--full` (for a GPU: more prompts, completions and steps; not measured).
 
 Usage:
     python benchmarks/fidelity_diffusion.py [--quick | --full] [--output_dir outputs/fidelity_diffusion]
@@ -71,17 +73,18 @@ TRAINING = {"learning_rate": 3e-3, "nll_weight": 0.05, "batch_size": 64, "num_or
 DIFFUSION_MODES = {
     "quick": {
         "temperatures": [0.5, 2.0],
-        "train_prompts": 16,
+        "train_prompts": 64,
         "held_out_prompts": 8,
-        "generations": 32,
+        "generations": 16,
         "max_steps": 100,
+        "base_steps": 1000,
     },
-    "default": {
+    "default": {  # 512 prompts: with 32 (and 1000 steps) L_p fits the training prompts (τ 0.99) but not unseen ones
         "temperatures": [0.25, 0.5, 0.8, 2.0],
-        "train_prompts": 32,
+        "train_prompts": 512,
         "held_out_prompts": 16,
-        "generations": 32,
-        "max_steps": 300,
+        "generations": 16,
+        "max_steps": 600,
     },
     "full": {
         "temperatures": [0.25, 0.5, 0.8, 2.0],

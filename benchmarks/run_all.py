@@ -28,7 +28,7 @@ from _common import OUTPUTS
 from _paired import format_summary, is_paired_summary
 
 COSTS = ("online_step", "scoring", "train_step", "decode", "block_dp")
-BENCHMARKS = (*COSTS, "fidelity")
+BENCHMARKS = (*COSTS, "fidelity", "fidelity_diffusion")
 
 
 def run_one(name: str, quick: bool, results: Path) -> dict:
