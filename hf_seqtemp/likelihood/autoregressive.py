@@ -79,9 +79,10 @@ def _accepts_position_ids(model: torch.nn.Module) -> bool:
 
 
 def _accepts_logits_to_keep(model: torch.nn.Module) -> bool:
-    """Whether the causal LM under `model` (a PEFT model passes its keyword arguments through) takes
-    `logits_to_keep`, transformers' option to apply the LM head to the last positions only."""
-    target = model.get_base_model() if callable(getattr(model, "get_base_model", None)) else model
+    """Whether the causal LM under `model` (DDP and PEFT wrappers pass keyword arguments through) takes
+    `logits_to_keep`, transformers' option to apply the LM head to some positions only."""
+    target = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    target = target.get_base_model() if callable(getattr(target, "get_base_model", None)) else target
     try:
         return "logits_to_keep" in inspect.signature(target.forward).parameters
     except (TypeError, ValueError):
