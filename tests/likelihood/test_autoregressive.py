@@ -1,6 +1,7 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 import pytest
 import torch
+from precision import float32_tolerance
 from tiny_models import tiny_causal_lm
 from toy import all_sequences, brute_force_logps
 
@@ -151,6 +152,6 @@ def test_the_lm_head_runs_only_from_the_first_scored_token_with_the_same_scores_
     logits = model(input_ids=ids, attention_mask=attention, position_ids=positions).logits.float()
     full = logits[:, :-1].log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
     expected_logps = torch.cat([full.new_zeros(3, 1), full], 1).masked_fill(~completion, 0.0)
-    torch.testing.assert_close(token_logps, expected_logps, atol=1e-6, rtol=0)
+    torch.testing.assert_close(token_logps, expected_logps, **float32_tolerance(expected_logps))
     for g, e in zip(got, grads(expected_logps)):
-        torch.testing.assert_close(g, e, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(g, e, **float32_tolerance(e))

@@ -4,6 +4,7 @@ conditional oracle (3 prompts whose conditionals differ in entropy, all 4^3 comp
 default grouping of a plain pre-tokenised dataset (group = the prompt's tokens)."""
 
 import pytest
+import torch
 from conditional_toy import (
     PROMPTS,
     as_prompted_dataset,
@@ -17,6 +18,7 @@ from datasets import Dataset
 from peft import LoraConfig
 from tiny_models import conditional_lm
 
+import hf_seqtemp.trainer.trainer as trainer_module
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 
 TRAINED = PROMPTS[:3]
@@ -47,18 +49,27 @@ def _train(tmp_path, model, loss_type, temperature, peft_config=None, steps=200)
     return trainer
 
 
-@pytest.mark.parametrize(
-    ("loss_type", "temperature", "lora"),
-    [
-        ("ratio", 0.5, False),
-        ("ratio", 2.0, False),
-        ("ssts", 0.5, False),
-        ("ratio", 0.5, True),
-        ("ratio", 2.0, True),
-        ("ssts", 0.5, True),
-    ],
-)
-def test_every_prompt_is_tempered_from_a_pre_tokenised_dataset(tmp_path, loss_type, temperature, lora):
+# (loss, T, LoRA, bar): every prompt's end KL must fall under `bar` × its start. Each bar sits between the end of the
+# within-prompt run (the largest end / start over the prompts, under torch's default, avx2 and avx512 kernels) and the
+# end of the same run with the loss pooled over prompts, at least 1.5× from each: another CPU's rounding cannot cross
+# it, and a pooled loss cannot pass (the pooled runs are a test of their own below). Measured end / start:
+#   ratio T=0.5: 0.018 within, 0.12 pooled;   ratio T=2: 0.182 within, 0.68 pooled;   ssts T=0.5: 0.110 within;
+#   with LoRA: ratio T=0.5: 0.014 within, 2.5 pooled;   ratio T=2: 0.316-0.389 within, 0.92 pooled;   ssts: 0.045 within.
+CASES = [
+    ("ratio", 0.5, False, 1 / 16),
+    ("ratio", 2.0, False, 1 / 3),
+    ("ssts", 0.5, False, 1 / 3),
+    ("ratio", 0.5, True, 1 / 8),
+    ("ratio", 2.0, True, 0.6),
+    ("ssts", 0.5, True, 1 / 3),
+]
+# A pooled SSTS normaliser rescales each prompt's importance weights by one factor per batch: the weights *within* a
+# prompt, and so the fixed point, stay the same, and this oracle cannot tell it apart (what breaks SSTS is a group
+# split across ranks: tests/trainer/test_distributed.py).
+
+
+def _tempered_kl(tmp_path, loss_type, temperature, lora):
+    """`(start, end)`: every trained prompt's exact KL(p_T ‖ q) before and after training."""
     model = conditional_lm(4)
     ids, groups = enumerate_completions(4, 3, TRAINED)
     ref = completion_logps(model, ids, 2)
@@ -68,10 +79,29 @@ def test_every_prompt_is_tempered_from_a_pre_tokenised_dataset(tmp_path, loss_ty
     peft_config = LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", lora_dropout=0.0) if lora else None
     trainer = _train(tmp_path, model, loss_type, temperature, peft_config, steps=600 if lora else 200)
     end = per_prompt_tempered_kl(ref, completion_logps(trainer.model.eval(), ids, 2), groups, temperature)
-    assert all(e < s / 3 for s, e in zip(start, end)), (start, end)
+    return start, end, trainer
+
+
+@pytest.mark.parametrize(("loss_type", "temperature", "lora", "bar"), CASES)
+def test_every_prompt_is_tempered_from_a_pre_tokenised_dataset(tmp_path, loss_type, temperature, lora, bar):
+    start, end, trainer = _tempered_kl(tmp_path, loss_type, temperature, lora)
+    assert all(e < bar * s for s, e in zip(start, end)), (start, end)
     logged = next(e for e in trainer.state.log_history if "groups/pairs" in e)
     # 3 runs of 16 completions of one prompt per batch: pairs only within prompts (more when two runs share one)
     assert 3 * (16 * 15 // 2) <= logged["groups/pairs"] < 48 * 47 // 2
+
+
+@pytest.mark.parametrize(("loss_type", "temperature", "lora", "bar"), [c for c in CASES if c[0] == "ratio"])
+def test_the_same_runs_with_the_loss_pooled_over_prompts_miss_the_bar(
+    tmp_path, monkeypatch, loss_type, temperature, lora, bar
+):
+    """The bars above can fail: with every sequence of a batch put in one group (pairs across prompts), some prompt
+    ends above its bar."""
+    monkeypatch.setattr(
+        trainer_module, "group_codes", lambda ids, n, *args, **kwargs: torch.zeros(n, dtype=torch.long)
+    )
+    start, end, _ = _tempered_kl(tmp_path, loss_type, temperature, lora)
+    assert any(e > bar * s for s, e in zip(start, end)), (start, end)
 
 
 def _word_tokenizer():
@@ -102,7 +132,9 @@ def test_fresh_samples_during_training_temper_every_prompt_of_a_prompt_only_data
         num_generations=16,
         max_completion_length=3,
         steps_per_generation=1,
-        lr_scheduler_type="constant",
+        # decayed, prompt "z" ends at 0.174 of its start under the default and avx512 kernels alike; at a constant
+        # rate it ended wherever its oscillation stopped (0.33 under avx512, 0.47 under the default kernels)
+        lr_scheduler_type="cosine",
         logging_steps=200,
         save_strategy="no",
         use_cpu=True,
