@@ -108,8 +108,10 @@ class SeqTempConfig(TrainingArguments):
         > Parameters that control the data preprocessing
 
         max_length (`int`, *optional*, defaults to `512`):
-            Maximum tokens per example (prompt + completion). Longer examples are dropped with a warning that
-            counts them, never truncated: a truncated sequence is a different event with a different likelihood.
+            Maximum tokens per example (prompt + completion). Longer examples of the dataset are dropped with a
+            warning that counts them, never truncated: a truncated sequence is a different event with a different
+            likelihood. A completion sampled for a prompt-only dataset is cut to fit instead (it is then the event
+            "these tokens first" of p, marked `truncated`), with a warning that counts the cut completions.
         dataset_text_field (`str`, *optional*, defaults to `"text"`):
             Column holding plain text. Datasets may instead be in any of TRL's other formats: `prompt`/`completion`
             (text or conversational; only completion tokens are scored and trained), `messages` (the last assistant
@@ -196,7 +198,10 @@ class SeqTempConfig(TrainingArguments):
     # Parameters that control the data preprocessing
     max_length: int = field(
         default=512,
-        metadata={"help": "Maximum tokens per example; longer examples are dropped with a warning, never truncated."},
+        metadata={
+            "help": "Maximum tokens per example; longer examples are dropped with a warning, never truncated "
+            "(sampled completions are cut to fit and marked truncated)."
+        },
     )
     dataset_text_field: str = field(
         default="text", metadata={"help": "Name of the plain-text column (used when there is no prompt/completion)."}
