@@ -248,3 +248,40 @@ def test_max_length_holds_for_sampled_completions(tmp_path, caplog, fresh):
     assert "cut 4 of 4 sampled completions so that prompt + completion fits max_length=6" in caplog.text
     if fresh:
         assert batch["input_ids"].shape == (4, 6)
+
+
+@pytest.mark.slow
+def test_the_embedded_tokenizer_and_chat_template(caplog):
+    """SmolLM2's own tokenizer and template: the text, conversational and `messages` layouts of one rendered event
+    coincide and end with `<|im_end|>`; a thinking generation prompt is kept, with a warning."""
+    from transformers import AutoTokenizer
+
+    from hf_seqtemp.models.default import default_model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    prompt = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "The capital of France?"}]
+    rendered = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    layouts = [
+        {"prompt": rendered, "completion": "Paris."},
+        {"prompt": prompt, "completion": _assistant("Paris.")},
+        {"messages": prompt + _assistant("Paris.")},
+    ]
+    prepared = [_prepare([row], tokenizer) for row in layouts]
+    assert prepared[0]["input_ids"][0][-1] == end
+    assert all(p["input_ids"] == prepared[0]["input_ids"] and p[GROUP_ID] == prepared[0][GROUP_ID] for p in prepared)
+    ids, mask = prepared[0]["input_ids"][0], prepared[0]["completion_mask"][0]
+    assert tokenizer.decode([i for i, m in zip(ids, mask) if m]) == "Paris.<|im_end|>"
+    tokenizer.chat_template = tokenizer.chat_template.replace(
+        "'<|im_start|>assistant\n'", "'<|im_start|>assistant\n<think>\n\n</think>\n\n'"
+    )
+    assert "<think>" in tokenizer.chat_template
+    with caplog.at_level(logging.WARNING):
+        thinking = _prepare([layouts[1]], tokenizer)
+    ids, mask = thinking["input_ids"][0], thinking["completion_mask"][0]
+    scored = [i for i, m in zip(ids, mask) if m]
+    assert tokenizer.decode(ids[: len(ids) - len(scored)]).endswith("assistant\n<think>\n\n</think>\n\n")
+    assert tokenizer.decode(scored) == "Paris.<|im_end|>"
+    assert "in 1 of 1 examples" in caplog.text
+    plain = _prepare([{"prompt": "Hello wor", "completion": "ld!"}], tokenizer)
+    assert plain["input_ids"][0] == tokenizer("Hello wor")["input_ids"] + tokenizer("ld!")["input_ids"] + [end]

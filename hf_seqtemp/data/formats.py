@@ -3,10 +3,12 @@
 
 Accepted layouts, in order of precedence:
 
-- pre-tokenised `input_ids` (+ optional `completion_mask`; without it every token but the first is scored);
+- pre-tokenised `input_ids` (+ optional `completion_mask`; without it every token but the first is scored; the EOS
+  rule below applies with the tokenizer's EOS when a tokenizer is given);
 - `prompt` + `completion` (standard text, or conversational lists of `{"role", "content"}` messages);
 - `messages` (conversational language modelling: the last assistant turn is the completion, the rest the prompt);
-- a text column (`dataset_text_field`, default `text`): one unconditional group, scored from the second token;
+- a text column (`dataset_text_field`, default `text`): one unconditional group, the whole text scored after the
+  start token (the tokenizer's own, else BOS or EOS), as an empty prompt + the text as completion;
 - `prompt` only (text or conversational): completions are sampled from the reference model.
 
 One rule for the scored event in every layout:

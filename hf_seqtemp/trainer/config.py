@@ -116,7 +116,9 @@ class SeqTempConfig(TrainingArguments):
             Column holding plain text. Datasets may instead be in any of TRL's other formats: `prompt`/`completion`
             (text or conversational; only completion tokens are scored and trained), `messages` (the last assistant
             turn is the completion), `prompt` only (completions are sampled), or pre-tokenised `input_ids` (with an
-            optional `completion_mask`). Chat templates apply to conversational examples, as in TRL.
+            optional `completion_mask`). Chat templates apply to conversational examples, as in TRL. In every layout a
+            completion ends with EOS (appended when missing, as TRL's SFT does, unless the row's boolean `truncated`
+            column is `True`) and its prompt is what generation conditions on ([`~hf_seqtemp.data.formats`]).
         precompute_ref_logps (`bool`, *optional*, defaults to `True`):
             Compute the reference log-probabilities log p(x) once before training (in batches of
             `per_device_eval_batch_size`, with a progress bar) and store them as dataset columns keyed by example.
