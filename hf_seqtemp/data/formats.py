@@ -3,24 +3,37 @@
 
 Accepted layouts, in order of precedence:
 
-- pre-tokenised `input_ids` (+ optional `completion_mask`; without it every token but the first is scored);
+- pre-tokenised `input_ids` (+ optional `completion_mask`; without it every token but the first is scored; the EOS
+  rule below applies with the tokenizer's EOS when a tokenizer is given);
 - `prompt` + `completion` (standard text, or conversational lists of `{"role", "content"}` messages);
 - `messages` (conversational language modelling: the last assistant turn is the completion, the rest the prompt);
-- a text column (`dataset_text_field`, default `text`): one unconditional group, scored from the second token;
+- a text column (`dataset_text_field`, default `text`): one unconditional group, the whole text scored after the
+  start token (the tokenizer's own, else BOS or EOS), as an empty prompt + the text as completion;
 - `prompt` only (text or conversational): completions are sampled from the reference model.
 
-Chat templates are applied the way TRL does (`trl.data_utils.is_conversational`): to conversational examples only,
-the prompt rendered with `add_generation_prompt=True` and the completion being what the full conversation adds
-after the longest common prefix. A completion ends at its first EOS token (kept: ending is part of the event), as a
-completion sampled from the model does, so template tokens after the end of turn are not scored.
+One rule for the scored event in every layout:
+
+- the prompt is exactly what generation conditions on: the chat template with its generation prompt for a
+  conversational prompt (as TRL applies templates: to conversational examples only), the tokenizer's own special
+  tokens for text, the BOS (or EOS) token for an empty prompt and for a `text` row (an unconditional event);
+- the completion is what prompt + completion adds after the prompt's tokens, and ends at its first EOS token (kept:
+  ending is part of the event, and template tokens after the end of turn are not scored). When it holds no EOS the
+  tokenizer's EOS token is appended, as TRL's SFT does, unless the row's `truncated` column is `True` (a completion
+  cut before its end: the event "these tokens first", without EOS).
+
+When the tokens of prompt + completion do not start with the prompt's tokens (tokens merging across the boundary, as
+`"Hello wor"` + `"ld!"`, or a generation prompt the full conversation does not render, as `<think>\n\n</think>\n\n`),
+the event is scored as the user wrote it: the prompt's own tokens (the full generation prompt), then the completion's
+tokens (for text, the completion tokenised alone; for a conversation, what the full conversation renders after the
+point where the two diverge). [`~hf_seqtemp.data.prepare_dataset`] warns once with the number of such rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from trl.data_utils import is_conversational
+from .cells import TRUNCATED
 
 FORMATS = ("input_ids", "prompt_completion", "messages", "text", "prompt_only")
 
@@ -112,23 +125,46 @@ def tokenize_prompt(tokenizer, prompt: str | list[dict]) -> list[int]:
     return [start]
 
 
-def _prompt_completion(tokenizer, prompt, completion) -> tuple[list[int], list[int]]:
-    conversational = is_conversational({"prompt": prompt, "completion": completion})
-    if conversational != isinstance(completion, list):
-        raise ValueError(
-            "`prompt` and `completion` must both be text or both be lists of chat messages, got "
-            f"{type(prompt).__name__} and {type(completion).__name__}."
-        )
+class ScoredEvent(NamedTuple):
+    """The tokens of one scored event: `prompt` (conditioned on) and `completion` (scored), and whether the prompt's
+    tokens were not a prefix of prompt + completion's, so that the event was assembled as written."""
+
+    prompt: list[int]
+    completion: list[int]
+    as_written: bool = False
+
+
+def end_event(completion: list[int], eos_ids: set[int], eos_token_id: int | None, truncated: bool) -> list[int]:
+    """`completion` up to and including its first EOS; with `eos_token_id` appended when it holds none, unless it is
+    `truncated` (or there is no EOS token to append).
+
+    Example:
+    ```python
+    >>> end_event([5, 6], {2}, 2, False), end_event([5, 2, 7], {2}, 2, False), end_event([5, 6], {2}, 2, True)
+    ([5, 6, 2], [5, 2], [5, 6])
+    ```
+    """
+    ended = end_at_eos(completion, eos_ids)
+    if truncated or eos_token_id is None or (ended and ended[-1] in eos_ids):
+        return ended
+    return ended + [eos_token_id]
+
+
+def _split(tokenizer, prompt, completion) -> ScoredEvent:
+    """The prompt's tokens and the completion's, before the EOS rule (see the module docstring)."""
     prompt_ids = tokenize_prompt(tokenizer, prompt)
+    conversational = isinstance(prompt, list)
     if conversational:
         full = _render(tokenizer, list(prompt) + list(completion), generation_prompt=False)
     else:
         full = list(tokenizer(prompt + completion)["input_ids"])
-    # the completion starts where prompt and prompt + completion diverge (tokens can merge across the boundary)
-    start = _common_prefix(prompt_ids, full)
-    if start == 0:  # an empty text prompt, replaced by the BOS token that the full text does not start with
-        return prompt_ids, end_at_eos(full, _eos_ids(tokenizer))
-    return full[:start], end_at_eos(full[start:], _eos_ids(tokenizer))
+    if full[: len(prompt_ids)] == prompt_ids:
+        return ScoredEvent(prompt_ids, full[len(prompt_ids) :])
+    if conversational:  # the generation prompt is not rendered in the full conversation: keep it, then the answer
+        return ScoredEvent(prompt_ids, full[_common_prefix(prompt_ids, full) :], as_written=True)
+    # tokens merged across the boundary, or an empty prompt replaced by the start token that the text lacks
+    completion_ids = list(tokenizer(completion, add_special_tokens=False)["input_ids"])
+    return ScoredEvent(prompt_ids, completion_ids, as_written=bool(tokenizer(prompt)["input_ids"]))
 
 
 def _split_messages(messages: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -140,27 +176,60 @@ def _split_messages(messages: list[dict]) -> tuple[list[dict], list[dict]]:
     return list(messages[:-1]), [messages[-1]]
 
 
-def tokenize_example(row: dict[str, Any], tokenizer, fmt: str, text_field: str) -> tuple[list[int], list[int]]:
-    """`(prompt_ids, completion_ids)` of one example in format `fmt` ([`detect_format`]).
+def has_start_token(tokenizer) -> bool:
+    """Whether an empty text prompt has a token to condition on (the tokenizer's own, else its BOS or EOS)."""
+    return bool(tokenizer("")["input_ids"]) or tokenizer.bos_token_id is not None or tokenizer.eos_token_id is not None
 
-    For `prompt_only` the completion is empty; for `text` the prompt is the first token.
+
+def _pre_tokenised(row: dict[str, Any]) -> tuple[list[int], list[int]]:
+    ids = list(row["input_ids"])
+    mask = list(row["completion_mask"]) if row.get("completion_mask") is not None else [0] + [1] * (len(ids) - 1)
+    if len(mask) != len(ids):
+        raise ValueError(f"`completion_mask` has {len(mask)} values but `input_ids` has {len(ids)} tokens.")
+    start = next((i for i, m in enumerate(mask) if m), len(ids))
+    if any(mask[start:]) and not all(mask[start:]):
+        raise ValueError("`completion_mask` must be 0 on the prompt and 1 on the completion that follows it.")
+    return ids[:start], ids[start:]
+
+
+def scored_event(
+    row: dict[str, Any], tokenizer, fmt: str, text_field: str, eos_ids: set[int] | None = None
+) -> ScoredEvent:
+    """The scored event of one example in format `fmt` ([`detect_format`]), by the rule of the module docstring.
+
+    Args:
+        row (`dict`): the example (its cell types checked by [`~hf_seqtemp.data.cells.check_cells`]).
+        tokenizer: the tokenizer (`None` for pre-tokenised rows: no EOS is then appended).
+        fmt (`str`), text_field (`str`): the format and the text column.
+        eos_ids (`set` of `int`, *optional*): further tokens that end a completion (e.g. the model's generation
+            config's), besides the tokenizer's EOS.
+
+    For `prompt_only` the completion is empty. A `text` row is the event "the text, then EOS" given the start token
+    (with a tokenizer that has no BOS, EOS or own start token, given its first token).
     """
+    eos_token_id = getattr(tokenizer, "eos_token_id", None)
+    ends = (eos_ids or set()) | _eos_ids(tokenizer)
+    truncated = bool(row.get(TRUNCATED))
     if fmt == "input_ids":
-        ids = list(row["input_ids"])
-        mask = list(row["completion_mask"]) if row.get("completion_mask") is not None else [0] + [1] * (len(ids) - 1)
-        if len(mask) != len(ids):
-            raise ValueError(f"`completion_mask` has {len(mask)} values but `input_ids` has {len(ids)} tokens.")
-        start = next((i for i, m in enumerate(mask) if m), len(ids))
-        if any(mask[start:]) and not all(mask[start:]):
-            raise ValueError("`completion_mask` must be 0 on the prompt and 1 on the completion that follows it.")
-        return ids[:start], ids[start:]
+        prompt, completion = _pre_tokenised(row)
+        return ScoredEvent(prompt, end_event(completion, ends, eos_token_id, truncated))
     if tokenizer is None:
         raise ValueError("text and conversational datasets need a tokenizer: pass `processing_class=` to the trainer.")
-    if fmt == "prompt_completion":
-        return _prompt_completion(tokenizer, row["prompt"], row["completion"])
-    if fmt == "messages":
-        return _prompt_completion(tokenizer, *_split_messages(row["messages"]))
     if fmt == "prompt_only":
-        return tokenize_prompt(tokenizer, row["prompt"]), []
-    ids = list(tokenizer(row[text_field])["input_ids"])
-    return ids[:1], ids[1:]
+        return ScoredEvent(tokenize_prompt(tokenizer, row["prompt"]), [])
+    if fmt == "prompt_completion":
+        event = _split(tokenizer, row["prompt"], row["completion"])
+    elif fmt == "messages":
+        event = _split(tokenizer, *_split_messages(row["messages"]))
+    elif has_start_token(tokenizer):
+        event = _split(tokenizer, "", row[text_field])
+    else:
+        ids = list(tokenizer(row[text_field])["input_ids"])
+        event = ScoredEvent(ids[:1], ids[1:])
+    return event._replace(completion=end_event(event.completion, ends, eos_token_id, truncated))
+
+
+def tokenize_example(row: dict[str, Any], tokenizer, fmt: str, text_field: str) -> tuple[list[int], list[int]]:
+    """`(prompt_ids, completion_ids)` of one example in format `fmt` ([`detect_format`]): [`scored_event`]."""
+    event = scored_event(row, tokenizer, fmt, text_field)
+    return event.prompt, event.completion

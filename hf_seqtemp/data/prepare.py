@@ -13,7 +13,8 @@ from datasets import Dataset
 from tqdm.auto import tqdm
 
 from ..groups import prompt_group_id, value_group_id
-from .formats import detect_format, tokenize_example
+from .cells import check_cells
+from .formats import detect_format, has_start_token, scored_event
 
 logger = logging.getLogger(__name__)
 
@@ -24,12 +25,35 @@ RAGGED_COLUMNS = frozenset({"ref_step_logps"})
 """Reference columns whose length is not the token count (diffusion: k orders × m steps), padded to the longest."""
 
 
-def _group_id(row: dict[str, Any], prompt_ids: list[int], fmt: str, prompt_id_column: str | None) -> int:
-    if prompt_id_column is not None and prompt_id_column in row:
+def _group_id(row: dict[str, Any], prompt_ids: list[int], unconditional: bool, prompt_id_column: str | None) -> int:
+    if prompt_id_column is not None and prompt_id_column in row and row[prompt_id_column] is not None:
         return value_group_id(row[prompt_id_column])
-    if fmt == "text":
-        return 0  # an unconditional corpus is one group
+    if unconditional:
+        return 0  # a corpus whose rows have no common start token to condition on is one group
     return prompt_group_id(prompt_ids)
+
+
+class _PromptIds:
+    """Checks that one `prompt_id` value names one prompt (else the rows it joins are compared as one prompt's)."""
+
+    def __init__(self, column: str | None, tokenizer, name: str):
+        self.column, self.tokenizer, self.name, self.seen = column, tokenizer, name, {}
+
+    def _show(self, ids: list[int]) -> str:
+        return repr(self.tokenizer.decode(ids)) if self.tokenizer is not None else str(ids)
+
+    def check(self, row: dict[str, Any], index: int, prompt_ids: list[int]) -> None:
+        if self.column is None or row.get(self.column) is None:
+            return
+        key = (type(row[self.column]).__name__, repr(row[self.column]))
+        first, first_ids = self.seen.setdefault(key, (index, prompt_ids))
+        if first_ids != prompt_ids:
+            raise ValueError(
+                f"`{self.name}` rows {first} and {index} share `{self.column}`={row[self.column]!r} but have different "
+                f"prompts: {self._show(first_ids)} and {self._show(prompt_ids)}. Completions of one prompt id are "
+                f"compared as completions of one prompt: give each prompt its own `{self.column}`, or drop the column "
+                "(prompts are then grouped by their tokens)."
+            )
 
 
 def is_prompt_only(dataset: Dataset) -> bool:
@@ -44,29 +68,46 @@ def prepare_dataset(
     max_length: int,
     name: str,
     prompt_id_column: str | None = "prompt_id",
+    eos_ids: set[int] | None = None,
 ) -> Dataset:
     """Tokenises a dataset in any of TRL's formats ([`~hf_seqtemp.data.formats`]) and gives every example its
     prompt group.
 
-    Each row becomes `input_ids`, `completion_mask` (1 on the scored completion), a stable `example_id` and a
-    `group_id`: the value of the `prompt_id_column` when the dataset has it, 0 for a plain-text corpus (one group),
-    otherwise a hash of the prompt's token ids, so that identical prompts share a group whatever the layout. A
-    prompt-only dataset becomes `prompt_ids`, `example_id` and `group_id`. Examples longer than `max_length` are
-    dropped with a warning giving their number; examples with no scored token likewise.
+    Each row becomes the scored event of [`~hf_seqtemp.data.formats.scored_event`] (a completion ends with EOS,
+    appended unless the row's `truncated` is `True`; the prompt is what generation conditions on): `input_ids`,
+    `completion_mask` (1 on the scored completion), a stable `example_id` and a `group_id`: the value of the
+    `prompt_id_column` when the row has one, otherwise a hash of the prompt's token ids, so that identical prompts
+    share a group whatever the layout (a plain-text corpus, whose rows all start from the start token, is one
+    group). A prompt-only dataset becomes `prompt_ids`, `example_id` and `group_id`. Examples longer than
+    `max_length` (a prompt alone: with no room for one completion token) are dropped with a warning giving their
+    number; examples with no scored token likewise. Rows whose prompt tokens are not a prefix of their prompt +
+    completion tokens are scored as written, with one warning giving their number and an example.
+
+    Args:
+        eos_ids (`set` of `int`, *optional*): tokens that end a completion besides the tokenizer's EOS (the model's
+            generation config may list more, e.g. an end-of-turn token).
 
     Raises:
-        ValueError: naming `name` when the dataset is empty or in no known format, and naming `max_length` when it
-            would drop every example.
+        TypeError: naming the row, the column and the expected type for a cell of the wrong type.
+        ValueError: naming `name` when the dataset is empty or in no known format, naming both prompts when one
+            `prompt_id` joins different prompts, and naming `max_length` when it would drop every example.
     """
     if dataset is None or len(dataset) == 0:
         raise ValueError(f"`{name}` is empty: pass a dataset with at least two examples.")
     fmt = detect_format(dataset.column_names, text_field, name)
-    rows, too_long, empty, longest_seen = [], 0, 0, 0
+    unconditional = fmt == "text" and not has_start_token(tokenizer) if tokenizer is not None else False
+    prompt_ids = _PromptIds(prompt_id_column, tokenizer, name)
+    rows, too_long, empty, longest_seen, as_written, example = [], 0, 0, 0, 0, None
     for index, row in enumerate(tqdm(dataset, desc=f"Tokenizing {name}", leave=False)):
-        prompt, completion = tokenize_example(row, tokenizer, fmt, text_field)
-        group = _group_id(row, prompt, fmt, prompt_id_column)
-        longest_seen = max(longest_seen, len(prompt) + len(completion))
-        if len(prompt) + len(completion) > max_length:
+        check_cells(row, fmt, text_field, name, index)
+        prompt, completion, written = scored_event(row, tokenizer, fmt, text_field, eos_ids)
+        prompt_ids.check(row, index, prompt)
+        if written:
+            as_written, example = as_written + 1, example or (index, row, prompt, completion)
+        group = _group_id(row, prompt, unconditional, prompt_id_column)
+        length = len(prompt) + (1 if fmt == "prompt_only" else len(completion))  # room for a sampled token
+        longest_seen = max(longest_seen, length)
+        if length > max_length:
             too_long += 1
         elif fmt == "prompt_only":
             rows.append({PROMPT_IDS: prompt, EXAMPLE_ID: index, GROUP_ID: group})
@@ -77,6 +118,8 @@ def prepare_dataset(
             rows.append(
                 {"input_ids": prompt + completion, "completion_mask": mask, EXAMPLE_ID: index, GROUP_ID: group}
             )
+    if as_written:
+        _warn_as_written(as_written, len(dataset), example, tokenizer, name)
     if too_long:
         logger.warning(f"{name}: dropped {too_long} of {len(dataset)} examples longer than max_length={max_length}.")
     if empty:
@@ -91,6 +134,20 @@ def prepare_dataset(
     prepared = Dataset.from_list(rows)
     _warn_on_singletons(prepared, name)
     return prepared
+
+
+def _warn_as_written(count: int, total: int, example: tuple, tokenizer, name: str) -> None:
+    """One warning for all rows whose prompt tokens are not a prefix of their prompt + completion tokens."""
+    index, row, prompt, completion = example
+    shown = {k: row[k] for k in ("prompt", "completion", "messages") if k in row}
+    logger.warning(
+        f"{name}: in {count} of {total} examples the tokens of prompt + completion do not start with the "
+        "prompt's own tokens (tokens merge across the boundary, or the chat template's generation prompt is not "
+        "rendered in the full conversation). Each is scored as written: the prompt exactly as generation conditions "
+        f"on it, then the completion. Example, row {index}: {shown} is scored as prompt "
+        f"{tokenizer.decode(prompt)!r} + completion {tokenizer.decode(completion)!r}. To silence this, end text "
+        "prompts on a token boundary (e.g. a completion that starts with a space)."
+    )
 
 
 def _warn_on_singletons(prepared: Dataset, name: str) -> None:

@@ -118,7 +118,8 @@ def sample_dataset(
 
     Returns:
         [`~datasets.Dataset`] with `prompt` (text or conversation), `completion` (text) and the exact sampled tokens as
-        `input_ids` and `completion_mask`, so that scoring never depends on re-tokenising text.
+        `input_ids` and `completion_mask`, so that scoring never depends on re-tokenising text, and `truncated`
+        (`True` for a completion cut at `max_new_tokens` before its EOS).
 
     Example:
     ```python
@@ -146,6 +147,7 @@ def sample_dataset(
             "completion": tokenizer.decode(completion, skip_special_tokens=True),
             "input_ids": prompt_ids + completion,
             "completion_mask": [0] * len(prompt_ids) + [1] * len(completion),
+            "truncated": completion[-1] not in eos_ids,  # cut at `max_new_tokens`: no EOS is appended to it
         }
         for (prompt, prompt_ids), completion in zip(jobs, completions)
         if completion

@@ -108,13 +108,17 @@ class SeqTempConfig(TrainingArguments):
         > Parameters that control the data preprocessing
 
         max_length (`int`, *optional*, defaults to `512`):
-            Maximum tokens per example (prompt + completion). Longer examples are dropped with a warning that
-            counts them, never truncated: a truncated sequence is a different event with a different likelihood.
+            Maximum tokens per example (prompt + completion). Longer examples of the dataset are dropped with a
+            warning that counts them, never truncated: a truncated sequence is a different event with a different
+            likelihood. A completion sampled for a prompt-only dataset is cut to fit instead (it is then the event
+            "these tokens first" of p, marked `truncated`), with a warning that counts the cut completions.
         dataset_text_field (`str`, *optional*, defaults to `"text"`):
             Column holding plain text. Datasets may instead be in any of TRL's other formats: `prompt`/`completion`
             (text or conversational; only completion tokens are scored and trained), `messages` (the last assistant
             turn is the completion), `prompt` only (completions are sampled), or pre-tokenised `input_ids` (with an
-            optional `completion_mask`). Chat templates apply to conversational examples, as in TRL.
+            optional `completion_mask`). Chat templates apply to conversational examples, as in TRL. In every layout a
+            completion ends with EOS (appended when missing, as TRL's SFT does, unless the row's boolean `truncated`
+            column is `True`) and its prompt is what generation conditions on ([`~hf_seqtemp.data.formats`]).
         precompute_ref_logps (`bool`, *optional*, defaults to `True`):
             Compute the reference log-probabilities log p(x) once before training (in batches of
             `per_device_eval_batch_size`, with a progress bar) and store them as dataset columns keyed by example.
@@ -196,7 +200,10 @@ class SeqTempConfig(TrainingArguments):
     # Parameters that control the data preprocessing
     max_length: int = field(
         default=512,
-        metadata={"help": "Maximum tokens per example; longer examples are dropped with a warning, never truncated."},
+        metadata={
+            "help": "Maximum tokens per example; longer examples are dropped with a warning, never truncated "
+            "(sampled completions are cut to fit and marked truncated)."
+        },
     )
     dataset_text_field: str = field(
         default="text", metadata={"help": "Name of the plain-text column (used when there is no prompt/completion)."}

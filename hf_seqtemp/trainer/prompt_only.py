@@ -4,11 +4,16 @@ training ([`complete_prompts`]), or afresh every `steps_per_generation` steps ([
 
 from __future__ import annotations
 
+import logging
+
 import torch
 from datasets import Dataset
 from transformers import TrainerCallback
 
 from ..data import EXAMPLE_ID, GROUP_ID, PROMPT_IDS, eos_ids_of, sample_completions
+from ..data.cells import TRUNCATED
+
+logger = logging.getLogger(__name__)
 
 
 def pad_token_id_of(processing_class, model) -> int:
@@ -22,9 +27,44 @@ def pad_token_id_of(processing_class, model) -> int:
     return 0
 
 
+def sampled_row(
+    prompt: list[int], completion: list[int], max_length: int | None, eos_ids: set[int]
+) -> tuple[dict, bool]:
+    """The row of a prompt and its sampled completion, the completion cut to fit `max_length` tokens in all, and
+    whether it was cut. The row's `truncated` is `True` when the completion does not end with EOS (cut here, or at
+    `max_completion_length`): it is then the event "these tokens first", not a completed answer.
+
+    Example:
+    ```python
+    >>> sampled_row([0, 1], [5, 6, 2], 4, {2})
+    ({'input_ids': [0, 1, 5, 6], 'completion_mask': [0, 0, 1, 1], 'truncated': True}, True)
+    ```
+    """
+    room = len(completion) if max_length is None else max(max_length - len(prompt), 0)
+    cut = len(completion) > room
+    completion = list(completion[:room])
+    row = {
+        "input_ids": list(prompt) + completion,
+        "completion_mask": [0] * len(prompt) + [1] * len(completion),
+        TRUNCATED: not completion or completion[-1] not in eos_ids,
+    }
+    return row, cut
+
+
+def warn_cut(cut: int, total: int, max_length: int, where: str) -> None:
+    """One warning giving how many sampled completions were cut to fit `max_length`."""
+    if cut:
+        logger.warning(
+            f"{where}: cut {cut} of {total} sampled completions so that prompt + completion fits max_length="
+            f"{max_length} (marked truncated: the event is then their first tokens, without an end). Raise "
+            "`max_length` or lower `max_completion_length` to keep whole completions."
+        )
+
+
 def complete_prompts(reference, prompts: Dataset, args, processing_class, split: str) -> Dataset:
     """`args.num_generations` completions of every prompt, drawn exactly from `reference` (no grad, eval mode,
-    token temperature 1, no top-k / top-p, ending at EOS or after `args.max_completion_length` tokens).
+    token temperature 1, no top-k / top-p, ending at EOS or after `args.max_completion_length` tokens), each cut
+    to fit `args.max_length` tokens with its prompt ([`sampled_row`], warned once with their number).
 
     The draw is seeded by `args.seed` (and the split) inside a forked RNG, so it is the same on every process and
     does not change the training run's own randomness.
@@ -37,27 +77,25 @@ def complete_prompts(reference, prompts: Dataset, args, processing_class, split:
     groups = [g for g in prompts[GROUP_ID] for _ in range(repeats)]
     was_training = reference.training
     reference.eval()
+    eos_ids = eos_ids_of(reference, processing_class)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(args.seed + (0 if split == "train" else 1))
         completions = sample_completions(
             reference,
             prompt_ids,
             args.max_completion_length,
-            eos_ids_of(reference, processing_class),
+            eos_ids,
             pad_token_id_of(processing_class, reference),
             args.per_device_eval_batch_size,
             desc=f"Sampling {repeats} completions per prompt from the reference ({split})",
         )
     reference.train(was_training)
-    rows = [
-        {
-            "input_ids": list(prompt) + completion,
-            "completion_mask": [0] * len(prompt) + [1] * len(completion),
-            EXAMPLE_ID: index,
-            GROUP_ID: group,
-        }
-        for index, (prompt, completion, group) in enumerate(zip(prompt_ids, completions, groups))
-    ]
+    rows, cut = [], 0
+    for index, (prompt, completion, group) in enumerate(zip(prompt_ids, completions, groups)):
+        row, was_cut = sampled_row(prompt, completion, args.max_length, eos_ids)
+        rows.append({**row, EXAMPLE_ID: index, GROUP_ID: group})
+        cut += was_cut
+    warn_cut(cut, len(rows), args.max_length, f"{split}_dataset")
     return Dataset.from_list(rows)
 
 
@@ -94,10 +132,13 @@ class CompletionPool(torch.utils.data.Dataset):
 
 class FreshCollator:
     """Collates slots of a [`CompletionPool`], first drawing fresh completions for the stale ones (and their
-    reference log-probabilities, which `score_reference` adds to the collated batch of new rows)."""
+    reference log-probabilities, which `score_reference` adds to the collated batch of new rows). A completion is
+    cut to fit `max_length` tokens with its prompt ([`sampled_row`]); the first cut is warned about with the number
+    of cut completions of that draw, and `cut` counts them all."""
 
-    def __init__(self, pool: CompletionPool, collator, draw, score_reference):
+    def __init__(self, pool: CompletionPool, collator, draw, score_reference, max_length=None, eos_ids=frozenset()):
         self.pool, self.collator, self.draw, self.score_reference = pool, collator, draw, score_reference
+        self.max_length, self.eos_ids, self.cut = max_length, set(eos_ids), 0
 
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         if "pool_index" not in examples[0]:  # an evaluation batch of stored completions
@@ -106,15 +147,14 @@ class FreshCollator:
         stale = self.pool.stale(indices)
         if stale:
             completions = self.draw([self.pool.prompt_ids[i] for i in stale])
-            rows = [
-                {
-                    "input_ids": list(self.pool.prompt_ids[i]) + completion,
-                    "completion_mask": [0] * len(self.pool.prompt_ids[i]) + [1] * len(completion),
-                    EXAMPLE_ID: i,
-                    GROUP_ID: self.pool.group_ids[i],
-                }
-                for i, completion in zip(stale, completions)
-            ]
+            rows, cut = [], 0
+            for i, completion in zip(stale, completions):
+                row, was_cut = sampled_row(self.pool.prompt_ids[i], completion, self.max_length, self.eos_ids)
+                rows.append({**row, EXAMPLE_ID: i, GROUP_ID: self.pool.group_ids[i]})
+                cut += was_cut
+            if cut and not self.cut:
+                warn_cut(cut, len(rows), self.max_length, "fresh samples (further cuts are counted, not warned)")
+            self.cut += cut
             for i, row in zip(stale, self.score_reference(rows)):
                 self.pool.rows[i], self.pool.drawn_in[i] = row, self.pool.generation
         return self.collator([self.pool.rows[i] for i in indices])

@@ -12,7 +12,15 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, Trainer
 
 from ..config import SequenceTemperatureConfig
-from ..data import GROUP_ID, GroupSampler, SeqTempCollator, check_group_batching, is_prompt_only, prepare_dataset
+from ..data import (
+    GROUP_ID,
+    GroupSampler,
+    SeqTempCollator,
+    check_group_batching,
+    eos_ids_of,
+    is_prompt_only,
+    prepare_dataset,
+)
 from ..groups import group_codes, require_pairs, within_group_pairs
 from ..hub import save_weights
 from ..losses import LossInputs
@@ -96,16 +104,21 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
         self.family = family_for(model, args, scorer)
         model = self._add_adapter(model, peft_config, args)
         self.objective = self._objective(args)
-        train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset")
+        # a completion also ends at the model's own EOS ids (an end-of-turn token the tokenizer's EOS is not)
+        model_eos = eos_ids_of(model) if self.family.samples_completions else set()
+        train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset", model_eos)
         if eval_dataset is not None:
-            eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset")
+            eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset", model_eos)
         if data_collator is None:
             data_collator = SeqTempCollator(pad_token_id=pad_token_id_of(processing_class, model))
         self._pool = None
         if is_prompt_only(train_dataset) and args.steps_per_generation is not None:
             # fresh samples of p during training: slots per prompt, refilled every `steps_per_generation` steps
             self._pool = train_dataset = CompletionPool(train_dataset, args.num_generations)
-            data_collator = FreshCollator(self._pool, data_collator, self._draw, self._score_rows)
+            eos_ids = eos_ids_of(model, processing_class)
+            data_collator = FreshCollator(
+                self._pool, data_collator, self._draw, self._score_rows, args.max_length, eos_ids
+            )
         self._ref_model = None
         if peft_model_of(model) is None and (not args.precompute_ref_logps or self._pool is not None):
             self._ref_model = copy.deepcopy(model).eval().requires_grad_(False)
@@ -178,11 +191,11 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
         return self.family.objectives[args.loss_type]
 
     @staticmethod
-    def _prepare_dataset(dataset, processing_class, args: SeqTempConfig, name: str):
+    def _prepare_dataset(dataset, processing_class, args: SeqTempConfig, name: str, eos_ids=None):
         if dataset is None:
             raise ValueError(f"`{name}` is None: pass a dataset of sequences to temper.")
         return prepare_dataset(
-            dataset, processing_class, args.dataset_text_field, args.max_length, name, args.prompt_id_column
+            dataset, processing_class, args.dataset_text_field, args.max_length, name, args.prompt_id_column, eos_ids
         )
 
     def _complete_prompt_only_datasets(self):
