@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 from transformers.utils import ModelOutput
 
-from ..checks import check_int, check_temperature
+from ..checks import check_bytes, check_int, check_temperature
 from ..likelihood.autoregressive import AutoregressiveScorer, position_ids_from_attention_mask
 from .answers import answer_mask, pad_after_answer, resolve_eos_and_pad
 
@@ -238,6 +238,30 @@ def _vocab_size(model: torch.nn.Module) -> int:
     return int(model.get_output_embeddings().weight.shape[0])
 
 
+def check_site_memory(model: torch.nn.Module, rows: int, length: int, num_candidates: int | None) -> None:
+    """Refuses a chain whose site update would not fit in memory, before anything is allocated.
+
+    One site update scores `rows × K` sequences of `length` tokens in one forward pass (`K = |V|` with
+    `num_candidates=None`, `N + 1` otherwise); its largest tensors are their logits, `rows × K × length × |V|`
+    values in the model's dtype plus a float32 copy. More than half of the free memory of the model's device is an
+    error naming `num_candidates`, the estimate and the fix.
+    """
+    vocab = _vocab_size(model)
+    width = vocab if num_candidates is None else num_candidates + 1
+    parameter = next(model.parameters())
+    estimated = rows * width * length * (vocab * (parameter.element_size() + 4) + 8)
+    if num_candidates is None:
+        what = (
+            f"`num_candidates=None` (every one of the {vocab} tokens of a site scored at once: {rows} × {vocab} "
+            f"sequences of {length} tokens per forward pass)"
+        )
+        fix = "Pass `num_candidates=8` (multiple-try Metropolis: 9 sequences per row), or fewer rows at once."
+    else:
+        what = f"`num_candidates={num_candidates}` ({rows} × {width} sequences of {length} tokens per forward pass)"
+        fix = "Pass a smaller `num_candidates`, fewer rows at once, or a shorter `max_new_tokens`."
+    check_bytes(estimated, parameter.device, what, fix)
+
+
 def ancestral_draft(model, x, attn, cmask, generator):
     """Replaces every completion token by an ancestral sample `x_i ~ p(. | x_<i)`, left to right."""
     x = x.clone()
@@ -334,6 +358,7 @@ def glauber_refine(
     target = (seq_temperature, eos.to(input_ids.device))
     scorer = AutoregressiveScorer()
     x, attn, cmask = scorer._check_inputs(input_ids, attention_mask, completion_mask)
+    check_site_memory(model, x.shape[0], x.shape[1], num_candidates)
     if cmask[:, 0].any():
         raise ValueError("`completion_mask` marks position 0, which has no AR conditional: prepend a BOS token.")
     x = ancestral_draft(model, x, attn, cmask, generator) if draft == "ancestral" else x.clone()

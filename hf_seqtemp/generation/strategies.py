@@ -30,11 +30,9 @@ from transformers.generation.logits_process import (
 from ..checks import check_int
 from .adapters import active_adapter
 from .answers import pad_after_answer, resolve_eos_and_pad
-from .glauber import GlauberGenerateOutput, ancestral_draft, glauber_refine
+from .glauber import GlauberGenerateOutput, ancestral_draft, check_site_memory, glauber_refine
 from .power_sampling import power_sample
 
-# `strategy="glauber"` with `num_candidates=None` runs `batch * |V|` sequences per site; above this, ask for N
-_MAX_FULL_SITE_ROWS = 1 << 16
 # token-level reshaping that would distort the sequence-tempered target
 _DROPPED_WARPERS = (
     TemperatureLogitsWarper,
@@ -152,13 +150,9 @@ def _check_glauber(call: GenerateCall) -> None:
     check_int(call.options["glauber_rounds"], "glauber_rounds", 0, fix="0 returns the draft.")
     if call.max_new_tokens < 1:
         raise ValueError(f"`max_new_tokens` must be >= 1 for `strategy='glauber'`, got {call.max_new_tokens}.")
-    vocab = int(call.model.get_output_embeddings().weight.shape[0])
-    rows = call.input_ids.shape[0] * vocab
-    if call.options["num_candidates"] is None and rows > _MAX_FULL_SITE_ROWS:
-        raise ValueError(
-            f"`num_candidates=None` scores all {vocab} tokens at every site, {rows} sequences per forward "
-            f"pass (limit {_MAX_FULL_SITE_ROWS}). Pass e.g. `num_candidates=8` (multiple-try Metropolis)."
-        )
+    check_int(call.options["num_candidates"], "num_candidates", allow_none=True, fix="None scores all |V| tokens.")
+    batch, prompt_length = call.input_ids.shape
+    check_site_memory(call.model, batch, prompt_length + call.max_new_tokens, call.options["num_candidates"])
 
 
 def _glauber_strategy(call: GenerateCall):
