@@ -16,33 +16,17 @@ from typing import Any
 
 import torch
 from transformers.generation import GenerationMixin
-from transformers.generation.logits_process import (
-    EpsilonLogitsWarper,
-    EtaLogitsWarper,
-    LogitsProcessorList,
-    MinPLogitsWarper,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-    TypicalLogitsWarper,
-)
+from transformers.generation.logits_process import LogitsProcessorList
+from transformers.utils import logging
 
 from ..checks import check_int
 from .adapters import active_adapter
 from .answers import pad_after_answer, resolve_eos_and_pad
 from .glauber import GlauberGenerateOutput, ancestral_draft, check_site_memory, glauber_refine
 from .power_sampling import power_sample
+from .processed import TOKEN_WARPERS, processed_conditionals
 
-# token-level reshaping that would distort the sequence-tempered target
-_DROPPED_WARPERS = (
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-    MinPLogitsWarper,
-    TypicalLogitsWarper,
-    EpsilonLogitsWarper,
-    EtaLogitsWarper,
-)
+logger = logging.get_logger(__name__)
 
 
 @dataclass
@@ -80,6 +64,19 @@ class GenerateCall:
         pad = config.pad_token_id if pad is None else pad
         return eos, None if pad is None else int(torch.as_tensor(pad).flatten()[0])
 
+    def target_processors(self) -> LogitsProcessorList:
+        """The call's logits processors that shape the target: all but the token-level warpers (temperature, top-k,
+        top-p, min-p, top-h, typical, epsilon, eta), which the sequence temperature replaces; a warning names the
+        warpers dropped. The training-free strategies include these processors in their target."""
+        processors = list(self.logits_processor or [])
+        dropped = sorted({type(p).__name__ for p in processors if isinstance(p, TOKEN_WARPERS)})
+        if dropped:
+            logger.warning_once(
+                f"`seq_temperature` replaces token-level sampling: {', '.join(dropped)} (from the `generate` call or "
+                "the model's `generation_config`) are not applied. Other logits processors shape the target."
+            )
+        return LogitsProcessorList([p for p in processors if not isinstance(p, TOKEN_WARPERS)])
+
     def on_base_model(self):
         """Every tempered adapter off, so that `p` is the base model (training-free strategies temper `p`)."""
         return active_adapter(self.model, None) if self.adapters else contextlib.nullcontext()
@@ -103,7 +100,7 @@ def plain_sampling(call: GenerateCall):
     """`_sample` at token temperature 1 with every token-level warper removed (it would distort `p^(1/T)`)."""
     config = copy.deepcopy(call.generation_config)
     config.do_sample, config.top_k, config.top_p, config.temperature = True, 0, 1.0, 1.0
-    processors = LogitsProcessorList([p for p in call.logits_processor or [] if not isinstance(p, _DROPPED_WARPERS)])
+    processors = call.target_processors()
     return GenerationMixin._sample(
         call.model,
         call.input_ids,
@@ -128,7 +125,8 @@ def _adapter_strategy(call: GenerateCall):
 
 
 def _mcmc_strategy(call: GenerateCall):
-    """Training-free power sampling ([`power_sample`]) of the base model."""
+    """Training-free power sampling ([`power_sample`]) of the base model, the call's processors included in the
+    target (`p̃(answer)^(1/T)`, see [`~hf_seqtemp.generation.processed`])."""
     eos_token_id, pad_token_id = call.eos_and_pad()
     with call.on_base_model():
         return power_sample(
@@ -143,6 +141,7 @@ def _mcmc_strategy(call: GenerateCall):
             return_dict_in_generate=call.return_dict,
             eos_token_id=eos_token_id,
             pad_token_id=pad_token_id,
+            logits_processor=call.target_processors(),
         )
 
 
@@ -157,8 +156,10 @@ def _check_glauber(call: GenerateCall) -> None:
 
 def _glauber_strategy(call: GenerateCall):
     """Ancestral draft of `max_new_tokens` tokens of the base model, then `glauber_rounds` Glauber sweeps targeting
-    `p^(1/T)` over answers ([`glauber_refine`])."""
+    `p^(1/T)` over answers ([`glauber_refine`]); with the call's processors, `p̃` in both (see
+    [`~hf_seqtemp.generation.processed`])."""
     _check_glauber(call)
+    processors = call.target_processors()
     batch, prompt_length = call.input_ids.shape
     new = call.max_new_tokens
     attention_mask = call.model_kwargs.get("attention_mask")
@@ -170,7 +171,7 @@ def _glauber_strategy(call: GenerateCall):
     eos, pad = resolve_eos_and_pad(call.model, *call.eos_and_pad())
     generator = call.options["generator"]
     with call.on_base_model():
-        draft = ancestral_draft(call.model, ids, attn, cmask, generator)
+        draft = ancestral_draft(call.model, ids, attn, cmask, generator, processed_conditionals(processors))
         out = glauber_refine(
             call.model,
             draft,
@@ -182,6 +183,7 @@ def _glauber_strategy(call: GenerateCall):
             generator=generator,
             eos_token_id=eos,
             pad_token_id=pad,
+            logits_processor=processors,
         )
     if not call.return_dict:
         return out.sequences
