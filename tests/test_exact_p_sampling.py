@@ -135,3 +135,24 @@ def test_sample_dataset_draws_exactly_from_p_despite_the_generation_config(batch
         assert all(ids[: len(prompt)] == prompt for ids in rows["input_ids"])
         assert all(sum(mask) == len(c) for mask, c in zip(rows["completion_mask"], completions))
         _check_exact(model, prompt, completions)
+
+
+def test_fresh_samples_drawn_during_training_are_exact_samples_of_p_despite_the_generation_config(tmp_path):
+    model, draws = _distorted_model(), 900
+    args = SeqTempConfig(
+        output_dir=str(tmp_path),
+        num_generations=4,
+        max_completion_length=NEW,
+        per_device_train_batch_size=4,
+        steps_per_generation=1,
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+        report_to="none",
+    )
+    data = Dataset.from_dict({"prompt": list(PROMPTS)})
+    trainer = SeqTempTrainer(model, args, train_dataset=data, processing_class=_tokenizer())
+    torch.manual_seed(0)
+    for prompt in PROMPTS.values():
+        _check_exact(model, prompt, trainer._draw([prompt] * draws))
