@@ -12,7 +12,7 @@ from distribution_checks import chi_square_pvalue
 from tiny_models import BOS, tiny_causal_lm
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
-from hf_seqtemp.data import eos_ids_of, exact_generation_config, sample_dataset
+from hf_seqtemp.data import eos_ids_of, exact_generation_config, sample_completions, sample_dataset
 
 VOCAB, NEW = 5, 3
 EOS_IDS = (3, 4)  # the tokenizer knows 3 only; the model's generation config stops at either
@@ -35,6 +35,12 @@ DISTORTIONS = {
     "forced_eos_token_id": 4,
     "exponential_decay_length_penalty": (1, 1.5),
     "renormalize_logits": True,
+    "remove_invalid_values": True,
+    "guidance_scale": 1.5,
+    "max_time": 1e-9,
+    "stop_strings": ["b"],
+    "num_return_sequences": 2,
+    "return_dict_in_generate": True,
     "eos_token_id": list(EOS_IDS),
 }
 
@@ -51,8 +57,10 @@ def _tokenizer():
 
 
 def _distorted_model():
+    from transformers.generation import WatermarkingConfig
+
     model = tiny_causal_lm(VOCAB, seed=3, init_range=0.8)
-    for name, value in DISTORTIONS.items():
+    for name, value in {**DISTORTIONS, "watermarking_config": WatermarkingConfig(bias=5.0)}.items():
         setattr(model.generation_config, name, value)
     return model
 
@@ -87,7 +95,11 @@ def _check_exact(model, prompt, completions):
 
 
 def test_eos_ids_are_every_id_of_the_generation_config_and_the_tokenizers():
-    assert eos_ids_of(_distorted_model(), _tokenizer()) == set(EOS_IDS)
+    model = _distorted_model()
+    assert eos_ids_of(model, _tokenizer()) == set(EOS_IDS)
+    before = model.generation_config.to_dict()
+    sample_completions(model, [[BOS, 1]], NEW, set(EOS_IDS), desc=None)
+    assert model.generation_config.to_dict() == before  # the model's own config is hidden, then restored
     config = exact_generation_config(4, {4, 3}, pad_token_id=0)
     assert config.eos_token_id == [3, 4] and config.top_k == 0 and config.min_new_tokens == 0
 

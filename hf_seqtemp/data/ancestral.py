@@ -8,14 +8,18 @@
 that has one, and [`exact_ancestral_sample`] (the `custom_generate` callable it is used with) runs `_sample` with
 *no* logits processor at all and with stopping criteria built from the requested length and EOS ids only, so that
 fields whose neutral value is `None` (`forced_bos_token_id`, `bad_words_ids`, `sequence_bias`, watermarking,
-`max_time`, `stop_strings`, ...) cannot be inherited either. The model's generation config contributes its EOS
-ids only, through the caller (see [`~hf_seqtemp.data.eos_ids_of`]).
+`max_time`, `stop_strings`, ...) cannot shape the samples either; [`model_generation_config_ignored`] hides the
+model's config from `generate` altogether during the call, so that none of it is even read (a `stop_strings` entry
+would otherwise ask for a tokenizer). The model's generation config contributes its EOS ids only, through the
+caller (see [`~hf_seqtemp.data.eos_ids_of`]).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 
+import torch
 from transformers.generation import GenerationConfig, GenerationMixin
 from transformers.generation.logits_process import LogitsProcessorList
 from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria, StoppingCriteriaList
@@ -80,6 +84,24 @@ def exact_generation_config(max_new_tokens: int, eos_token_ids: Iterable[int], p
     )
 
 
+@contextlib.contextmanager
+def model_generation_config_ignored(model):
+    """Within the block, the transformers model under `model` (PEFT and DDP wrappers looked through) carries a
+    default [`~transformers.GenerationConfig`], so that `generate` inherits nothing from its own (`stop_strings`,
+    `max_time`, processors whose neutral value is `None`, ...); the original is restored on exit."""
+    inner = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    inner = inner.get_base_model() if callable(getattr(inner, "get_base_model", None)) else inner
+    original = getattr(inner, "generation_config", None)
+    if original is None:
+        yield
+        return
+    inner.generation_config = GenerationConfig()
+    try:
+        yield
+    finally:
+        inner.generation_config = original
+
+
 def exact_ancestral_sample(
     model,
     input_ids,
@@ -110,3 +132,31 @@ def exact_ancestral_sample(
         streamer=streamer,
         **model_kwargs,
     )
+
+
+def exact_generate(model, input_ids, attention_mask, max_new_tokens: int, eos_token_ids, pad_token_id: int):
+    """`model.generate` drawing exactly from p: [`exact_generation_config`] with [`exact_ancestral_sample`], the
+    model's own generation config hidden ([`model_generation_config_ignored`]). Every sampler of p calls this.
+
+    Returns:
+        `torch.LongTensor` of shape `(batch, prompt_length + new_tokens)`: prompts and completions, `pad_token_id`
+        after a completion's EOS (any of `eos_token_ids`).
+
+    Example:
+    ```python
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> model = tiny_causal_lm(8, seed=0, eos_token_id=2)
+    >>> model.generation_config.update(top_k=1, repetition_penalty=3.0, suppress_tokens=[5])  # all ignored
+    {}
+    >>> exact_generate(model, torch.tensor([[1, 3]]), torch.ones(1, 2, dtype=torch.long), 4, {2, 7}, 0).shape[0]
+    1
+    ```
+    """
+    config = exact_generation_config(max_new_tokens, eos_token_ids, pad_token_id)
+    with model_generation_config_ignored(model):
+        return model.generate(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            generation_config=config,
+            custom_generate=exact_ancestral_sample,
+        )

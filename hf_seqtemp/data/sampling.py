@@ -10,7 +10,7 @@ from datasets import Dataset
 from tqdm.auto import tqdm
 
 from ..checks import check_int
-from .ancestral import exact_ancestral_sample, exact_generation_config
+from .ancestral import exact_generate
 from .formats import end_at_eos, tokenize_prompt
 
 
@@ -46,7 +46,7 @@ def sample_completions(
 ) -> list[list[int]]:
     """One completion per prompt (token ids in, token ids out), drawn exactly from the model: ancestral sampling at
     token temperature 1 with no logits processor, whatever the model's `generation_config` sets
-    ([`exact_generation_config`]). A completion stops at its first EOS token, any of `eos_ids` (kept: ending is part
+    ([`exact_generate`]). A completion stops at its first EOS token, any of `eos_ids` (kept: ending is part
     of the event), or after `max_new_tokens` tokens.
 
     Args:
@@ -65,7 +65,6 @@ def sample_completions(
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens")
     eos_ids = eos_ids or set()
     device = next(model.parameters()).device
-    config = exact_generation_config(max_new_tokens, eos_ids, pad_token_id)
     out = []
     starts = range(0, len(prompts), batch_size)
     for start in tqdm(starts, desc=desc, disable=desc is None or len(starts) < 2, leave=False):
@@ -76,12 +75,7 @@ def sample_completions(
         for row, prompt in enumerate(chunk):
             ids[row, width - len(prompt) :] = torch.tensor(prompt)
             attention[row, width - len(prompt) :] = 1
-        generated = model.generate(
-            input_ids=ids.to(device),
-            attention_mask=attention.to(device),
-            generation_config=config,
-            custom_generate=exact_ancestral_sample,
-        )
+        generated = exact_generate(model, ids.to(device), attention.to(device), max_new_tokens, eos_ids, pad_token_id)
         out.extend(end_at_eos(row[width:].tolist(), eos_ids) for row in generated)
     return out
 
@@ -109,7 +103,7 @@ def sample_dataset(
 
     Sequence temperature tempers the model's own distribution p, so the natural training data are samples of p:
     each prompt gets `num_samples` completions drawn at token temperature 1 with no logits processor, whatever the
-    model's `generation_config` sets ([`exact_generation_config`]). A completion stops at any EOS id of the model's
+    model's `generation_config` sets ([`exact_generate`]). A completion stops at any EOS id of the model's
     generation config or the tokenizer (kept, since ending is part of the event) or after `max_new_tokens`. The
     completions of one prompt form one prompt group.
 
