@@ -150,10 +150,10 @@ def check_bytes(estimated: int, device, what: str, fix: str, fraction: float = 0
 
     Example:
     ```python
-    >>> check_bytes(10**18, "cpu", "`num_candidates=None` (all 8 tokens of a site at once)", "Pass `num_candidates=4`.")
+    >>> check_bytes(10**18, "cpu", "`num_candidates=None` (all 8 tokens of a site)", "Pass `num_candidates=4`.")
     Traceback (most recent call last):
     ...
-    ValueError: `num_candidates=None` (all 8 tokens of a site at once) needs about 1e+09 GB, ...
+    ValueError: `num_candidates=None` (all 8 tokens of a site) needs about 1e+09 GB, ...
     ```
     """
     free = available_bytes(device)

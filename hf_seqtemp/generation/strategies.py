@@ -6,11 +6,12 @@ resolves `strategy="auto"`, looks the name up in [`STRATEGY_REGISTRY`] and calls
 
 Logits processors (rule for every strategy): the token-level warpers
 ([`~hf_seqtemp.generation.processed.TOKEN_WARPERS`]) are replaced by the sequence temperature and dropped with a
-warning naming them; every other processor of the call is kept. `"adapter"` applies them while sampling the adapter; the training-free strategies (`"mcmc"`, `"glauber"`,
-and any new one) include them in their *target*: the base distribution is the processed
-`p̃(x_t | x_<t) = softmax(processors(x_<t, logits_t))` evaluated on each prefix, the target `∝ Π_t p̃^(1/T)`, used
-alike in proposals and acceptance ratios ([`~hf_seqtemp.generation.processed`]); a processor that cannot be
-included (a state across steps, a batch layout of its own) is refused with a `ValueError` naming it.
+warning naming them; every other processor of the call is kept. `"adapter"` applies them while sampling the
+adapter; the training-free strategies (`"mcmc"`, `"glauber"`, and any new one) include them in their *target*: the
+base distribution is the processed `p̃(x_t | x_<t) = softmax(processors(x_<t, logits_t))` evaluated on each
+prefix, the target `∝ Π_t p̃^(1/T)`, used alike in proposals and acceptance ratios
+([`~hf_seqtemp.generation.processed`]); a processor that cannot be included (a state across steps, a batch layout
+of its own) is refused with a `ValueError` naming it.
 """
 
 from __future__ import annotations
