@@ -10,7 +10,7 @@ call); and seconds per run (no target: the batch of each call is wider, which a 
 
 (b) Autoregressive, SmolLM2-135M-Instruct: EOS-aware MCMC power sampling (`power_sample`) at the reference
 algorithm's defaults (Karan & Du: alpha = 4, i.e. T = 0.25, and 10 MH steps after each block) vs plain ancestral
-sampling (`model.generate(do_sample=True, top_k=0, top_p=1.0)`). Both draw `samples` answers of at most
+sampling (`exact_generate`: `generate` with no logits processor). Both draw `samples` answers of at most
 `max_new_tokens` tokens for the same chat-templated prompt in one batch, and both stop an answer at EOS; model
 calls are the sequential (batched) forwards counted by a forward pre-hook on the model. Costs: model calls and
 seconds per answer, ours / plain, reported without a target (for answers that run to `max_new_tokens`, the
@@ -152,22 +152,14 @@ def _glauber():
 
 def _ar_samplers(model, ids, attn, settings: dict, pad_id: int) -> dict:
     """Plain ancestral sampling, power sampling at the reference defaults and (full mode) Glauber refinement."""
+    from hf_seqtemp.data import eos_ids_of, exact_generate
     from hf_seqtemp.generation import power_sample
 
     new_tokens, seeds = settings["ar_new"], iter(range(10**6))
 
     def plain():
         torch.manual_seed(next(seeds))
-        model.generate(
-            input_ids=ids,
-            attention_mask=attn,
-            do_sample=True,
-            top_k=0,
-            top_p=1.0,
-            temperature=1.0,
-            max_new_tokens=new_tokens,
-            pad_token_id=pad_id,
-        )
+        exact_generate(model, ids, attn, new_tokens, eos_ids_of(model), pad_id)
 
     def power():
         power_sample(

@@ -120,3 +120,45 @@ def renamed_arguments(renames: dict[str, str], removal: str):
         return wrapper
 
     return decorate
+
+
+def available_bytes(device) -> int:
+    """Bytes that can still be allocated on `device` (a `torch.device` or its name): the accelerator's free memory,
+    else the system's available RAM."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        import os
+
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def _gigabytes(count: int) -> str:
+    return f"{count / 1e9:.3g} GB"
+
+
+def check_bytes(estimated: int, device, what: str, fix: str, fraction: float = 0.5) -> None:
+    """Refuses an allocation of about `estimated` bytes that exceeds `fraction` of what `device` has available,
+    before anything is allocated: the error names what needs it, the estimate, what is free and the fix.
+
+    Example:
+    ```python
+    >>> check_bytes(10**18, "cpu", "`num_candidates=None` (all 8 tokens of a site)", "Pass `num_candidates=4`.")
+    Traceback (most recent call last):
+    ...
+    ValueError: `num_candidates=None` (all 8 tokens of a site) needs about 1e+09 GB, ...
+    ```
+    """
+    free = available_bytes(device)
+    if estimated > fraction * free:
+        raise ValueError(
+            f"{what} needs about {_gigabytes(estimated)}, more than {fraction:.0%} of the {_gigabytes(free)} "
+            f"available on {device}. {fix}"
+        )

@@ -1,6 +1,7 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Data: TRL's dataset formats, chat templates, prompt groups, and completions sampled from the reference model."""
 
+from .ancestral import exact_ancestral_sample, exact_generate, exact_generation_config
 from .formats import FORMATS, detect_format, tokenize_example, tokenize_prompt
 from .grouping import GroupSampler, check_group_batching
 from .prepare import (
@@ -26,6 +27,9 @@ __all__ = [
     "check_group_batching",
     "detect_format",
     "eos_ids_of",
+    "exact_ancestral_sample",
+    "exact_generate",
+    "exact_generation_config",
     "is_prompt_only",
     "prepare_dataset",
     "sample_completions",

@@ -10,15 +10,28 @@ from datasets import Dataset
 from tqdm.auto import tqdm
 
 from ..checks import check_int
+from .ancestral import exact_generate
 from .formats import end_at_eos, tokenize_prompt
 
 
 def eos_ids_of(model, tokenizer=None) -> set[int]:
-    """The EOS ids a completion ends at: the tokenizer's, else the model's generation config's."""
-    source = getattr(tokenizer, "eos_token_id", None)
-    if source is None:
-        source = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    return set(source if isinstance(source, list) else [source]) - {None}
+    """The EOS ids a completion ends at: every id of the model's `generation_config.eos_token_id` (an int or a
+    list, where `generate` stops at any of them) and the tokenizer's EOS.
+
+    Example:
+    ```python
+    >>> from types import SimpleNamespace
+    >>> model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=[2, 7]))
+    >>> sorted(eos_ids_of(model, SimpleNamespace(eos_token_id=2)))
+    [2, 7]
+    ```
+    """
+    sources = [getattr(getattr(model, "generation_config", None), "eos_token_id", None)]
+    sources.append(getattr(tokenizer, "eos_token_id", None) if tokenizer is not None else None)
+    ids = set()
+    for source in sources:
+        ids.update(source if isinstance(source, (list, tuple, set)) else [source])
+    return {int(i) for i in ids if isinstance(i, int)}
 
 
 @torch.no_grad()
@@ -31,15 +44,17 @@ def sample_completions(
     batch_size: int = 16,
     desc: str | None = "Sampling completions from the model",
 ) -> list[list[int]]:
-    """One completion per prompt (token ids in, token ids out), drawn exactly from the model: `do_sample=True`,
-    token temperature 1, no top-k / top-p. A completion stops at its first EOS token (kept: ending is part of the
-    event) or after `max_new_tokens` tokens.
+    """One completion per prompt (token ids in, token ids out), drawn exactly from the model: ancestral sampling at
+    token temperature 1 with no logits processor, whatever the model's `generation_config` sets
+    ([`exact_generate`]). A completion stops at its first EOS token, any of `eos_ids` (kept: ending is part
+    of the event), or after `max_new_tokens` tokens.
 
     Args:
         model: a causal LM (`GenerationMixin`), in eval mode.
         prompts (list of lists of `int`): prompt token ids (repeat a prompt to draw several completions of it).
         max_new_tokens (`int`): longest completion.
-        eos_ids (`set` of `int`, *optional*): tokens that end a completion.
+        eos_ids (`set` of `int`, *optional*): tokens that end a completion (pass [`eos_ids_of`] of the model: every
+            EOS id of its generation config); none: fixed-length completions.
         pad_token_id (`int`, *optional*, defaults to 0): id used for left padding (never attended).
         batch_size (`int`, *optional*, defaults to 16): prompts generated at once.
         desc (`str`, *optional*): progress bar label; `None` hides the bar.
@@ -60,17 +75,7 @@ def sample_completions(
         for row, prompt in enumerate(chunk):
             ids[row, width - len(prompt) :] = torch.tensor(prompt)
             attention[row, width - len(prompt) :] = 1
-        generated = model.generate(
-            input_ids=ids.to(device),
-            attention_mask=attention.to(device),
-            do_sample=True,
-            temperature=1.0,
-            top_k=0,
-            top_p=1.0,
-            max_new_tokens=max_new_tokens,
-            pad_token_id=pad_token_id,
-            eos_token_id=sorted(eos_ids) or None,
-        )
+        generated = exact_generate(model, ids.to(device), attention.to(device), max_new_tokens, eos_ids, pad_token_id)
         out.extend(end_at_eos(row[width:].tolist(), eos_ids) for row in generated)
     return out
 
@@ -97,9 +102,10 @@ def sample_dataset(
     """Builds a dataset by sampling completions from the model itself (exact ancestral sampling, no truncation).
 
     Sequence temperature tempers the model's own distribution p, so the natural training data are samples of p:
-    each prompt gets `num_samples` completions drawn with `do_sample=True, temperature=1, top_k=0, top_p=1`. A
-    completion stops at EOS (kept, since ending is part of the event) or after `max_new_tokens`. The completions of
-    one prompt form one prompt group.
+    each prompt gets `num_samples` completions drawn at token temperature 1 with no logits processor, whatever the
+    model's `generation_config` sets ([`exact_generate`]). A completion stops at any EOS id of the model's
+    generation config or the tokenizer (kept, since ending is part of the event) or after `max_new_tokens`. The
+    completions of one prompt form one prompt group.
 
     Args:
         model: a causal LM (`GenerationMixin`).

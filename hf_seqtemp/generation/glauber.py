@@ -23,6 +23,10 @@ LM's conditional, or uniform. None of them depends on the current token `x_i`, s
 `p^(1/T)/Z` invariant. All candidate energies of a site are scored in one batched forward pass: the `|V|`
 substitutions (`num_candidates=None`), or `N` proposals plus the current sequence, combined by an
 independent-proposal multiple-try Metropolis step (which reduces to plain MH at `N = 1`).
+
+With logits processors, `p` is the processed distribution `p̃(x_j | x_<j) = softmax(processors(x_<j, l_j))`
+throughout (energy, AR proposal, draft), so the chain targets `p̃(answer)^(1/T)` (see
+[`~hf_seqtemp.generation.processed`]).
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ from dataclasses import dataclass
 import torch
 from transformers.utils import ModelOutput
 
-from ..checks import check_int, check_temperature
+from ..checks import check_bytes, check_int, check_temperature
 from ..likelihood.autoregressive import AutoregressiveScorer, position_ids_from_attention_mask
 from .answers import answer_mask, pad_after_answer, resolve_eos_and_pad
+from .processed import processed_conditionals, processed_token_logps
 
 _NO_EOS = torch.zeros(0, dtype=torch.long)
 
@@ -47,7 +52,8 @@ class GlauberOutput:
     Attributes:
         sequences (`torch.LongTensor` of shape `(batch, length)`): the refined sequences.
         acceptance_rates (`torch.FloatTensor` of shape `(num_rounds,)`): accepted proposals / proposals per round.
-        log_likelihoods (`torch.FloatTensor` of shape `(batch,)`): `log p(x)` of the returned completions (T = 1).
+        log_likelihoods (`torch.FloatTensor` of shape `(batch,)`): `log p(x)` of the returned completions (T = 1;
+            `log p̃`, the processed distribution, when logits processors were given).
     """
 
     sequences: torch.Tensor
@@ -111,21 +117,33 @@ def chain_energies(token_logps, sequences, completion_mask, seq_temperature, eos
     return -(token_logps * weights).sum(dim=-1)
 
 
-def _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab, eos=_NO_EOS):
+def _token_logps(model, scorer, ids, attn, cmask, conditionals=None, rows=None):
+    """`log p(x_j | x_<j)` on the completion positions, or `log p̃` under the processors `conditionals`."""
+    if conditionals is None:
+        return scorer.token_logps(model, ids, attn, cmask)[0]
+    return processed_token_logps(_forward_logits(model, ids, attn), ids, cmask, conditionals, rows)
+
+
+def _site_energies(
+    model, scorer, x, attn, cmask, sites, seq_temperature, vocab, eos=_NO_EOS, conditionals=None, rows=None
+):
     """Scores every substitution `x_site = v` of each row in ONE forward pass over `rows * |vocab|` sequences.
 
     Returns `(energies, ar_log_q)`, both `(rows, |vocab|)`: [`chain_energies`] of `x with v` and
-    `log p(v | x_<site)`.
+    `log p(v | x_<site)` (`p̃` under the processors `conditionals`; `rows` are the rows' indices in the call).
     """
-    rows, length = x.shape
+    num, length = x.shape
     cand = x[:, None, :].repeat(1, vocab.numel(), 1)
-    cand[torch.arange(rows)[:, None], :, sites[:, None]] = vocab[None, :]
+    cand[torch.arange(num)[:, None], :, sites[:, None]] = vocab[None, :]
     flat = cand.reshape(-1, length)
-    expand = lambda t: t[:, None, :].expand(rows, vocab.numel(), length).reshape(-1, length)
-    token_logps, _ = scorer.token_logps(model, flat, expand(attn), expand(cmask))
-    token_logps = token_logps.view(rows, vocab.numel(), length)
+    expand = lambda t: t[:, None, :].expand(num, vocab.numel(), length).reshape(-1, length)
+    rows = torch.arange(num) if rows is None else rows
+    token_logps = _token_logps(
+        model, scorer, flat, expand(attn), expand(cmask), conditionals, rows.repeat_interleave(vocab.numel())
+    )
+    token_logps = token_logps.view(num, vocab.numel(), length)
     energies = chain_energies(token_logps, cand, cmask[:, None, :], seq_temperature, eos)
-    ar_log_q = token_logps[torch.arange(rows), :, sites]
+    ar_log_q = token_logps[torch.arange(num), :, sites]
     return energies, ar_log_q
 
 
@@ -191,13 +209,18 @@ def mtm_probabilities(log_w_candidates: torch.Tensor, log_w_current: torch.Tenso
     others = torch.log1p(-select.clamp(max=1.0 - 1e-12)) + log_total  # log(W - w(y_j))
     log_reverse = torch.logaddexp(others, log_w_current[:, None].expand_as(others))
     accept = (log_total - log_reverse).clamp(max=0.0).exp()
-    return select, accept
+    # no candidate has target mass (every one banned by a processor, W = 0): any is selected, none accepted
+    feasible = torch.isfinite(log_total)
+    select = torch.where(feasible, select, 1.0 / log_w_candidates.shape[1])
+    return select, torch.where(feasible, accept, 0.0)
 
 
-def _full_site_update(model, scorer, x, attn, cmask, sites, target, proposal, mask_token_id, generator):
+def _full_site_update(model, scorer, x, attn, cmask, sites, target, proposal, mask_token_id, rows, generator):
     vocab = torch.arange(_vocab_size(model), device=x.device)
-    seq_temperature, eos = target
-    energies, ar_log_q = _site_energies(model, scorer, x, attn, cmask, sites, seq_temperature, vocab, eos)
+    seq_temperature, eos, conditionals = target
+    energies, ar_log_q = _site_energies(
+        model, scorer, x, attn, cmask, sites, seq_temperature, vocab, eos, conditionals, rows
+    )
     log_q = _proposal_log_q(proposal, x, attn, sites, ar_log_q, vocab.numel(), mask_token_id)
     current = x[torch.arange(x.shape[0]), sites]
     proposed = torch.multinomial(log_q.exp(), 1, generator=generator).squeeze(1)
@@ -205,46 +228,87 @@ def _full_site_update(model, scorer, x, attn, cmask, sites, target, proposal, ma
     return torch.where(accept, proposed, current), accept
 
 
-def _mtm_site_update(model, scorer, x, attn, cmask, sites, target, proposal, mask_token_id, generator, n):
-    rows, vocab_size = x.shape[0], _vocab_size(model)
+def _ar_proposal_log_q(model, x, attn, sites, conditionals, rows):
+    """`log p(. | x_<site)` of each row at its own site (`log p̃`, the processors applied to each row's prefix)."""
+    logits = _forward_logits(model, x, attn)[torch.arange(x.shape[0]), sites - 1].float()
+    if conditionals is None:
+        return logits.log_softmax(dim=-1)
+    out = torch.empty_like(logits)
+    for site in sites.unique().tolist():  # the processors see prefixes of one width at a time
+        pick = (sites == site).nonzero().squeeze(1)
+        out[pick] = conditionals.log_softmax(x[pick, :site], logits[pick], rows[pick])
+    return out
+
+
+def _mtm_site_update(model, scorer, x, attn, cmask, sites, target, proposal, mask_token_id, rows, generator, n):
+    num, vocab_size = x.shape[0], _vocab_size(model)
     ar_log_q = None
     if proposal == "model":
-        logits = _forward_logits(model, x, attn)[torch.arange(rows), sites - 1]
-        ar_log_q = logits.float().log_softmax(dim=-1)
+        ar_log_q = _ar_proposal_log_q(model, x, attn, sites, target[2], rows)
     log_q = _proposal_log_q(proposal, x, attn, sites, ar_log_q, vocab_size, mask_token_id)
-    current = x[torch.arange(rows), sites]
+    current = x[torch.arange(num), sites]
     tries = torch.multinomial(log_q.exp(), n, replacement=True, generator=generator)
     candidates = torch.cat([current[:, None], tries], dim=1)  # (rows, 1 + n): current first
-    energies = _site_energies_of(model, scorer, x, attn, cmask, sites, target, candidates)
+    energies = _site_energies_of(model, scorer, x, attn, cmask, sites, target, candidates, rows)
     log_w = -energies - log_q.gather(1, candidates)
     select, accept_prob = mtm_probabilities(log_w[:, 1:], log_w[:, 0])
     j = torch.multinomial(select, 1, generator=generator).squeeze(1)
-    accept = torch.rand(rows, generator=generator) < accept_prob[torch.arange(rows), j]
-    return torch.where(accept, tries[torch.arange(rows), j], current), accept
+    accept = torch.rand(num, generator=generator) < accept_prob[torch.arange(num), j]
+    return torch.where(accept, tries[torch.arange(num), j], current), accept
 
 
-def _site_energies_of(model, scorer, x, attn, cmask, sites, target, candidates):
+def _site_energies_of(model, scorer, x, attn, cmask, sites, target, candidates, rows=None):
     """Like [`_site_energies`] for a per-row candidate set `(rows, K)`: one forward over `rows * K` sequences."""
-    rows, length = x.shape
+    num, length = x.shape
     k = candidates.shape[1]
     cand = x[:, None, :].repeat(1, k, 1)
-    cand[torch.arange(rows)[:, None], torch.arange(k)[None, :], sites[:, None]] = candidates
-    expand = lambda t: t[:, None, :].expand(rows, k, length).reshape(-1, length)
-    token_logps, _ = scorer.token_logps(model, cand.reshape(-1, length), expand(attn), expand(cmask))
-    return chain_energies(token_logps.view(rows, k, length), cand, cmask[:, None, :], *target)
+    cand[torch.arange(num)[:, None], torch.arange(k)[None, :], sites[:, None]] = candidates
+    expand = lambda t: t[:, None, :].expand(num, k, length).reshape(-1, length)
+    seq_temperature, eos, conditionals = target
+    rows = (torch.arange(num) if rows is None else rows).repeat_interleave(k)
+    flat = cand.reshape(-1, length)
+    token_logps = _token_logps(model, scorer, flat, expand(attn), expand(cmask), conditionals, rows)
+    return chain_energies(token_logps.view(num, k, length), cand, cmask[:, None, :], seq_temperature, eos)
 
 
 def _vocab_size(model: torch.nn.Module) -> int:
     return int(model.get_output_embeddings().weight.shape[0])
 
 
-def ancestral_draft(model, x, attn, cmask, generator):
-    """Replaces every completion token by an ancestral sample `x_i ~ p(. | x_<i)`, left to right."""
+def check_site_memory(model: torch.nn.Module, rows: int, length: int, num_candidates: int | None) -> None:
+    """Refuses a chain whose site update would not fit in memory, before anything is allocated.
+
+    One site update scores `rows × K` sequences of `length` tokens in one forward pass (`K = |V|` with
+    `num_candidates=None`, `N + 1` otherwise); its largest tensors are their logits, `rows × K × length × |V|`
+    values in the model's dtype plus a float32 copy. More than half of the free memory of the model's device is an
+    error naming `num_candidates`, the estimate and the fix.
+    """
+    vocab = _vocab_size(model)
+    width = vocab if num_candidates is None else num_candidates + 1
+    parameter = next(model.parameters())
+    estimated = rows * width * length * (vocab * (parameter.element_size() + 4) + 8)
+    if num_candidates is None:
+        what = (
+            f"`num_candidates=None` (every one of the {vocab} tokens of a site scored at once: {rows} × {vocab} "
+            f"sequences of {length} tokens per forward pass)"
+        )
+        fix = "Pass `num_candidates=8` (multiple-try Metropolis: 9 sequences per row), or fewer rows at once."
+    else:
+        what = f"`num_candidates={num_candidates}` ({rows} × {width} sequences of {length} tokens per forward pass)"
+        fix = "Pass a smaller `num_candidates`, fewer rows at once, or a shorter `max_new_tokens`."
+    check_bytes(estimated, parameter.device, what, fix)
+
+
+def ancestral_draft(model, x, attn, cmask, generator, conditionals=None):
+    """Replaces every completion token by an ancestral sample `x_i ~ p(. | x_<i)` (`p̃` under the processors
+    `conditionals`, whose batch is the rows of `x`), left to right."""
     x = x.clone()
     for col in range(1, x.shape[1]):
         rows = cmask[:, col].nonzero().squeeze(1)
         if rows.numel():
             logits = _forward_logits(model, x[rows], attn[rows])[:, col - 1].float()
+            if conditionals is not None:
+                logits = conditionals.scores(x[rows, :col], logits, rows)
             x[rows, col] = torch.multinomial(logits.softmax(dim=-1), 1, generator=generator).squeeze(1)
     return x
 
@@ -281,6 +345,7 @@ def glauber_refine(
     generator: torch.Generator | None = None,
     eos_token_id: int | list[int] | None = None,
     pad_token_id: int | None = None,
+    logits_processor: list | None = None,
 ) -> GlauberOutput:
     """Samples answers from the sequence-tempered `p^(1/T)/Z` of a causal LM by Glauber dynamics.
 
@@ -314,6 +379,11 @@ def glauber_refine(
             answer.
         pad_token_id (`int`, *optional*): written after an answer's EOS; defaults to the generation config's pad
             id, else the first EOS id.
+        logits_processor (`list` of [`~transformers.LogitsProcessor`], *optional*): processors included in the
+            target, built for the rows of `input_ids`: the base distribution becomes
+            `p̃(x_j | x_<j) = softmax(processors(x_<j, logits_j))`, evaluated on each prefix, in the energy, the
+            AR proposal and the draft alike, so the chain targets `p̃(answer)^(1/T)` (a suppressed token is never
+            sampled; see [`~hf_seqtemp.generation.processed`]). Processors with a state are refused by name.
 
     Returns:
         [`GlauberOutput`] with `sequences`, per-round `acceptance_rates` and the answers' `log_likelihoods`.
@@ -331,15 +401,17 @@ def glauber_refine(
         model, input_ids, seq_temperature, num_rounds, proposal, num_candidates, draft, mask_token_id
     )
     eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
-    target = (seq_temperature, eos.to(input_ids.device))
+    conditionals = processed_conditionals(logits_processor)
+    target = (seq_temperature, eos.to(input_ids.device), conditionals)
     scorer = AutoregressiveScorer()
     x, attn, cmask = scorer._check_inputs(input_ids, attention_mask, completion_mask)
+    check_site_memory(model, x.shape[0], x.shape[1], num_candidates)
     if cmask[:, 0].any():
         raise ValueError("`completion_mask` marks position 0, which has no AR conditional: prepend a BOS token.")
-    x = ancestral_draft(model, x, attn, cmask, generator) if draft == "ancestral" else x.clone()
+    x = ancestral_draft(model, x, attn, cmask, generator, conditionals) if draft == "ancestral" else x.clone()
     chain = (model, scorer, x, attn, cmask, target, proposal, mask_token_id, num_candidates, generator)
     rates = [_sweep(*chain) for _ in range(num_rounds)]
-    token_logps, _ = scorer.token_logps(model, x, attn, cmask)
+    token_logps = _token_logps(model, scorer, x, attn, cmask, conditionals)
     log_likelihoods = (token_logps * answer_mask(x, cmask, target[1])).sum(dim=1)
     sequences = pad_after_answer(x, cmask, target[1], pad)
     return GlauberOutput(sequences, torch.tensor(rates, dtype=torch.float32), log_likelihoods)
@@ -356,7 +428,7 @@ def _sweep(model, scorer, x, attn, cmask, target, proposal, mask_token_id, num_c
     for step in range(order.shape[1]):
         rows = (order[:, step] >= 0).nonzero().squeeze(1)
         sites = order[rows, step]
-        args = (model, scorer, x[rows], attn[rows], cmask[rows], sites, target, proposal, mask_token_id)
+        args = (model, scorer, x[rows], attn[rows], cmask[rows], sites, target, proposal, mask_token_id, rows)
         if num_candidates is None:
             new, accept = _full_site_update(*args, generator)
         else:

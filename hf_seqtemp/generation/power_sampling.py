@@ -15,6 +15,10 @@ as it is. For each `b` the kernel is an independence sampler within the answers 
 respect to `p^alpha` restricted to them, so every step keeps `p^alpha` over the stage's answers invariant (an
 answer cut at the stage end is the truncated event, whose probability is its prefix's). With `mcmc_steps=0` this
 is plain token-temperature sampling; more steps move the samples toward the sequence-tempered target.
+
+With logits processors (`logits_processor`, or those of a `generate` call) `p` is the processed distribution
+`p̃(x_j | x_<j) = softmax(processors(x_<j, l_j))` everywhere above: in the target, in the proposal
+`r = softmax(alpha * processors(x_<j, l_j))` and in the ratio (see [`~hf_seqtemp.generation.processed`]).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from transformers.utils import ModelOutput, logging
 from ..checks import check_int, check_temperature
 from ..likelihood.autoregressive import _accepts_position_ids, gather_token_logps, position_ids_from_attention_mask
 from .answers import resolve_eos_and_pad
+from .processed import processed_conditionals
 
 logger = logging.get_logger(__name__)
 
@@ -42,7 +47,7 @@ class PowerSamplingOutput(ModelOutput):
         acceptance_rate (`torch.FloatTensor` of shape `(batch,)`): fraction of MH proposals accepted per row, over
             the steps whose boundary fell inside the row's answer (`nan` when there was none, e.g. `mcmc_steps=0`).
         sequence_logps (`torch.FloatTensor` of shape `(batch,)`): `log p(answer | prompt)` at temperature 1, the
-            answer's EOS included.
+            answer's EOS included (`log p̃`, the processed distribution, when logits processors were given).
     """
 
     sequences: torch.LongTensor | None = None
@@ -50,15 +55,16 @@ class PowerSamplingOutput(ModelOutput):
     sequence_logps: torch.FloatTensor | None = None
 
 
-def _rollout(model, ids, attn, num_new, alpha, generator, ends):
+def _rollout(model, ids, attn, num_new, alpha, generator, ends, conditionals=None):
     """Samples `num_new` tokens at token temperature `1 / alpha` with a KV cache, stopping each row at EOS.
 
     `ends = (eos, pad, done)`: EOS ids, pad id and the rows already ended (they get `pad` throughout). Returns new
     tokens, their log-probs under `p` (temperature 1) and under the proposal `r`, each `(batch, num_new)`, 0 on pad.
+    With `conditionals` ([`ProcessedConditionals`]) `p` is the processed `p̃`, the processors applied to each prefix.
     """
     eos, pad, done = ends
     tokens, logp, logr = [], [], []
-    past, step_ids = None, ids
+    past, step_ids, prefix = None, ids, ids
     for _ in range(num_new):
         if bool(done.all()):
             zeros = ids.new_zeros(ids.shape[0], 1)
@@ -72,6 +78,9 @@ def _rollout(model, ids, attn, num_new, alpha, generator, ends):
         out = model(input_ids=step_ids, **kwargs)
         past = out.past_key_values
         logits = out.logits[:, -1:].float()
+        if conditionals is not None:  # ended rows see pads: their (unused) scores are reset, never all -inf
+            scores = conditionals.scores(prefix, logits[:, 0]).masked_fill(done[:, None], 0.0)
+            logits = scores[:, None]
         proposal = (alpha * logits[:, 0]).softmax(dim=-1)
         token = torch.multinomial(proposal, 1, generator=generator).masked_fill(done[:, None], pad)
         tokens.append(token)
@@ -79,6 +88,7 @@ def _rollout(model, ids, attn, num_new, alpha, generator, ends):
         logr.append(gather_token_logps(logits, token, token_temperature=1.0 / alpha)[:, 0].masked_fill(done, 0.0))
         done = done | torch.isin(token[:, 0], eos)
         step_ids, attn = token, torch.cat([attn, attn.new_ones(attn.shape[0], 1)], dim=1)
+        prefix = torch.cat([prefix, token], dim=1)
     return torch.cat(tokens, dim=1), torch.stack(logp, dim=1), torch.stack(logr, dim=1)
 
 
@@ -87,7 +97,7 @@ def _ended(ids: torch.Tensor, eos: torch.Tensor) -> torch.Tensor:
     return torch.isin(ids, eos).any(dim=1)
 
 
-def _mh_step(model, state, prompt_attn, end, boundary, alpha, generator, eos_pad):
+def _mh_step(model, state, prompt_attn, end, boundary, alpha, generator, eos_pad, conditionals=None):
     """One MH move on the completion prefix `[:end]`: resample from `boundary`; returns (accepted, proposed) masks."""
     ids, logp, logr = state
     eos, pad = eos_pad
@@ -95,7 +105,8 @@ def _mh_step(model, state, prompt_attn, end, boundary, alpha, generator, eos_pad
     keep = ids[:, : prompt_len + boundary]
     proposed = ~_ended(keep[:, prompt_len:], eos)  # an answer that ended at or before `b` has nothing to resample
     attn = torch.cat([prompt_attn, prompt_attn.new_ones(ids.shape[0], boundary)], dim=1)
-    new, new_logp, new_logr = _rollout(model, keep, attn, end - boundary, alpha, generator, (eos, pad, ~proposed))
+    ends = (eos, pad, ~proposed)
+    new, new_logp, new_logr = _rollout(model, keep, attn, end - boundary, alpha, generator, ends, conditionals)
     log_ratio = alpha * (new_logp.sum(1) - logp[:, boundary:end].sum(1)) + (
         logr[:, boundary:end].sum(1) - new_logr.sum(1)
     )
@@ -129,6 +140,7 @@ def power_sample(
     return_dict_in_generate: bool = False,
     eos_token_id: int | Sequence[int] | None = None,
     pad_token_id: int | None = None,
+    logits_processor: Sequence | None = None,
 ) -> PowerSamplingOutput | torch.LongTensor:
     """Samples answers approximately from `p(answer | prompt)^(1/T)` by power sampling (MH over blocks).
 
@@ -153,6 +165,11 @@ def power_sample(
             `generation_config.eos_token_id` (none: fixed length).
         pad_token_id (`int`, *optional*): written after an answer's EOS; defaults to the generation config's pad
             id, else the first EOS id.
+        logits_processor (`list` of [`~transformers.LogitsProcessor`], *optional*): processors included in the
+            target: the base distribution becomes `p̃(x_t | x_<t) = softmax(processors(x_<t, logits_t))`, evaluated
+            on each prefix (prompt included), in the proposal and in the acceptance ratio alike, so the target is
+            `p̃(answer)^(1/T)` (see [`~hf_seqtemp.generation.processed`]; e.g. a suppressed token is never
+            sampled). Processors with a state across steps are refused with an error naming them.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or a [`PowerSamplingOutput`].
@@ -169,6 +186,7 @@ def power_sample(
     ```
     """
     _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size)
+    conditionals = processed_conditionals(logits_processor)
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
     eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
     eos = eos.to(input_ids.device)
@@ -183,13 +201,16 @@ def power_sample(
         end = min(start + block_size, max_new_tokens)
         attn = torch.cat([attention_mask, attention_mask.new_ones(batch, start)], dim=1)
         ends = (eos, pad, _ended(ids[:, prompt_length:], eos))
-        new, new_logp, new_logr = _rollout(model, ids, attn, end - start, alpha, generator, ends)
+        new, new_logp, new_logr = _rollout(model, ids, attn, end - start, alpha, generator, ends, conditionals)
         ids, logp, logr = torch.cat([ids, new], 1), torch.cat([logp, new_logp], 1), torch.cat([logr, new_logr], 1)
         for _ in range(mcmc_steps):
             boundaries = torch.arange(0, end, block_size)
             boundary = int(boundaries[torch.randint(len(boundaries), (1,), generator=generator)])
             state = (ids, logp, logr)
-            accept, moved = _mh_step(model, state, attention_mask, end, boundary, alpha, generator, (eos, pad))
+            eos_pad = (eos, pad)
+            accept, moved = _mh_step(
+                model, state, attention_mask, end, boundary, alpha, generator, eos_pad, conditionals
+            )
             accepted, proposed = accepted + accept.float(), proposed + moved.float()
     acceptance = accepted / proposed  # nan for a row that never had anything to resample
     if mcmc_steps:

@@ -92,8 +92,15 @@ def seqtemp_generate(
     A model without an EOS id gets completions of exactly `max_new_tokens` tokens.
 
     When `seq_temperature` is given, sampling is forced (`do_sample=True`) with `top_k=0`, `top_p=1.0` and token
-    `temperature=1.0`: the temperature, top-k, top-p, min-p, typical, epsilon and eta warpers are removed, since any
-    token-level reshaping would change the sequence distribution being targeted. Other processors are kept.
+    `temperature=1.0`: the temperature, top-k, top-p, min-p, top-h, typical, epsilon and eta warpers are removed
+    (a warning names them), since the sequence temperature replaces token-level reshaping. Every other logits
+    processor (yours, and those `generate` builds from the generation config: `suppress_tokens`,
+    `repetition_penalty`, `no_repeat_ngram_size`, `min_new_tokens`, `bad_words_ids`, ...) is kept. `"adapter"`
+    applies them while sampling; `"mcmc"` and `"glauber"` include them in their target: the base distribution
+    becomes `p̃(x_t | x_<t) = softmax(processors(x_<t, logits_t))`, evaluated on each prefix, and the target is
+    `p̃(answer)^(1/T)`, used alike in proposals and acceptance ratios (a suppressed token is never sampled).
+    Processors that keep a state across steps (classifier-free guidance, SynthID watermarking, ...) are refused
+    with an error naming them ([`~hf_seqtemp.generation.processed`]).
     Without `seq_temperature` this is ordinary `_sample`. `streamer` and `synced_gpus` keep their defaults, because
     `transformers` does not pass them to a callable.
 

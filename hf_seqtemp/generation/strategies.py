@@ -3,6 +3,15 @@
 
 Each strategy is a function of one prepared [`GenerateCall`] that returns what `generate` returns; [`seqtemp_generate`]
 resolves `strategy="auto"`, looks the name up in [`STRATEGY_REGISTRY`] and calls it, with no `if` chain over names.
+
+Logits processors (rule for every strategy): the token-level warpers
+([`~hf_seqtemp.generation.processed.TOKEN_WARPERS`]) are replaced by the sequence temperature and dropped with a
+warning naming them; every other processor of the call is kept. `"adapter"` applies them while sampling the
+adapter; the training-free strategies (`"mcmc"`, `"glauber"`, and any new one) include them in their *target*: the
+base distribution is the processed `p̃(x_t | x_<t) = softmax(processors(x_<t, logits_t))` evaluated on each
+prefix, the target `∝ Π_t p̃^(1/T)`, used alike in proposals and acceptance ratios
+([`~hf_seqtemp.generation.processed`]); a processor that cannot be included (a state across steps, a batch layout
+of its own) is refused with a `ValueError` naming it.
 """
 
 from __future__ import annotations
@@ -16,35 +25,17 @@ from typing import Any
 
 import torch
 from transformers.generation import GenerationMixin
-from transformers.generation.logits_process import (
-    EpsilonLogitsWarper,
-    EtaLogitsWarper,
-    LogitsProcessorList,
-    MinPLogitsWarper,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-    TypicalLogitsWarper,
-)
+from transformers.generation.logits_process import LogitsProcessorList
+from transformers.utils import logging
 
 from ..checks import check_int
 from .adapters import active_adapter
 from .answers import pad_after_answer, resolve_eos_and_pad
-from .glauber import GlauberGenerateOutput, ancestral_draft, glauber_refine
+from .glauber import GlauberGenerateOutput, ancestral_draft, check_site_memory, glauber_refine
 from .power_sampling import power_sample
+from .processed import TOKEN_WARPERS, processed_conditionals
 
-# `strategy="glauber"` with `num_candidates=None` runs `batch * |V|` sequences per site; above this, ask for N
-_MAX_FULL_SITE_ROWS = 1 << 16
-# token-level reshaping that would distort the sequence-tempered target
-_DROPPED_WARPERS = (
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-    MinPLogitsWarper,
-    TypicalLogitsWarper,
-    EpsilonLogitsWarper,
-    EtaLogitsWarper,
-)
+logger = logging.get_logger(__name__)
 
 
 @dataclass
@@ -82,6 +73,19 @@ class GenerateCall:
         pad = config.pad_token_id if pad is None else pad
         return eos, None if pad is None else int(torch.as_tensor(pad).flatten()[0])
 
+    def target_processors(self) -> LogitsProcessorList:
+        """The call's logits processors that shape the target: all but the token-level warpers (temperature, top-k,
+        top-p, min-p, top-h, typical, epsilon, eta), which the sequence temperature replaces; a warning names the
+        warpers dropped. The training-free strategies include these processors in their target."""
+        processors = list(self.logits_processor or [])
+        dropped = sorted({type(p).__name__ for p in processors if isinstance(p, TOKEN_WARPERS)})
+        if dropped:
+            logger.warning_once(
+                f"`seq_temperature` replaces token-level sampling: {', '.join(dropped)} (from the `generate` call or "
+                "the model's `generation_config`) are not applied. Other logits processors shape the target."
+            )
+        return LogitsProcessorList([p for p in processors if not isinstance(p, TOKEN_WARPERS)])
+
     def on_base_model(self):
         """Every tempered adapter off, so that `p` is the base model (training-free strategies temper `p`)."""
         return active_adapter(self.model, None) if self.adapters else contextlib.nullcontext()
@@ -105,7 +109,7 @@ def plain_sampling(call: GenerateCall):
     """`_sample` at token temperature 1 with every token-level warper removed (it would distort `p^(1/T)`)."""
     config = copy.deepcopy(call.generation_config)
     config.do_sample, config.top_k, config.top_p, config.temperature = True, 0, 1.0, 1.0
-    processors = LogitsProcessorList([p for p in call.logits_processor or [] if not isinstance(p, _DROPPED_WARPERS)])
+    processors = call.target_processors()
     return GenerationMixin._sample(
         call.model,
         call.input_ids,
@@ -130,7 +134,8 @@ def _adapter_strategy(call: GenerateCall):
 
 
 def _mcmc_strategy(call: GenerateCall):
-    """Training-free power sampling ([`power_sample`]) of the base model."""
+    """Training-free power sampling ([`power_sample`]) of the base model, the call's processors included in the
+    target (`p̃(answer)^(1/T)`, see [`~hf_seqtemp.generation.processed`])."""
     eos_token_id, pad_token_id = call.eos_and_pad()
     with call.on_base_model():
         return power_sample(
@@ -145,6 +150,7 @@ def _mcmc_strategy(call: GenerateCall):
             return_dict_in_generate=call.return_dict,
             eos_token_id=eos_token_id,
             pad_token_id=pad_token_id,
+            logits_processor=call.target_processors(),
         )
 
 
@@ -152,19 +158,17 @@ def _check_glauber(call: GenerateCall) -> None:
     check_int(call.options["glauber_rounds"], "glauber_rounds", 0, fix="0 returns the draft.")
     if call.max_new_tokens < 1:
         raise ValueError(f"`max_new_tokens` must be >= 1 for `strategy='glauber'`, got {call.max_new_tokens}.")
-    vocab = int(call.model.get_output_embeddings().weight.shape[0])
-    rows = call.input_ids.shape[0] * vocab
-    if call.options["num_candidates"] is None and rows > _MAX_FULL_SITE_ROWS:
-        raise ValueError(
-            f"`num_candidates=None` scores all {vocab} tokens at every site, {rows} sequences per forward "
-            f"pass (limit {_MAX_FULL_SITE_ROWS}). Pass e.g. `num_candidates=8` (multiple-try Metropolis)."
-        )
+    check_int(call.options["num_candidates"], "num_candidates", allow_none=True, fix="None scores all |V| tokens.")
+    batch, prompt_length = call.input_ids.shape
+    check_site_memory(call.model, batch, prompt_length + call.max_new_tokens, call.options["num_candidates"])
 
 
 def _glauber_strategy(call: GenerateCall):
     """Ancestral draft of `max_new_tokens` tokens of the base model, then `glauber_rounds` Glauber sweeps targeting
-    `p^(1/T)` over answers ([`glauber_refine`])."""
+    `p^(1/T)` over answers ([`glauber_refine`]); with the call's processors, `p̃` in both (see
+    [`~hf_seqtemp.generation.processed`])."""
     _check_glauber(call)
+    processors = call.target_processors()
     batch, prompt_length = call.input_ids.shape
     new = call.max_new_tokens
     attention_mask = call.model_kwargs.get("attention_mask")
@@ -176,7 +180,7 @@ def _glauber_strategy(call: GenerateCall):
     eos, pad = resolve_eos_and_pad(call.model, *call.eos_and_pad())
     generator = call.options["generator"]
     with call.on_base_model():
-        draft = ancestral_draft(call.model, ids, attn, cmask, generator)
+        draft = ancestral_draft(call.model, ids, attn, cmask, generator, processed_conditionals(processors))
         out = glauber_refine(
             call.model,
             draft,
@@ -188,6 +192,7 @@ def _glauber_strategy(call: GenerateCall):
             generator=generator,
             eos_token_id=eos,
             pad_token_id=pad,
+            logits_processor=processors,
         )
     if not call.return_dict:
         return out.sequences

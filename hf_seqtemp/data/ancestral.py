@@ -1,0 +1,162 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Exact ancestral sampling of the reference p with `generate`: every sampler of p uses this one configuration.
+
+`generate` fills every [`~transformers.GenerationConfig`] field left `None` from the model's own
+`generation_config` (then from global defaults such as `top_k=50`). A model whose config sets
+`repetition_penalty`, `no_repeat_ngram_size`, `suppress_tokens`, `min_new_tokens`, `min_p`, `forced_eos_token_id`,
+... would then be sampled from a distorted p. [`exact_generation_config`] sets the neutral value of every field
+that has one, and [`exact_ancestral_sample`] (the `custom_generate` callable it is used with) runs `_sample` with
+*no* logits processor at all and with stopping criteria built from the requested length and EOS ids only, so that
+fields whose neutral value is `None` (`forced_bos_token_id`, `bad_words_ids`, `sequence_bias`, watermarking,
+`max_time`, `stop_strings`, ...) cannot shape the samples either; [`model_generation_config_ignored`] hides the
+model's config from `generate` altogether during the call, so that none of it is even read (a `stop_strings` entry
+would otherwise ask for a tokenizer). The model's generation config contributes its EOS ids only, through the
+caller (see [`~hf_seqtemp.data.eos_ids_of`]).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+
+import torch
+from transformers.generation import GenerationConfig, GenerationMixin
+from transformers.generation.logits_process import LogitsProcessorList
+from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria, StoppingCriteriaList
+
+NEUTRAL_GENERATION_VALUES = {
+    "do_sample": True,
+    "num_beams": 1,
+    "num_return_sequences": 1,
+    "temperature": 1.0,
+    "top_k": 0,
+    "top_p": 1.0,
+    "min_p": 0.0,
+    "typical_p": 1.0,
+    "epsilon_cutoff": 0.0,
+    "eta_cutoff": 0.0,
+    "repetition_penalty": 1.0,
+    "encoder_repetition_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "encoder_no_repeat_ngram_size": 0,
+    "min_new_tokens": 0,  # takes precedence over an inherited `min_length`
+    "suppress_tokens": [],
+    "begin_suppress_tokens": [],
+    "guidance_scale": 1.0,
+    "renormalize_logits": False,
+    "remove_invalid_values": False,
+    "token_healing": False,
+    "use_mtp": False,
+    "output_scores": False,
+    "output_logits": False,
+    "output_attentions": False,
+    "output_hidden_states": False,
+    "return_dict_in_generate": False,
+}
+"""The value of every `GenerationConfig` field that leaves ancestral sampling of the model untouched (fields whose
+only neutral value is `None` cannot be pinned in a config; [`exact_ancestral_sample`] ignores them)."""
+
+
+def exact_generation_config(max_new_tokens: int, eos_token_ids: Iterable[int], pad_token_id: int) -> GenerationConfig:
+    """The [`~transformers.GenerationConfig`] of exact ancestral sampling of p: token temperature 1, no truncation,
+    no penalty, no constraint, stopping at any of `eos_token_ids` (kept) or after `max_new_tokens` tokens.
+
+    Use it with `custom_generate=exact_ancestral_sample`, which also drops whatever `generate` would inherit from
+    the model's `generation_config` in the fields that have no neutral value besides `None`.
+
+    Args:
+        max_new_tokens (`int`): longest completion.
+        eos_token_ids (iterable of `int`): every id that ends a completion (empty: fixed-length completions).
+        pad_token_id (`int`): written after a completion's EOS.
+
+    Example:
+    ```python
+    >>> config = exact_generation_config(8, {2, 7}, pad_token_id=0)
+    >>> config.eos_token_id, config.top_k, config.repetition_penalty, config.suppress_tokens
+    ([2, 7], 0, 1.0, [])
+    ```
+    """
+    return GenerationConfig(
+        **NEUTRAL_GENERATION_VALUES,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=sorted(int(i) for i in eos_token_ids),
+        pad_token_id=int(pad_token_id),
+    )
+
+
+@contextlib.contextmanager
+def model_generation_config_ignored(model):
+    """Within the block, the transformers model under `model` (PEFT and DDP wrappers looked through) carries a
+    default [`~transformers.GenerationConfig`], so that `generate` inherits nothing from its own (`stop_strings`,
+    `max_time`, processors whose neutral value is `None`, ...); the original is restored on exit."""
+    inner = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    inner = inner.get_base_model() if callable(getattr(inner, "get_base_model", None)) else inner
+    original = getattr(inner, "generation_config", None)
+    if original is None:
+        yield
+        return
+    inner.generation_config = GenerationConfig()
+    try:
+        yield
+    finally:
+        inner.generation_config = original
+
+
+def exact_ancestral_sample(
+    model,
+    input_ids,
+    logits_processor=None,
+    stopping_criteria=None,
+    generation_config=None,
+    synced_gpus: bool = False,
+    streamer=None,
+    **model_kwargs,
+):
+    """`custom_generate` callable: `_sample` with no logits processor and with the length and EOS criteria only.
+
+    `generate` still prepares the inputs, the cache and the final `generation_config` (whose `max_length` and EOS
+    ids come from [`exact_generation_config`]); the processors and extra stopping criteria it built from the
+    model's own generation config are discarded, so every token is drawn from `softmax(logits)` itself.
+    """
+    criteria = StoppingCriteriaList([MaxLengthCriteria(max_length=generation_config.max_length)])
+    eos = getattr(generation_config, "_eos_token_tensor", None)
+    if eos is not None and eos.numel():
+        criteria.append(EosTokenCriteria(eos_token_id=eos))
+    return GenerationMixin._sample(
+        model,
+        input_ids,
+        logits_processor=LogitsProcessorList(),
+        stopping_criteria=criteria,
+        generation_config=generation_config,
+        synced_gpus=synced_gpus,
+        streamer=streamer,
+        **model_kwargs,
+    )
+
+
+def exact_generate(model, input_ids, attention_mask, max_new_tokens: int, eos_token_ids, pad_token_id: int):
+    """`model.generate` drawing exactly from p: [`exact_generation_config`] with [`exact_ancestral_sample`], the
+    model's own generation config hidden ([`model_generation_config_ignored`]). Every sampler of p calls this.
+
+    Returns:
+        `torch.LongTensor` of shape `(batch, prompt_length + new_tokens)`: prompts and completions, `pad_token_id`
+        after a completion's EOS (any of `eos_token_ids`).
+
+    Example:
+    ```python
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> model = tiny_causal_lm(8, seed=0, eos_token_id=2)
+    >>> model.generation_config.update(top_k=1, repetition_penalty=3.0, suppress_tokens=[5])  # all ignored
+    {}
+    >>> exact_generate(model, torch.tensor([[1, 3]]), torch.ones(1, 2, dtype=torch.long), 4, {2, 7}, 0).shape[0]
+    1
+    ```
+    """
+    config = exact_generation_config(max_new_tokens, eos_token_ids, pad_token_id)
+    with model_generation_config_ignored(model):
+        return model.generate(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            generation_config=config,
+            custom_generate=exact_ancestral_sample,
+        )
