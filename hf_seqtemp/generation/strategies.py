@@ -28,7 +28,7 @@ from transformers.generation.logits_process import (
 )
 
 from ..checks import check_int
-from .adapters import active_adapter
+from .adapters import active_adapter, active_peft_adapters
 from .answers import pad_after_answer, resolve_eos_and_pad
 from .glauber import GlauberGenerateOutput, ancestral_draft, glauber_refine
 from .power_sampling import power_sample
@@ -82,9 +82,25 @@ class GenerateCall:
         pad = config.pad_token_id if pad is None else pad
         return eos, None if pad is None else int(torch.as_tensor(pad).flatten()[0])
 
-    def on_base_model(self):
-        """Every tempered adapter off, so that `p` is the base model (training-free strategies temper `p`)."""
-        return active_adapter(self.model, None) if self.adapters else contextlib.nullcontext()
+    def on_base_model(self, strategy: str):
+        """Every adapter off, so that `p` is the base model (training-free strategies temper `p`): a model with
+        sequence-temperature adapters has them all switched off. A model whose active PEFT adapter hf_seqtemp does
+        not know (loaded with `PeftModel.from_pretrained`, or by transformers from an adapter folder) is refused
+        unless `allow_active_adapters=True`: tempering a tempered adapter again would target q^(1/T), not p^(1/T).
+        """
+        if self.adapters:
+            return active_adapter(self.model, None)
+        unknown = active_peft_adapters(self.model)
+        if unknown and not self.options.get("allow_active_adapters"):
+            raise ValueError(
+                f"`strategy={strategy!r}` tempers the model it is given, and this one has active PEFT adapter(s) "
+                f"{unknown} that hf_seqtemp does not know: if one is a sequence-tempered adapter (e.g. the adapter "
+                f"of the repository whose `custom_generate` this is), p^(1/T) would be tempered twice. Load the "
+                "adapter with `hf_seqtemp.load_tempered` (training-free strategies then switch it off and "
+                "`strategy='adapter'` samples it), sample the base inside `with model.disable_adapter():`, or pass "
+                "`allow_active_adapters=True` to temper the adapted model as it is (e.g. an SFT adapter)."
+            )
+        return contextlib.nullcontext()
 
 
 def _matching_adapter(adapters: dict[str, Any], seq_temperature: float) -> str | None:
@@ -132,7 +148,7 @@ def _adapter_strategy(call: GenerateCall):
 def _mcmc_strategy(call: GenerateCall):
     """Training-free power sampling ([`power_sample`]) of the base model."""
     eos_token_id, pad_token_id = call.eos_and_pad()
-    with call.on_base_model():
+    with call.on_base_model("mcmc"):
         return power_sample(
             call.model,
             call.input_ids,
@@ -175,7 +191,7 @@ def _glauber_strategy(call: GenerateCall):
     cmask[:, prompt_length:] = True
     eos, pad = resolve_eos_and_pad(call.model, *call.eos_and_pad())
     generator = call.options["generator"]
-    with call.on_base_model():
+    with call.on_base_model("glauber"):
         draft = ancestral_draft(call.model, ids, attn, cmask, generator)
         out = glauber_refine(
             call.model,
