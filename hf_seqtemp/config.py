@@ -57,6 +57,32 @@ def _check_hyperparameters(value) -> dict:
     return value
 
 
+def check_fingerprint(value: Any) -> dict[str, Any]:
+    """Checks the types of a recorded `base_model_fingerprint` ([`~hf_seqtemp.fingerprint.base_fingerprint`]),
+    raising naming the bad key."""
+    name = "base_model_fingerprint"
+    if not isinstance(value, dict):
+        raise ValueError(f"`{name}` must be an object (written by hf_seqtemp) or null, got {value!r}.")  # noqa: TRY004
+    digest = value.get("weights_sha256")
+    if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(f"`{name}.weights_sha256` must be 64 lowercase hex digits, got {digest!r}.")
+    ids, logps = value.get("canary_token_ids"), value.get("canary_logps")
+    if (ids is None) != (logps is None):
+        raise ValueError(f"`{name}` must give both `canary_token_ids` and `canary_logps`, or neither.")
+    if ids is not None:
+        if not isinstance(ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids
+        ):
+            raise ValueError(f"`{name}.canary_token_ids` must be a list of token ids >= 0, got {ids!r}.")
+        numbers = isinstance(logps, list) and all(isinstance(v, (int, float)) and v <= 0 for v in logps)
+        if not numbers or len(logps) != len(ids) - 1:
+            raise ValueError(
+                f"`{name}.canary_logps` must hold {len(ids) - 1} log-probabilities <= 0 (one per canary token "
+                f"after the first), got {logps!r}."
+            )
+    return value
+
+
 @dataclass
 class SequenceTemperatureConfig:
     """Configuration saved beside a tempered adapter as `seqtemp_config.json`.
@@ -134,8 +160,6 @@ class SequenceTemperatureConfig:
         self.eval_prompts = _check_optional_count("eval_prompts", self.eval_prompts)
         self.eval_sequences = _check_optional_count("eval_sequences", self.eval_sequences)
         if self.base_model_fingerprint is not None:
-            from .fingerprint import check_fingerprint
-
             check_fingerprint(self.base_model_fingerprint)
 
     def to_dict(self) -> dict[str, Any]:

@@ -159,31 +159,6 @@ def base_record(model, model_family: str = "causal_lm") -> tuple[dict[str, Any],
     return base_fingerprint(model, model_family), getattr(_inner(model), BASE_SOURCE_ATTRIBUTE, None)
 
 
-def check_fingerprint(value: Any) -> dict[str, Any]:
-    """Checks the types of a recorded fingerprint (a `seqtemp_config.json` field), raising naming the bad key."""
-    name = "base_model_fingerprint"
-    if not isinstance(value, dict):
-        raise ValueError(f"`{name}` must be an object (written by hf_seqtemp) or null, got {value!r}.")  # noqa: TRY004
-    digest = value.get("weights_sha256")
-    if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-        raise ValueError(f"`{name}.weights_sha256` must be 64 lowercase hex digits, got {digest!r}.")
-    ids, logps = value.get("canary_token_ids"), value.get("canary_logps")
-    if (ids is None) != (logps is None):
-        raise ValueError(f"`{name}` must give both `canary_token_ids` and `canary_logps`, or neither.")
-    if ids is not None:
-        if not isinstance(ids, list) or not all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids
-        ):
-            raise ValueError(f"`{name}.canary_token_ids` must be a list of token ids >= 0, got {ids!r}.")
-        numbers = isinstance(logps, list) and all(isinstance(v, (int, float)) and v <= 0 for v in logps)
-        if not numbers or len(logps) != len(ids) - 1:
-            raise ValueError(
-                f"`{name}.canary_logps` must hold {len(ids) - 1} log-probabilities <= 0 (one per canary token "
-                f"after the first), got {logps!r}."
-            )
-    return value
-
-
 def fingerprint_difference(recorded: dict[str, Any], model, model_family: str = "causal_lm") -> str | None:
     """`None` when `model`'s base weights hash as `recorded`; else a sentence giving the size of the difference."""
     digest, _ = weights_sha256(model)
