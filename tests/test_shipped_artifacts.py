@@ -89,7 +89,7 @@ def test_a_perturbed_base_warns_with_the_size_of_the_difference(shipped):
     assert "\n" not in message and BASE_ID in message
     size = float(re.search(r"max \|Δ log p\| = ([-+.\de]+) nats", message).group(1))
     assert expected > 1e-5  # far above float32 rounding of log-probs of size ~2 (~1e-7)
-    assert size == pytest.approx(expected, rel=5e-3, abs=1e-6)
+    assert size == pytest.approx(expected, rel=1e-2, abs=1e-6)  # printed to 3 significant digits
     # the same weights in bfloat16 are another p: said, with the dtype
     with pytest.warns(BaseModelMismatchWarning, match="dtype torch.bfloat16 here, torch.float32 recorded"):
         load_tempered(shipped, base_model=_base(torch.bfloat16))
