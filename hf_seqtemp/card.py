@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import os
 import string
 from importlib import resources
@@ -74,18 +75,102 @@ def _card_template() -> string.Template:
     return string.Template(text)
 
 
-def _metadata(config: SequenceTemperatureConfig, dataset_names) -> str:
+def _tags(config: SequenceTemperatureConfig, existing: list[str]) -> list[str]:
+    """PEFT's tags (from the card `save_pretrained` wrote, or rebuilt: `base_model:adapter:<id>`, `lora`,
+    `transformers`), TRL's (`trl`, `generated_from_trainer`), hf_seqtemp's, and `custom_generate` (the repository
+    carries a `custom_generate/` folder, which transformers' docs ask to be tagged)."""
+    adapter = "lora_r" in config.training_hyperparameters
+    tags = list(existing)
+    if config.base_model_id:
+        tags.append(f"base_model:{'adapter' if adapter else 'finetune'}:{config.base_model_id}")
+    tags += ["lora"] if adapter else []
+    tags += ["transformers", "peft", "trl", "generated_from_trainer", "hf_seqtemp", "seqtemp", "custom_generate"]
+    tags.append(f"sequence-temperature-{config.target_temperature:g}")
+    return list(dict.fromkeys(tags))  # in order, once each
+
+
+def _eval_results(config: SequenceTemperatureConfig, dataset_names) -> list | None:
+    """The tempered model's measured T_eff, Kendall τ and NLL per token as `model-index` results, the dataset being
+    the held-out prompts they were measured on."""
+    from huggingface_hub import EvalResult
+
+    figures = [
+        (
+            "effective_temperature",
+            f"T_eff (within prompts; target T = {config.target_temperature:g})",
+            config.eval_t_eff,
+        ),
+        ("kendall_tau", "Kendall τ with the base model (within prompts)", config.eval_kendall_tau),
+        ("nll_per_token", "NLL per token (nats)", config.eval_nll),
+    ]
+    figures = [(kind, name, value) for kind, name, value in figures if value is not None and not math.isnan(value)]
+    if not figures:
+        return None
+    counts = [f"{config.eval_prompts} prompts"] if config.eval_prompts else []
+    counts += [f"{config.eval_sequences} sequences"] if config.eval_sequences else []
+    dataset = {
+        "dataset_type": (list(dataset_names or []) or ["held-out-prompts"])[0],
+        "dataset_name": "held-out prompts" + (f" ({', '.join(counts)})" if counts else ""),
+        "dataset_split": "held-out",
+    }
+    return [
+        EvalResult(
+            task_type="text-generation",
+            task_name="sequence-temperature scaling",
+            metric_type=kind,
+            metric_name=name,
+            metric_value=round(float(value), 6),
+            **dataset,
+        )
+        for kind, name, value in figures
+    ]
+
+
+def _metadata(config: SequenceTemperatureConfig, dataset_names, existing_tags=(), model_name=None) -> str:
     from huggingface_hub import ModelCardData
 
-    tags = ["seqtemp", "lora", f"sequence-temperature-{config.target_temperature:g}", "hf_seqtemp"]
+    eval_results = _eval_results(config, dataset_names)
     data = ModelCardData(
         base_model=config.base_model_id,
         library_name="peft",
-        tags=tags,
+        tags=_tags(config, list(existing_tags)),
         datasets=list(dataset_names or []) or None,
         pipeline_tag="text-generation" if config.model_family == "causal_lm" else None,
+        model_name=model_name if eval_results else None,
+        eval_results=eval_results,
     )
     return data.to_yaml()
+
+
+def _existing_tags(folder) -> list[str]:
+    """The tags of the card already in `folder` (PEFT's `save_pretrained` writes one), so that none is dropped."""
+    import yaml
+    from huggingface_hub import ModelCard
+
+    path = os.path.join(folder, CARD_NAME)
+    if not os.path.isfile(path):
+        return []
+    try:
+        return list(ModelCard.load(path).data.tags or [])
+    except (ValueError, yaml.YAMLError):  # malformed metadata: nothing to keep
+        return []
+
+
+def _base_statement(config: SequenceTemperatureConfig) -> str:
+    """Which base weights p exactly: id, what the id stands for when it is not the Hub checkpoint, and the hash."""
+    if not config.base_model_id:
+        return "The base model p was not recorded."
+    text = f"The base model p is `{config.base_model_id}`"
+    if config.base_model_source:
+        text += f": {config.base_model_source}"
+    fingerprint = config.base_model_fingerprint
+    if fingerprint:
+        text += (
+            f". Its weights (float32) have SHA-256 `{fingerprint['weights_sha256']}`; `load_tempered` checks them and"
+            " warns, with the size of the difference, when the adapter is put on other weights, for which the"
+            " figures below do not hold"
+        )
+    return text + "."
 
 
 NO_HELD_OUT = (
@@ -154,6 +239,7 @@ def render_model_card(
     plot_name: str | None = PLOT_NAME,
     source: str | None = None,
     reason: str | None = None,
+    existing_tags: list[str] | tuple = (),
 ) -> str:
     """Fills `hf_seqtemp/templates/seqtemp_card.md` (`string.Template`) with a config and measured reports.
 
@@ -168,6 +254,7 @@ def render_model_card(
         source (`str`, *optional*): where a `"tempered"`-only row comes from, e.g. "the last `evaluate()`".
         reason (`str`, *optional*): why nothing was measured, when there are no reports; by default, that no
             held-out dataset was given.
+        existing_tags (`list` of `str`, *optional*): tags of the card being replaced (PEFT's), all kept.
 
     Example:
     ```python
@@ -180,9 +267,11 @@ def render_model_card(
     base = config.base_model_id or "unknown base model"
     hyper = {"target sequence temperature T": f"{config.target_temperature:g}", "loss": f"`{config.loss_type}`"}
     hyper.update({key: value for key, value in sorted(config.training_hyperparameters.items()) if value is not None})
+    title = f"{base.split('/')[-1]} at sequence temperature T = {config.target_temperature:g}"
     values: dict[str, Any] = {
-        "metadata": _metadata(config, dataset_names).strip(),
-        "title": f"{base.split('/')[-1]} at sequence temperature T = {config.target_temperature:g}",
+        "metadata": _metadata(config, dataset_names, existing_tags, repo_id or title).strip(),
+        "title": title,
+        "base_statement": _base_statement(config),
         "base_model": base,
         "base_model_url": f"https://huggingface.co/{base}" if config.base_model_id else "#",
         "temperature": f"{config.target_temperature:g}",
@@ -249,7 +338,8 @@ def write_card(
         figures = (config.eval_t_eff, config.eval_kendall_tau, config.eval_nll)
         reports = {"tempered": dict(zip(("t_eff", "kendall_tau", "nll_per_token"), figures))}
     config.save_pretrained(folder)
-    card = render_model_card(config, reports, num_sequences, repo_id, dataset_names, plot_name, source, reason)
+    tags = _existing_tags(folder)
+    card = render_model_card(config, reports, num_sequences, repo_id, dataset_names, plot_name, source, reason, tags)
     with open(os.path.join(folder, CARD_NAME), "w", encoding="utf-8") as handle:
         handle.write(card)
     return config

@@ -50,6 +50,36 @@ to sample the model as it is, leave `seq_temperature=None`.
     return value
 
 
+SUPPORTED_TEMPERATURES = (1e-3, 1e3)
+"""The sequence temperatures T a tempered model can be trained to or recorded at (inclusive)."""
+_RANGE_REASON = (
+    "Losses, metrics and samplers scale float32 sequence log-likelihoods (hundreds of nats, rounded to about 1e-5 "
+    "nats) by 1/T: below 1e-3 that rounding alone moves log p / T by more than 1e-2 nats and p^(1/T) is the mode "
+    "(use greedy decoding); above 1e3 p^(1/T) is within a factor e^(Δ log p / 1000) of uniform over the support, "
+    "below what a held-out T_eff can resolve."
+)
+
+
+def check_temperature_range(value: Any, name: str = "target_temperature") -> float:
+    """[`check_temperature`], then `value` within [`SUPPORTED_TEMPERATURES`], or raises naming both and why.
+
+    Example:
+    ```python
+    >>> check_temperature_range(0.5)
+    0.5
+    >>> check_temperature_range(1e308)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `target_temperature` must be in [0.001, 1000], got 1e+308. Losses, metrics and samplers scale ...
+    ```
+    """
+    value = check_temperature(value, name)
+    low, high = SUPPORTED_TEMPERATURES
+    if not low <= value <= high:
+        raise ValueError(f"`{name}` must be in [{low:g}, {high:g}], got {value:g}. {_RANGE_REASON}")
+    return value
+
+
 def check_int(value: Any, name: str, minimum: int = 1, allow_none: bool = False, fix: str = "") -> int | None:
     """Returns `value` if it is an integer ≥ `minimum` (or `None` with `allow_none`), else raises naming it.
 

@@ -7,7 +7,8 @@ import os
 
 import torch
 
-from .config import SequenceTemperatureConfig
+from .config import SequenceTemperatureConfig, looks_like_local_path, resolve_hub_file
+from .fingerprint import warn_if_base_differs
 from .generation.adapters import register_tempered_adapter
 from .generation.custom_generate import enable_seq_temperature_generate
 from .models.default import DEFAULT_MODEL_ID, load_default_model
@@ -26,6 +27,42 @@ def adapter_name_for(temperature: float) -> str:
     return "t" + f"{temperature:g}".replace(".", "_").replace("-", "m").replace("+", "")
 
 
+SAFE_WEIGHTS = "adapter_model.safetensors"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+_CONVERT = (
+    'python -c "import torch, safetensors.torch as st; '
+    "st.save_file(torch.load('{folder}/{name}', weights_only=True), '{folder}/adapter_model.safetensors')\""
+)
+
+
+def adapter_folder(path: str | os.PathLike) -> str:
+    """The local folder PEFT may read for the adapter at `path`: only once it holds `adapter_model.safetensors`.
+
+    A local folder without it is refused before PEFT sees it (PEFT would fall back to a pickled
+    `adapter_model.bin`, which runs code when unpickled); a Hub repo id is read through `hf_hub_download` of the
+    safetensors file and `adapter_config.json` alone, and their snapshot folder is returned.
+
+    Raises:
+        ValueError: the folder holds pickled weights only (the message gives the conversion command).
+        FileNotFoundError: no folder, no repository, or no adapter weights at all.
+    """
+    path = str(path)
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, SAFE_WEIGHTS)):
+            return path
+        pickles = sorted(name for name in os.listdir(path) if name.endswith(PICKLE_SUFFIXES))
+        if pickles:
+            raise ValueError(
+                f"{path}: adapter weights {pickles} are pickles, which hf_seqtemp never opens (unpickling runs "
+                f"code). Convert them to safetensors if you trust the file: "
+                f"{_CONVERT.format(folder=path, name=pickles[0])}"
+            )
+        raise FileNotFoundError(f"not found: no adapter weights ({SAFE_WEIGHTS}) in {path}.")
+    weights = resolve_hub_file(path, SAFE_WEIGHTS)
+    resolve_hub_file(path, "adapter_config.json")
+    return os.path.dirname(weights)
+
+
 def _resolve_base(config: SequenceTemperatureConfig, base_model, dtype):
     if base_model is not None and not isinstance(base_model, (str, os.PathLike)):
         return base_model
@@ -34,6 +71,8 @@ def _resolve_base(config: SequenceTemperatureConfig, base_model, dtype):
         raise ValueError("the adapter's seqtemp_config.json names no base model: pass `base_model=` explicitly.")
     if base_id == DEFAULT_MODEL_ID:
         return load_default_model(dtype=dtype)[0]
+    if looks_like_local_path(base_id) and not os.path.isdir(base_id):
+        raise FileNotFoundError(f"not found: the base model folder {base_id!r} (pass `base_model=` to load another).")
     from transformers import AutoModelForCausalLM
 
     if config.model_family != "causal_lm":
@@ -52,7 +91,12 @@ def load_tempered(
 ):
     """Loads a tempered adapter onto its base model and attaches its [`SequenceTemperatureConfig`].
 
-    The folder is a standard PEFT adapter folder plus `seqtemp_config.json`; only safetensors and JSON are read.
+    The folder is a standard PEFT adapter folder plus `seqtemp_config.json`; only safetensors and JSON are read
+    (pickled `.bin` / `.pt` / `.pkl` weights are refused before PEFT sees them, with the command that converts them).
+    The base model's weights are compared with the fingerprint recorded in `seqtemp_config.json`
+    ([`~hf_seqtemp.fingerprint.base_fingerprint`]): on another base (other weights, another dtype) a
+    [`~hf_seqtemp.fingerprint.BaseModelMismatchWarning`] gives the size of the difference; on the same base
+    nothing is said.
     Calling it again with another folder and the returned model as `base_model` loads a second adapter next to the
     first (named after its temperature), which `generate(seq_temperature=...)` can then choose between.
 
@@ -78,17 +122,21 @@ def load_tempered(
     from peft import PeftModel
 
     config = SequenceTemperatureConfig.from_pretrained(path)
+    folder = adapter_folder(path)
     name = adapter_name or adapter_name_for(config.target_temperature)
+    source = f"the adapter {str(path)!r}"
     if isinstance(base_model, PeftModel):
         if name in base_model.peft_config:
             raise ValueError(f"an adapter named {name!r} is already loaded: pass another `adapter_name`.")
-        base_model.load_adapter(str(path), adapter_name=name)
+        warn_if_base_differs(config, base_model, source)
+        base_model.load_adapter(folder, adapter_name=name)
         base_model.set_adapter(name)
         model = base_model
     else:
         base = _resolve_base(config, base_model, dtype)
+        warn_if_base_differs(config, base, source)
         with peft_deprecations_silenced():
-            model = PeftModel.from_pretrained(base, str(path), adapter_name=name)
+            model = PeftModel.from_pretrained(base, folder, adapter_name=name)
     register_tempered_adapter(model, config, name)
     enable_seq_temperature_generate(model)
     model.seqtemp_config = config

@@ -31,6 +31,7 @@ FLOORS = {
     "metrics": 2,
     "generation": 2,
     "measure": 2,
+    "fingerprint": 2,
     "evaluation": 2,
     # top: what is shipped (card, Hub folder, loading), then the trainer that ships it, then the entry points
     "card": 3,

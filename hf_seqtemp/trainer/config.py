@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from ..checks import check_int, check_temperature
+from ..checks import check_int, check_temperature_range
 from ..losses import LOSSES
 
 
@@ -133,7 +133,9 @@ class SeqTempConfig(TrainingArguments):
     # Parameters that control the training
     target_temperature: float = field(
         default=0.5,
-        metadata={"help": "Sequence temperature T to reach (q_T ∝ p^{1/T}); > 0, T < 1 sharpens, T > 1 flattens."},
+        metadata={
+            "help": "Sequence temperature T to reach (q_T ∝ p^{1/T}), in [1e-3, 1e3]; T < 1 sharpens, T > 1 flattens."
+        },
     )
     loss_type: str = field(
         default="ratio",
@@ -229,7 +231,7 @@ class SeqTempConfig(TrainingArguments):
         if self.dataloader_pin_memory and (self.use_cpu or not _has_accelerator()):
             self.dataloader_pin_memory = False  # pinning only helps copies to an accelerator; torch warns without one
         # validate
-        self.target_temperature = check_temperature(self.target_temperature, "target_temperature")
+        self.target_temperature = check_temperature_range(self.target_temperature, "target_temperature")
         if self.loss_type not in LOSSES:
             raise ValueError(f"`loss_type` must be one of {sorted(LOSSES)}, got {self.loss_type!r}.")
         if (

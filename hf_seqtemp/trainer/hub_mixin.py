@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 from .. import hub, measure
 from ..card import write_card
+from ..fingerprint import base_record
 from ..generation.custom_generate import write_custom_generate
+from ..models.base import wrapped_model
 from ..peft_compat import is_peft_model
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ class HubMixin:
     _card_options: dict | None = None  # what `save_for_hub` asks of the card being written
     _card_config = None  # the config written by the last save
     _measured: tuple | None = None  # (key, measurement): the last held-out measurement, reused at the same step
+    _base_recorded: tuple | None = None  # (id of the base, (fingerprint, source)): the base weights do not change
     _saving_checkpoint = False
 
     # ------------------------------------------------------------------ saving with the card
@@ -75,6 +78,7 @@ class HubMixin:
         config, base = self.sequence_temperature_config(), options.get("base_model")
         if isinstance(base, (str, os.PathLike)):
             config.base_model_id, base = str(base), None
+        config.base_model_fingerprint, config.base_model_source = self._base_record(base)
         held_out = options.get("held_out_dataset")
         held_out = held_out if held_out is not None else self.eval_dataset
         measurement, reason = None, None  # `reason`: why nothing was measured, shown if no evaluate() ran either
@@ -97,6 +101,18 @@ class HubMixin:
             source="the last `evaluate()` during training",
             reason=reason,
         )
+
+    def _base_record(self, base) -> tuple:
+        """Fingerprint and source of the base p the model is tempered against: `base` when given, else the PEFT
+        model with its adapters left out, else the frozen reference copy (full fine-tuning); `(None, None)` when
+        no copy of the base weights is at hand."""
+        if base is None:
+            base = self.model if is_peft_model(wrapped_model(self.model)) else self._ref_model
+        if base is None:
+            return None, None
+        if self._base_recorded is None or self._base_recorded[0] != id(base):
+            self._base_recorded = (id(base), base_record(base, self.family.name))
+        return self._base_recorded[1]
 
     def _measure_for_card(self, held_out, base, tokenizer, batch_size: int):
         """[`~hf_seqtemp.measure.measure_held_out`] of the current model, or `None` where it cannot run (no held-out

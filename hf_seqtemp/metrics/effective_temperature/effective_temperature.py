@@ -4,7 +4,7 @@
 import evaluate
 
 from hf_seqtemp.metrics.core import effective_temperature
-from hf_seqtemp.metrics.features import paired_logp_features
+from hf_seqtemp.metrics.features import GroupedInputs, paired_logp_features
 
 _DESCRIPTION = """
 Effective temperature T_eff: the least-squares slope of log p(x)/p(x') (base model) on log q(x)/q(x') (measured
@@ -17,7 +17,8 @@ Args:
     base_logp (`list` of `float`): sequence log-likelihoods log p(x) under the base model.
     tempered_logp (`list` of `float`): log q(x) of the same sequences under the measured model.
     groups (`list`, *optional*): the prompt id of each sequence (any ids; compared as text). With it, every pair,
-        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt.
+        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt. Accepted
+        by `compute`, `add` and `add_batch` alike (through `evaluate.combine`, pass `groups=None` for one group).
 Returns:
     effective_temperature (`float`): > 0 for a model that preserves the ranking; the target is the temperature
         the model was tempered to (closer is better).
@@ -37,7 +38,7 @@ _CITATION = """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class EffectiveTemperature(evaluate.Metric):
+class EffectiveTemperature(GroupedInputs, evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -47,4 +48,8 @@ class EffectiveTemperature(evaluate.Metric):
         )
 
     def _compute(self, base_logp, tempered_logp, groups=None):
-        return {"effective_temperature": float(effective_temperature(base_logp, tempered_logp, groups=groups))}
+        return {
+            "effective_temperature": float(
+                effective_temperature(base_logp, tempered_logp, groups=self._groups(groups))
+            )
+        }

@@ -4,7 +4,7 @@
 import evaluate
 
 from hf_seqtemp.metrics.core import kendall_tau
-from hf_seqtemp.metrics.features import paired_logp_features
+from hf_seqtemp.metrics.features import GroupedInputs, paired_logp_features
 
 _DESCRIPTION = """
 Kendall's tau-a over all distinct pairs of sequences (Eq. 13 of Scheufele, Blohm and Garg): the agreement of the
@@ -17,7 +17,8 @@ Args:
     base_logp (`list` of `float`): sequence log-likelihoods log p(x) under the base model.
     tempered_logp (`list` of `float`): log q(x) of the same sequences under the measured model.
     groups (`list`, *optional*): the prompt id of each sequence (any ids; compared as text). With it, every pair,
-        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt.
+        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt. Accepted
+        by `compute`, `add` and `add_batch` alike (through `evaluate.combine`, pass `groups=None` for one group).
 Returns:
     kendall_tau (`float`): in [-1, 1]; higher is better, 1.0 for identical rankings.
 Examples:
@@ -37,7 +38,7 @@ _CITATION = """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class KendallTau(evaluate.Metric):
+class KendallTau(GroupedInputs, evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -47,4 +48,4 @@ class KendallTau(evaluate.Metric):
         )
 
     def _compute(self, base_logp, tempered_logp, groups=None):
-        return {"kendall_tau": float(kendall_tau(base_logp, tempered_logp, groups=groups))}
+        return {"kendall_tau": float(kendall_tau(base_logp, tempered_logp, groups=self._groups(groups)))}

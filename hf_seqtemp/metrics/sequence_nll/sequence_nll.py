@@ -24,7 +24,13 @@ Examples:
     {'nll_per_sequence': 3.0, 'nll_per_token': 1.0}
 """
 
-_CITATION = ""
+_CITATION = """
+@article{scheufele2026temperature,
+  title={Temperature Scaling in Discrete Sequence (Language) Models},
+  author={Scheufele, Hannah and Blohm, Peter and Garg, Vikas},
+  year={2026}
+}
+"""
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)

@@ -4,7 +4,7 @@
 import evaluate
 
 from hf_seqtemp.metrics.core import temperature_log_ratio
-from hf_seqtemp.metrics.features import paired_logp_features
+from hf_seqtemp.metrics.features import GroupedInputs, paired_logp_features
 
 _DESCRIPTION = """
 Temperature log-ratio h(x) = log p(x) - T log q(x) (Eq. 16 of Scheufele, Blohm and Garg). A model q is tempered
@@ -17,7 +17,8 @@ Args:
     base_logp (`list` of `float`): sequence log-likelihoods log p(x) under the base model.
     tempered_logp (`list` of `float`): log q(x) of the same sequences under the measured model.
     groups (`list`, *optional*): the prompt id of each sequence (any ids; compared as text). With it, every pair,
-        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt.
+        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt. Accepted
+        by `compute`, `add` and `add_batch` alike (through `evaluate.combine`, pass `groups=None` for one group).
     temperature (`float`): the target temperature T > 0.
 Returns:
     h_mean (`float`): mean of h (equals -T log Z at the optimum; not a quality score on its own).
@@ -38,7 +39,7 @@ _CITATION = """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class TemperatureLogRatio(evaluate.Metric):
+class TemperatureLogRatio(GroupedInputs, evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -48,5 +49,5 @@ class TemperatureLogRatio(evaluate.Metric):
         )
 
     def _compute(self, base_logp, tempered_logp, groups=None, temperature=1.0):
-        out = temperature_log_ratio(base_logp, tempered_logp, temperature, groups=groups)
+        out = temperature_log_ratio(base_logp, tempered_logp, temperature, groups=self._groups(groups))
         return {"h_mean": float(out["mean"]), "h_variance": float(out["variance"])}
