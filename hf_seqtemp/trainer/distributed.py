@@ -5,11 +5,15 @@ this rank's rows), evaluation rows counted once, per-rank sampling streams, and 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from accelerate.utils import DistributedType
+
+logger = logging.getLogger(__name__)
 
 
 def _padded(values: torch.Tensor, shape: list[int]) -> torch.Tensor:
@@ -84,14 +88,24 @@ def seeded(seed: int):
 
 
 def check_launch(accelerator) -> None:
-    """Refuses a launch whose processes do not see each other: `WORLD_SIZE > 1` in the environment while the
-    accelerator has one process (accelerate's FSDP launch on a machine without GPUs does this), which would run
-    independent copies of the whole training writing to the same folder."""
+    """Refuses a launch whose processes do not train together: `WORLD_SIZE > 1` in the environment while the
+    accelerator sees one process or no distributed mode (accelerate's FSDP launch on a machine without GPUs does
+    this, measured with accelerate 1.15: each process reports `DistributedType.NO`), which would train independent
+    copies that overwrite each other's output, or split work without gathering it. Warns when FSDP was asked for
+    and the accelerator runs plain data parallelism instead (the same launch with `use_cpu=True`): the figures are
+    right, the parameters are not sharded."""
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
-    if world > 1 and accelerator.num_processes == 1:
+    kind = accelerator.distributed_type
+    if world > 1 and (accelerator.num_processes == 1 or kind == DistributedType.NO):
         raise RuntimeError(
-            f"This process was launched as one of WORLD_SIZE={world} processes, but its accelerator sees 1 process "
-            f"(distributed type {accelerator.distributed_type}): every process would train the whole dataset alone "
-            "and overwrite the others' output. accelerate's FSDP and DeepSpeed launchers need GPUs; on CPUs launch "
-            "with `accelerate launch --multi_gpu --num_processes N` (data parallel over gloo) instead."
+            f"This process was launched as one of WORLD_SIZE={world} processes, but its accelerator sees "
+            f"{accelerator.num_processes} process(es) with distributed type {kind}: the processes would not train "
+            "together (each alone on the whole dataset, or on a share without gathering it). accelerate's FSDP "
+            "launch does this on a machine without GPUs; on CPUs launch with `accelerate launch --multi_gpu "
+            "--num_processes N` (data parallel over gloo), or shard with torch's `fully_shard` yourself."
+        )
+    if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and kind != DistributedType.FSDP:
+        logger.warning(
+            f"accelerate was launched with FSDP, but the accelerator runs {kind}: training is data parallel and the "
+            "parameters are not sharded (accelerate's FSDP needs GPUs)."
         )
