@@ -107,5 +107,5 @@ def check_launch(accelerator) -> None:
     if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and kind != DistributedType.FSDP:
         logger.warning(
             f"accelerate was launched with FSDP, but the accelerator runs {kind}: training is data parallel and the "
-            "parameters are not sharded (accelerate's FSDP needs GPUs)."
+            "parameters are not sharded (accelerate does not run FSDP on a machine without GPUs)."
         )
