@@ -322,7 +322,7 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
         """[`~transformers.Trainer.save_model`], then waits for every rank: the writer's folder is complete before
-        any rank goes on to read it (e.g. `load_tempered`)."""
+        any rank goes on to read it (e.g. `load_tempered`). Call it on every process, as `Trainer` asks."""
         super().save_model(output_dir, _internal_call)
         self.accelerator.wait_for_everyone()
 
