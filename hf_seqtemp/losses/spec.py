@@ -41,7 +41,8 @@ class LossInputs:
             (aligned with `policy_logps`); `None`: one group.
         local_groups (`torch.LongTensor` of shape `(batch,)`, *optional*): dense codes of the rows of the per-token
             tensors (under the trainer, the gathered rows: the same as `groups`); `None`: one group.
-        local_group_ids (`torch.LongTensor` of shape `(batch,)`, *optional*): the stable `group_id` of the rows, for objectives that remember a prompt across steps (TruncR's per-prompt quantile).
+        local_group_ids (`torch.LongTensor` of shape `(batch,)`, *optional*): the stable `group_id` of the rows, for
+            objectives that remember a prompt across steps (TruncR's per-prompt quantile).
     """
 
     policy_logps: torch.Tensor
