@@ -80,3 +80,14 @@ def as_prompted_dataset(rows: torch.Tensor, prompt_length: int) -> Dataset:
     """Pre-tokenised rows with the prompt unscored; no group column (the default grouping must find the prompts)."""
     mask = [0] * prompt_length + [1] * (rows.shape[1] - prompt_length)
     return Dataset.from_dict({"input_ids": rows.tolist(), "completion_mask": [mask] * rows.shape[0]})
+
+
+def word_tokenizer():
+    """A tokenizer of the prompts as words: "x", "y", "z" → `[BOS, 1]`, `[BOS, 2]`, `[BOS, 3]` (prompt-only data)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({"<s>": BOS, "x": 1, "y": 2, "z": 3}, unk_token="<s>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", BOS)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>")

@@ -17,7 +17,8 @@ logger = logging.getLogger(__name__)
 
 def check_group_batching(num_generations: int, per_device_batch_size: int, world_size: int, pair_loss: bool) -> None:
     """Raises unless a global batch (`per_device_batch_size × world_size` sequences) holds whole prompt groups of
-    `num_generations` completions, and a pair loss has at least two completions per prompt."""
+    `num_generations` completions, and a pair loss has at least two completions per prompt. The ranks may split a
+    group between them: the trainer gathers every rank's values, so each per-group quantity sees the whole group."""
     check_int(num_generations, "num_generations")
     if pair_loss and num_generations < 2:
         raise ValueError(

@@ -17,30 +17,32 @@ class LossInputs:
     """What the trainer scored for one batch.
 
     Attributes:
-        policy_logps (`torch.Tensor` of shape `(n,)`): sequence log q_T(x), with grad. Under several processes these
-            are gathered from every rank (grad flows through the local part only).
+        policy_logps (`torch.Tensor` of shape `(n,)`): sequence log q_T(x), with grad. Under several processes every
+            value here is gathered from all ranks, in rank order (grad flows through the local rows only), so that an
+            objective sees the whole global batch and whole prompt groups, as one process would.
         ref_logps (`torch.Tensor` of shape `(n,)`): sequence log p(x) of the same sequences (no grad).
-        policy_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): local per-token log q, with
-            grad. Diffusion models have no per-token factorisation: `None`, or, for an objective over unmasking
-            steps (`DIFFUSION_LOSSES["ssts"]`), the per-step conditionals `(batch, k, steps)` along k orders.
-        completion_mask (`torch.Tensor` of shape `(batch, length)`): local scored positions.
-        ref_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): local per-token log p; for a
+        policy_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): per-token log q (of every rank's
+            rows, like every tensor here), with grad. Diffusion models have no per-token factorisation: `None`, or,
+            for an objective over unmasking steps (`DIFFUSION_LOSSES["ssts"]`), the per-step conditionals
+            `(batch, k, steps)` along k orders.
+        completion_mask (`torch.Tensor` of shape `(batch, length)`): scored positions.
+        ref_token_logps (`torch.Tensor` of shape `(batch, length)`, *optional*): per-token log p; for a
             diffusion objective over steps, the reference's per-step conditionals `(batch, k, steps)` along the
             same orders.
-        world_size (`int`, *optional*, defaults to 1): number of processes. The *gradient* of a pair loss over
-            gathered values is multiplied by it (its value is kept), because data-parallel training averages the
-            per-rank gradients while each rank only back-propagates through its local part of the pairs.
-        anti_drift (`torch.Tensor`, *optional*): the model's own training objective on the local batch, added with
-            weight `nll_weight` against likelihood drift (e.g. the diffusion ELBO L_diff, Eq. 4). `None`: the token
-            NLL of `policy_token_logps` (autoregressive).
+        world_size (`int`, *optional*, defaults to 1): the factor the *gradient* of a pair loss is multiplied by (its
+            value kept), for inputs of which this rank back-propagates only its own share while data parallelism
+            averages the ranks' gradients. The trainer passes 1: it scales the gradient of the whole loss itself.
+        anti_drift (`torch.Tensor`, *optional*): the model's own training objective (its token mean over every
+            rank's batch), added with weight `nll_weight` against likelihood drift (e.g. the diffusion ELBO L_diff,
+            Eq. 4). `None`: the token NLL of `policy_token_logps` (autoregressive).
         state (`dict`, *optional*): kept by the trainer across steps, for objectives with memory (TruncR's rolling
             quantile of recent sequence log-likelihoods).
         groups (`torch.LongTensor` of shape `(n,)`, *optional*): dense prompt-group codes of the gathered sequences
             (aligned with `policy_logps`); `None`: one group.
-        local_groups (`torch.LongTensor` of shape `(batch,)`, *optional*): dense codes of this rank's rows (aligned
-            with the per-token tensors); `None`: one group.
-        local_group_ids (`torch.LongTensor` of shape `(batch,)`, *optional*): the stable `group_id` of this rank's
-            rows, for objectives that remember a prompt across steps (TruncR's per-prompt quantile).
+        local_groups (`torch.LongTensor` of shape `(batch,)`, *optional*): dense codes of the rows of the per-token
+            tensors (under the trainer, the gathered rows: the same as `groups`); `None`: one group.
+        local_group_ids (`torch.LongTensor` of shape `(batch,)`, *optional*): the stable `group_id` of the rows, for
+            objectives that remember a prompt across steps (TruncR's per-prompt quantile).
     """
 
     policy_logps: torch.Tensor

@@ -70,6 +70,7 @@ class HubMixin:
             if tokenizer is not None and tokenizer is not self.processing_class:
                 tokenizer.save_pretrained(folder)
             write_custom_generate(folder)
+        self.accelerator.wait_for_everyone()  # the folder is whole before any rank reads it
         return self._card_config or self.sequence_temperature_config()
 
     def _save_card(self, output_dir: str) -> None:

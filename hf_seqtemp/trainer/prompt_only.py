@@ -7,11 +7,14 @@ from __future__ import annotations
 import logging
 
 import torch
+from accelerate.utils import gather_object
 from datasets import Dataset
+from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
 from ..data import EXAMPLE_ID, GROUP_ID, PROMPT_IDS, eos_ids_of, sample_completions
 from ..data.cells import TRUNCATED
+from .distributed import sampling_seed, seeded
 
 logger = logging.getLogger(__name__)
 
@@ -61,13 +64,15 @@ def warn_cut(cut: int, total: int, max_length: int, where: str) -> None:
         )
 
 
-def complete_prompts(reference, prompts: Dataset, args, processing_class, split: str) -> Dataset:
+def complete_prompts(reference, prompts: Dataset, args, processing_class, split: str, accelerator=None) -> Dataset:
     """`args.num_generations` completions of every prompt, drawn exactly from `reference` (no grad, eval mode,
     token temperature 1, no top-k / top-p, ending at EOS or after `args.max_completion_length` tokens), each cut
     to fit `args.max_length` tokens with its prompt ([`sampled_row`], warned once with their number).
 
-    The draw is seeded by `args.seed` (and the split) inside a forked RNG, so it is the same on every process and
-    does not change the training run's own randomness.
+    The rows are drawn in chunks of `args.per_device_eval_batch_size`, chunk `i` from its own stream seeded by
+    `args.seed`, the split and `i` (forked, so the training run's own randomness is untouched). Under several
+    processes ([`accelerate.Accelerator`] `accelerator`) the chunks are divided across ranks and gathered, so the
+    work is divided and the completions are those one process draws.
 
     Returns:
         [`~datasets.Dataset`] of `input_ids`, `completion_mask`, `example_id` and the prompt's `group_id`.
@@ -75,20 +80,23 @@ def complete_prompts(reference, prompts: Dataset, args, processing_class, split:
     repeats = args.num_generations
     prompt_ids = [ids for ids in prompts[PROMPT_IDS] for _ in range(repeats)]
     groups = [g for g in prompts[GROUP_ID] for _ in range(repeats)]
+    size = args.per_device_eval_batch_size
+    chunks = list(range(0, len(prompt_ids), size))
+    rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator is not None else (0, 1)
     was_training = reference.training
     reference.eval()
-    eos_ids = eos_ids_of(reference, processing_class)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(args.seed + (0 if split == "train" else 1))
-        completions = sample_completions(
-            reference,
-            prompt_ids,
-            args.max_completion_length,
-            eos_ids,
-            pad_token_id_of(processing_class, reference),
-            args.per_device_eval_batch_size,
-            desc=f"Sampling {repeats} completions per prompt from the reference ({split})",
-        )
+    drawn = []
+    eos_ids, pad = eos_ids_of(reference, processing_class), pad_token_id_of(processing_class, reference)
+    desc = f"Sampling {repeats} completions per prompt from the reference ({split})"
+    for start in tqdm(chunks[rank::world], desc=desc, disable=len(chunks) < 2 or rank > 0, leave=False):
+        with seeded(sampling_seed(args.seed, 0 if split == "train" else 1, start)):
+            chunk = prompt_ids[start : start + size]
+            drawn.append(
+                (start, sample_completions(reference, chunk, args.max_completion_length, eos_ids, pad, size, None))
+            )
+    if world > 1:
+        drawn = sorted(gather_object(drawn))
+    completions = [completion for _, chunk in drawn for completion in chunk]
     reference.train(was_training)
     rows, cut = [], 0
     for index, (prompt, completion, group) in enumerate(zip(prompt_ids, completions, groups)):
@@ -146,7 +154,7 @@ class FreshCollator:
         indices = [e["pool_index"] for e in examples]
         stale = self.pool.stale(indices)
         if stale:
-            completions = self.draw([self.pool.prompt_ids[i] for i in stale])
+            completions = self.draw([self.pool.prompt_ids[i] for i in stale], stale)
             rows, cut = [], 0
             for i, completion in zip(stale, completions):
                 row, was_cut = sampled_row(self.pool.prompt_ids[i], completion, self.max_length, self.eos_ids)

@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 
 from ..data import EXAMPLE_ID, eos_ids_of, sample_completions
 from ..peft_compat import peft_model_of
+from .distributed import sampling_seed, seeded
 from .prompt_only import pad_token_id_of
 
 
@@ -45,9 +46,12 @@ class ReferenceMixin:
             reference.train(was_training)
         return seq_logps, token_logps
 
-    def _draw(self, prompts: list[list[int]]) -> list[list[int]]:
-        """One fresh completion of each prompt from the reference p (exact sampling), for the completion pool."""
-        with self._reference_model() as reference:
+    def _draw(self, prompts: list[list[int]], slots: list[int]) -> list[list[int]]:
+        """One fresh completion of each prompt from the reference p (exact sampling), for the completion pool: a
+        stream of its own, seeded by the run's seed, this rank, the pool's generation and the first slot drawn, so
+        ranks draw independently and a draw is reproducible (it does not depend on what ran before)."""
+        seed = sampling_seed(self.args.seed, self.accelerator.process_index, self._pool.generation, slots[0])
+        with self._reference_model() as reference, seeded(seed):
             was_training = reference.training
             reference.eval()
             eos, pad = eos_ids_of(reference, self.processing_class), pad_token_id_of(self.processing_class, reference)

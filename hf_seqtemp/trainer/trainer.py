@@ -23,12 +23,13 @@ from ..data import (
 )
 from ..groups import group_codes, require_pairs, within_group_pairs
 from ..hub import save_weights
-from ..losses import LossInputs
+from ..losses import LossInputs, scale_gradient
 from ..models.base import wrapped_model
 from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.validation import check_model_kind
 from ..peft_compat import peft_model_of
 from .config import SeqTempConfig
+from .distributed import check_launch, gather_rows, rows_to_keep, token_mean_over_ranks
 from .families import family_for
 from .hub_mixin import HubMixin
 from .metric_log import MetricLog
@@ -133,6 +134,7 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
             callbacks=callbacks,
             optimizers=optimizers,
         )
+        check_launch(self.accelerator)
         # Our loss is a batch mean, so Trainer must divide it by the accumulation steps (see test_trainer.py).
         self.loss_is_scaled_for_ga = False
         if hasattr(self.model, "add_model_tags"):
@@ -213,7 +215,9 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
                 if online:
                     continue
                 with self._reference_model() as reference:
-                    dataset = complete_prompts(reference, dataset, self.args, self.processing_class, split)
+                    dataset = complete_prompts(
+                        reference, dataset, self.args, self.processing_class, split, self.accelerator
+                    )
                 setattr(self, f"{split}_dataset", dataset)
         if self.eval_dataset is not None:
             require_pairs(
@@ -232,20 +236,12 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
         return GroupSampler(groups, self.args.num_generations, shuffle=True, seed=self.args.seed)
 
     # ------------------------------------------------------------------ loss
-    def _gather_with_grad(self, values: torch.Tensor) -> torch.Tensor:
-        """Concatenates a per-rank vector over all ranks; gradients flow through this rank's part only."""
-        world = self.accelerator.num_processes
-        if world == 1:
-            return values
-        sizes = self.accelerator.gather(torch.tensor([values.shape[0]], device=values.device)).tolist()
-        padded = values.new_zeros(max(sizes))
-        padded[: values.shape[0]] = values.detach()
-        everything = self.accelerator.gather(padded).view(world, -1)
-        rank = self.accelerator.process_index
-        parts = [values if r == rank else everything[r, : sizes[r]] for r in range(world)]
-        return torch.cat(parts)
-
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """The objective on the whole global batch: every per-sequence and per-token value is gathered across ranks
+        (the gradient flows through this rank's rows, scaled by the world size, so that data parallelism's average
+        is the one-process gradient), and every pair, self-normalisation and token mean is taken over whole prompt
+        groups exactly as one process holding the global batch would. Evaluation batches drop accelerate's padding
+        duplicates."""
         if return_outputs:
             raise ValueError(
                 "SeqTempTrainer.compute_loss does not return model outputs; call it with return_outputs=False."
@@ -259,8 +255,9 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
             ref_logps, ref_token_logps = inputs["ref_logps"], self.family.stored_reference(inputs)
         else:
             ref_logps, ref_token_logps = self._reference_logps(inputs)
-        # 2. the loss, on sequence values gathered over ranks so that pairs cross devices, within prompt groups
-        group_ids = self._gather_with_grad(inputs[GROUP_ID])
+        # 2. the loss, on the values of every rank, within prompt groups
+        keep = rows_to_keep(self.accelerator, inputs[GROUP_ID].shape[0], mode == "train")
+        group_ids = gather_rows(self.accelerator, inputs[GROUP_ID], keep)
         groups = group_codes(group_ids, group_ids.numel()).to(policy_logps.device)
         pairs = within_group_pairs(groups)
         if pairs == 0 and mode == "train" and self.objective.needs_groups:
@@ -270,24 +267,23 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
                 "multiple of `num_generations` ≥ 2 and give each prompt at least `num_generations` completions."
             )
         loss_inputs = LossInputs(
-            policy_logps=self._gather_with_grad(policy_logps),
-            ref_logps=self._gather_with_grad(ref_logps.float()),
-            policy_token_logps=extra.get("token_logps"),
-            completion_mask=mask,
-            ref_token_logps=ref_token_logps,
-            world_size=self.accelerator.num_processes,
-            anti_drift=anti_drift,
+            policy_logps=gather_rows(self.accelerator, policy_logps, keep),
+            ref_logps=gather_rows(self.accelerator, ref_logps.float(), keep),
+            policy_token_logps=gather_rows(self.accelerator, extra.get("token_logps"), keep),
+            completion_mask=gather_rows(self.accelerator, mask, keep),
+            ref_token_logps=gather_rows(self.accelerator, ref_token_logps, keep),
+            anti_drift=token_mean_over_ranks(self.accelerator, anti_drift, mask.sum()),
             state=self._loss_state,
             groups=groups,
-            local_groups=group_codes(inputs[GROUP_ID], inputs[GROUP_ID].numel()),
-            local_group_ids=inputs[GROUP_ID],
+            local_groups=groups,
+            local_group_ids=group_ids,
         )
         output = self.objective.compute(loss_inputs, self.args)
         # 3. record what log() reports
-        tokens = self.accelerator.gather(mask.sum(1))
         metrics = {"groups/pairs": pairs, **output.metrics}
+        tokens = loss_inputs.completion_mask.sum(1)
         self._metric_log.record(mode, loss_inputs.policy_logps, loss_inputs.ref_logps, tokens, group_ids, metrics)
-        return output.loss
+        return scale_gradient(output.loss, self.accelerator.num_processes)
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
         inputs = self._prepare_inputs(inputs)
@@ -336,6 +332,12 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
             eval_kendall_tau=measured.get("eval_temp/kendall_tau"),
             eval_nll=measured.get("eval_nll/policy_per_token"),
         )
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """[`~transformers.Trainer.save_model`], then waits for every rank: the writer's folder is complete before
+        any rank goes on to read it (e.g. `load_tempered`). Call it on every process, as `Trainer` asks."""
+        super().save_model(output_dir, _internal_call)
+        self.accelerator.wait_for_everyone()
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
         """Saves what `from_pretrained` reloads, in safetensors and JSON only: the weights of the model (for a

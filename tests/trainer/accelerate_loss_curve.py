@@ -43,7 +43,9 @@ def main(output_dir: str, per_device_batch: int, loss_type: str) -> None:
     if trainer.is_world_process_zero():
         curve = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
         with open(f"{output_dir}/curve.json", "w") as handle:
-            json.dump({"loss": curve, "world": trainer.accelerator.num_processes}, handle)
+            zero = trainer.deepspeed.zero_optimization_stage() if trainer.is_deepspeed_enabled else None
+            record = {"loss": curve, "world": trainer.accelerator.num_processes, "zero_stage": zero}
+            json.dump({**record, "distributed_type": str(trainer.accelerator.distributed_type)}, handle)
             handle.flush()
             os.fsync(handle.fileno())
     if torch.distributed.is_initialized():
