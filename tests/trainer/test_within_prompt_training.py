@@ -116,7 +116,7 @@ def _word_tokenizer():
 
 def test_fresh_samples_during_training_temper_every_prompt_of_a_prompt_only_dataset(tmp_path):
     """`steps_per_generation=1`: every batch is a fresh draw of p (no finite training set to overfit), and every
-    prompt's exact KL still falls under half of its start."""
+    prompt's exact KL still falls under a third of its start."""
     model = conditional_lm(4)
     prompts = PROMPTS[1:]  # "x", "y", "z" → [BOS, 1], [BOS, 2], [BOS, 3]
     ids, groups = enumerate_completions(4, 3, prompts)
@@ -132,8 +132,8 @@ def test_fresh_samples_during_training_temper_every_prompt_of_a_prompt_only_data
         num_generations=16,
         max_completion_length=3,
         steps_per_generation=1,
-        # decayed, prompt "z" ends at 0.174 of its start under the default and avx512 kernels alike; at a constant
-        # rate it ended wherever its oscillation stopped (0.33 under avx512, 0.47 under the default kernels)
+        # decayed: end / start of the third prompt 0.174, 0.064, 0.057 over seeds 0, 1, 2, the same under torch's
+        # default, avx2 and avx512 kernels; at a constant rate it ended wherever its oscillation stopped (0.33 to 0.47)
         lr_scheduler_type="cosine",
         logging_steps=200,
         save_strategy="no",
@@ -148,6 +148,4 @@ def test_fresh_samples_during_training_temper_every_prompt_of_a_prompt_only_data
     assert min(pool.drawn_in) >= 190  # every slot was redrawn in the last generations
     assert all(row["input_ids"][:2] == list(prompts[row["example_id"] // 16]) for row in pool.rows)
     end = per_prompt_tempered_kl(ref, completion_logps(trainer.model.eval(), ids, 2), groups, 0.5)
-    # end / start of the three prompts over seeds 0, 1, 2 of the per-rank sampling streams: (0.08, 0.01, 0.39),
-    # (0.15, 0.02, 0.33), (0.03, 0.01, 0.06): the third prompt's ratio depends on the draws, so the bar is half
-    assert all(e < s / 2 for s, e in zip(start, end)), (start, end)
+    assert all(e < s / 3 for s, e in zip(start, end)), (start, end)
