@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 
 import torch
 from datasets import Dataset
@@ -25,6 +26,7 @@ class ReferenceMixin:
     """
 
     _ref_model = None
+    _sampling_rng: dict | None = None  # the RNG state of this process's stream of fresh samples, once started
 
     @contextlib.contextmanager
     def _reference_model(self):
@@ -51,9 +53,44 @@ class ReferenceMixin:
             was_training = reference.training
             reference.eval()
             eos, pad = eos_ids_of(reference, self.processing_class), pad_token_id_of(self.processing_class, reference)
-            out = sample_completions(reference, prompts, self.args.max_completion_length, eos, pad, len(prompts), None)
+            with self._sampling_stream(next(reference.parameters()).device):
+                out = sample_completions(
+                    reference, prompts, self.args.max_completion_length, eos, pad, len(prompts), None
+                )
             reference.train(was_training)
         return out
+
+    @contextlib.contextmanager
+    def _sampling_stream(self, device: torch.device):
+        """Runs the block on this process's own random stream of fresh samples, seeded from (seed, process index)
+        at its first draw and continued from `_sampling_rng` after, so draws neither use nor move the training's RNG
+        and a resumed run (which reloads `_sampling_rng`) draws what the uninterrupted one would."""
+        cuda = [device] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
+            if self._sampling_rng is None:
+                key = f"{self.args.seed}/{self.accelerator.process_index}".encode()
+                torch.manual_seed(int.from_bytes(hashlib.sha256(key).digest()[:8], "little") >> 1)
+            else:
+                torch.set_rng_state(self._sampling_rng["cpu"])
+                if cuda:
+                    torch.cuda.set_rng_state(self._sampling_rng["cuda"], device)
+            yield
+            self._sampling_rng = {"cpu": torch.get_rng_state()}
+            if cuda:
+                self._sampling_rng["cuda"] = torch.cuda.get_rng_state(device)
+
+    def _sampling_state(self) -> dict | None:
+        """What a checkpoint keeps of the fresh samples of this process: the pool and the sampling stream's RNG."""
+        if self._pool is None:
+            return None
+        rng = {name: state.tolist() for name, state in (self._sampling_rng or {}).items()}
+        return {"pool": self._pool.state_dict(), "rng": rng or None}
+
+    def _load_sampling_state(self, state: dict) -> None:
+        """Restores what [`_sampling_state`] saved."""
+        self._pool.load_state_dict(state["pool"])
+        rng = state["rng"]
+        self._sampling_rng = {k: torch.tensor(v, dtype=torch.uint8) for k, v in rng.items()} if rng else None
 
     def _reference_values(self, batch: dict[str, torch.Tensor]) -> list[tuple[float, list[float] | None]]:
         """`(ref_logps, stored per-token or per-step values)` of every row of a collated batch."""

@@ -10,6 +10,7 @@ from typing import ClassVar
 import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, Trainer
+from transformers.trainer_utils import enable_full_determinism, set_seed
 
 from ..config import SequenceTemperatureConfig
 from ..data import GROUP_ID, GroupSampler, SeqTempCollator, check_group_batching, is_prompt_only, prepare_dataset
@@ -20,6 +21,14 @@ from ..models.base import wrapped_model
 from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.validation import check_model_kind
 from ..peft_compat import peft_model_of
+from .checkpoints import (
+    check_output_dir,
+    check_same_objective,
+    read_json,
+    resolve_resume,
+    sampling_state_file,
+    write_json_atomically,
+)
 from .config import SeqTempConfig
 from .families import family_for
 from .hub_mixin import HubMixin
@@ -94,6 +103,8 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
             raise TypeError(f"`args` must be a SeqTempConfig, got {type(args).__name__}.")
         model = self._prepare_model(model, processing_class)
         self.family = family_for(model, args, scorer)
+        # seeded before the adapter is made, so that one seed gives one adapter (Trainer seeds only after)
+        enable_full_determinism(args.seed) if args.full_determinism else set_seed(args.seed)
         model = self._add_adapter(model, peft_config, args)
         self.objective = self._objective(args)
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset")
@@ -104,7 +115,8 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
         self._pool = None
         if is_prompt_only(train_dataset) and args.steps_per_generation is not None:
             # fresh samples of p during training: slots per prompt, refilled every `steps_per_generation` steps
-            self._pool = train_dataset = CompletionPool(train_dataset, args.num_generations)
+            per_generation = args.steps_per_generation * args.gradient_accumulation_steps
+            self._pool = train_dataset = CompletionPool(train_dataset, args.num_generations, per_generation)
             data_collator = FreshCollator(self._pool, data_collator, self._draw, self._score_rows)
         self._ref_model = None
         if peft_model_of(model) is None and (not args.precompute_ref_logps or self._pool is not None):
@@ -132,7 +144,7 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
                 args.num_generations, args.per_device_train_batch_size, self.accelerator.num_processes, True
             )
         if self._pool is not None:
-            self.add_callback(FreshSamples(self._pool, args.steps_per_generation))
+            self.add_callback(FreshSamples(self._pool))
         self._complete_prompt_only_datasets()
         self._prepare_reference()
 
@@ -281,6 +293,39 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
         with torch.no_grad():
             loss = self.compute_loss(model, inputs)
         return loss.detach(), None, None
+
+    # ------------------------------------------------------------------ training, resumed or afresh
+    def train(self, resume_from_checkpoint: str | bool | None = None, trial=None, ignore_keys_for_eval=None):
+        """[`~transformers.Trainer.train`], crash-safe: `resume_from_checkpoint=True` resumes from the last
+        *complete* checkpoint (skipping, with a warning, one a kill left half-written), a partial checkpoint given by
+        path is refused, a checkpoint trained to another `target_temperature` or `loss_type` is refused, the pool of
+        fresh samples and its random stream are restored, and starting afresh over an earlier run's checkpoints is
+        an error unless `overwrite_output_dir=True`."""
+        resume = resolve_resume(resume_from_checkpoint, self.args.output_dir)
+        if resume is not None:
+            check_same_objective(resume, self.args)
+            if self._pool is not None:
+                path = sampling_state_file(resume, self.accelerator.process_index)
+                if not os.path.isfile(path):
+                    raise ValueError(
+                        f"checkpoint {resume} has no {os.path.basename(path)}: it was not saved by a run with fresh "
+                        "samples on this many processes (`steps_per_generation`); resume with that run's settings."
+                    )
+                self._load_sampling_state(read_json(path))
+        else:
+            check_output_dir(self.args, resume, self.is_world_process_zero())
+            self.accelerator.wait_for_everyone()
+        return super().train(resume, trial, ignore_keys_for_eval)
+
+    def _save_checkpoint(self, model, trial) -> None:
+        """Writes this process's pool of fresh samples first: `Trainer` writes `trainer_state.json` last, so a
+        checkpoint that has it has everything."""
+        state = self._sampling_state()
+        if state is not None:
+            folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+            os.makedirs(folder, exist_ok=True)
+            write_json_atomically(sampling_state_file(folder, self.accelerator.process_index), state)
+        super()._save_checkpoint(model, trial)
 
     # ------------------------------------------------------------------ logging and saving
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
