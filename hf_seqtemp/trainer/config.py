@@ -218,7 +218,7 @@ class SeqTempConfig(TrainingArguments):
         default=False,
         metadata={
             "help": "Start afresh in an output_dir that holds checkpoints of an earlier run, deleting them first; "
-            "without it such a run is an error (resume it with --resume_from_checkpoint True or a checkpoint folder)."
+            "without it such a run is an error (continue it with resume_from_checkpoint instead)."
         },
     )
     resume_from_checkpoint: str | None = field(
