@@ -2,7 +2,7 @@
 """A tiny LoRA run of `SeqTempTrainer` (Python API or `hf-seqtemp train`) that can SIGKILL itself, for the kill tests
 of `trainer/test_crash_safe.py`.
 
-    python killed_run.py WORKSPACE OUTPUT_DIR {api,cli} {fixed,fresh} KILL
+    python killed_run.py WORKSPACE OUTPUT_DIR {api,cli} {fixed,fresh} KILL LOSS_TYPE
 
 KILL is `after:N` (killed when step N ends, between checkpoint writes) or `saving:N` (killed inside the checkpoint
 of step N, after the adapter and optimizer are written, before `trainer_state.json`). `fresh` trains on prompts only
@@ -137,12 +137,12 @@ def run_cli(workspace: str, output_dir: str, samples: str, resume: str | bool | 
 
 
 if __name__ == "__main__":
-    workspace, output_dir, mode, samples, kill = sys.argv[1:6]
+    workspace, output_dir, mode, samples, kill, loss_type = sys.argv[1:7]
     torch.set_num_threads(1)
     what, step = kill.split(":")
     if what == "saving":
         kill_while_saving(int(step))
     else:
         SeqTempTrainer.__init__ = _with_callback(SeqTempTrainer.__init__, KillAfterStep(int(step)))
-    (run_api if mode == "api" else run_cli)(workspace, output_dir, samples)
+    (run_api if mode == "api" else run_cli)(workspace, output_dir, samples, loss_type=loss_type)
     sys.exit(3)  # not killed

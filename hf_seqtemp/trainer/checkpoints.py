@@ -15,14 +15,16 @@ import shutil
 import warnings
 
 from ..config import CONFIG_NAME
+from ..losses.recall import RollingQuantile
 
 TRAINER_STATE = "trainer_state.json"
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
-def sampling_state_file(folder: str, process_index: int) -> str:
-    """Where process `process_index` keeps its fresh-sample pool and sampling stream in a checkpoint folder."""
-    return os.path.join(folder, f"sampling_state_{process_index}.json")
+def process_state_file(folder: str, process_index: int) -> str:
+    """Where process `process_index` keeps, in a checkpoint folder, what `Trainer` does not: its pool of fresh
+    samples with their random stream, and the memory of the loss (TruncR's rolling quantiles)."""
+    return os.path.join(folder, f"seqtemp_state_{process_index}.json")
 
 
 def is_complete(folder: str) -> bool:
@@ -142,3 +144,50 @@ def write_json_atomically(path: str, payload) -> None:
 def read_json(path: str):
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+class CheckpointMixin:
+    """Crash-safe `train()` and checkpoints of [`SeqTempTrainer`] (the functions above do the checking)."""
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, trial=None, ignore_keys_for_eval=None):
+        """[`~transformers.Trainer.train`], crash-safe: `resume_from_checkpoint=True` resumes from the last
+        *complete* checkpoint (skipping, with a warning, one a kill left half-written), a partial checkpoint given by
+        path is refused, a checkpoint trained to another `target_temperature` or `loss_type` is refused, the pool of
+        fresh samples, its random stream and the loss's memory are restored, and starting afresh over an earlier
+        run's checkpoints is an error unless `overwrite_output_dir=True`."""
+        resume = resolve_resume(resume_from_checkpoint, self.args.output_dir)
+        if resume is not None:
+            check_same_objective(resume, self.args)
+            self._load_process_state(resume)
+        else:
+            check_output_dir(self.args, resume, self.is_world_process_zero())
+            self.accelerator.wait_for_everyone()
+        return super().train(resume, trial, ignore_keys_for_eval)
+
+    def _save_checkpoint(self, model, trial) -> None:
+        """Writes this process's state first: `Trainer` writes `trainer_state.json` last, so a checkpoint that has it
+        has everything."""
+        folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+        os.makedirs(folder, exist_ok=True)
+        memory = {
+            name: [[group, buffer.state_dict()] for group, buffer in buffers.items()]
+            for name, buffers in self._loss_state.items()
+        }
+        state = {"sampling": self._sampling_state(), "loss": memory}
+        write_json_atomically(process_state_file(folder, self.accelerator.process_index), state)
+        super()._save_checkpoint(model, trial)
+
+    def _load_process_state(self, folder: str) -> None:
+        path = process_state_file(folder, self.accelerator.process_index)
+        state = read_json(path) if os.path.isfile(path) else {"sampling": None, "loss": {}}
+        if self._pool is not None:
+            if state["sampling"] is None:
+                raise ValueError(
+                    f"checkpoint {folder} holds no pool of fresh samples for process {self.accelerator.process_index} "
+                    f"({os.path.basename(path)}): it was saved by a run without `steps_per_generation` or on fewer "
+                    "processes; resume it with that run's settings."
+                )
+            self._load_sampling_state(state["sampling"])
+        self._loss_state.clear()
+        for name, pairs in state["loss"].items():
+            self._loss_state[name] = {group: RollingQuantile.from_state_dict(buffer) for group, buffer in pairs}

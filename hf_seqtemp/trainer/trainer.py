@@ -21,14 +21,7 @@ from ..models.base import wrapped_model
 from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.validation import check_model_kind
 from ..peft_compat import peft_model_of
-from .checkpoints import (
-    check_output_dir,
-    check_same_objective,
-    read_json,
-    resolve_resume,
-    sampling_state_file,
-    write_json_atomically,
-)
+from .checkpoints import CheckpointMixin
 from .config import SeqTempConfig
 from .families import family_for
 from .hub_mixin import HubMixin
@@ -37,7 +30,7 @@ from .prompt_only import CompletionPool, FreshCollator, FreshSamples, complete_p
 from .reference import ReferenceMixin
 
 
-class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
+class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
     """
     Trainer for sequence-level temperature scaling (Scheufele, Blohm, Garg, *Temperature Scaling in Discrete Sequence
     (Language) Models*, Section 5.2): fits q_T ∝ p^{1/T} over whole sequences, where p is the model before training.
@@ -293,39 +286,6 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
         with torch.no_grad():
             loss = self.compute_loss(model, inputs)
         return loss.detach(), None, None
-
-    # ------------------------------------------------------------------ training, resumed or afresh
-    def train(self, resume_from_checkpoint: str | bool | None = None, trial=None, ignore_keys_for_eval=None):
-        """[`~transformers.Trainer.train`], crash-safe: `resume_from_checkpoint=True` resumes from the last
-        *complete* checkpoint (skipping, with a warning, one a kill left half-written), a partial checkpoint given by
-        path is refused, a checkpoint trained to another `target_temperature` or `loss_type` is refused, the pool of
-        fresh samples and its random stream are restored, and starting afresh over an earlier run's checkpoints is
-        an error unless `overwrite_output_dir=True`."""
-        resume = resolve_resume(resume_from_checkpoint, self.args.output_dir)
-        if resume is not None:
-            check_same_objective(resume, self.args)
-            if self._pool is not None:
-                path = sampling_state_file(resume, self.accelerator.process_index)
-                if not os.path.isfile(path):
-                    raise ValueError(
-                        f"checkpoint {resume} has no {os.path.basename(path)}: it was not saved by a run with fresh "
-                        "samples on this many processes (`steps_per_generation`); resume with that run's settings."
-                    )
-                self._load_sampling_state(read_json(path))
-        else:
-            check_output_dir(self.args, resume, self.is_world_process_zero())
-            self.accelerator.wait_for_everyone()
-        return super().train(resume, trial, ignore_keys_for_eval)
-
-    def _save_checkpoint(self, model, trial) -> None:
-        """Writes this process's pool of fresh samples first: `Trainer` writes `trainer_state.json` last, so a
-        checkpoint that has it has everything."""
-        state = self._sampling_state()
-        if state is not None:
-            folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
-            os.makedirs(folder, exist_ok=True)
-            write_json_atomically(sampling_state_file(folder, self.accelerator.process_index), state)
-        super()._save_checkpoint(model, trial)
 
     # ------------------------------------------------------------------ logging and saving
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:

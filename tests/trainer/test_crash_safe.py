@@ -42,11 +42,12 @@ def uninterrupted(workspace, tmp_path_factory, one_thread):
     """`(mode, samples) -> (adapter weights, output_dir)` of the uninterrupted 6-step run (checkpoints 3 and 6)."""
     runs = {}
 
-    def run(mode: str, samples: str):
-        if (mode, samples) not in runs:
-            out = str(tmp_path_factory.mktemp(f"full-{mode}-{samples}"))
-            runs[mode, samples] = (load_file(RUNS[mode](workspace, out, samples)), out)
-        return runs[mode, samples]
+    def run(mode: str, samples: str, loss_type: str = "ratio"):
+        if (mode, samples, loss_type) not in runs:
+            out = str(tmp_path_factory.mktemp(f"full-{mode}-{samples}-{loss_type}"))
+            adapter = RUNS[mode](workspace, out, samples, loss_type=loss_type)
+            runs[mode, samples, loss_type] = (load_file(adapter), out)
+        return runs[mode, samples, loss_type]
 
     return run
 
@@ -55,35 +56,36 @@ def _same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def _killed(workspace: str, out: str, mode: str, samples: str, kill: str) -> None:
+def _killed(workspace: str, out: str, mode: str, samples: str, kill: str, loss_type: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, killed_run.__file__, workspace, out, mode, samples, kill]
+    command = [sys.executable, killed_run.__file__, workspace, out, mode, samples, kill, loss_type]
     done = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
 
 
 KILLS = [
-    ("api", "fresh", "after:4"),
-    ("api", "fixed", "saving:6"),
-    ("cli", "fresh", "saving:6"),
-    ("cli", "fixed", "after:4"),
-    pytest.param("api", "fresh", "saving:6", marks=pytest.mark.slow),
-    pytest.param("api", "fixed", "after:4", marks=pytest.mark.slow),
-    pytest.param("cli", "fresh", "after:4", marks=pytest.mark.slow),
-    pytest.param("cli", "fixed", "saving:6", marks=pytest.mark.slow),
+    ("api", "fresh", "after:4", "ratio"),
+    ("api", "fixed", "saving:6", "ratio"),
+    ("cli", "fresh", "saving:6", "ratio"),
+    ("cli", "fixed", "after:4", "ratio"),
+    ("api", "fixed", "after:4", "trunc_r"),  # the loss's memory (rolling quantiles per prompt) is in the checkpoint
+    pytest.param("api", "fresh", "saving:6", "ratio", marks=pytest.mark.slow),
+    pytest.param("api", "fixed", "after:4", "ratio", marks=pytest.mark.slow),
+    pytest.param("cli", "fresh", "after:4", "ratio", marks=pytest.mark.slow),
+    pytest.param("cli", "fixed", "saving:6", "ratio", marks=pytest.mark.slow),
 ]
 
 
-@pytest.mark.parametrize(("mode", "samples", "kill"), KILLS)
+@pytest.mark.parametrize(("mode", "samples", "kill", "loss_type"), KILLS)
 def test_a_killed_run_resumes_to_the_adapter_of_the_uninterrupted_run(
-    workspace, uninterrupted, tmp_path, capsys, mode, samples, kill
+    workspace, uninterrupted, tmp_path, capsys, mode, samples, kill, loss_type
 ):
     """Killed after step 4 (checkpoint-3 complete) or inside checkpoint-6 (adapter and optimizer written, no
     trainer_state.json), then resumed: the final adapter equals the uninterrupted run's, bit for bit, and
     checkpoint-3 is read, never rewritten. `fresh`: the pool of fresh samples (steps_per_generation=2, 2 batches
     per epoch) comes back from the checkpoint with its random stream."""
     out = str(tmp_path / "run")
-    _killed(workspace, out, mode, samples, kill)
+    _killed(workspace, out, mode, samples, kill, loss_type)
     complete = os.path.join(out, "checkpoint-3")
     stamp = os.stat(os.path.join(complete, "adapter_model.safetensors")).st_mtime_ns
     if kill.startswith("saving"):
@@ -92,15 +94,15 @@ def test_a_killed_run_resumes_to_the_adapter_of_the_uninterrupted_run(
         assert not os.path.exists(os.path.join(partial, "trainer_state.json"))
         refused = (ValueError, SystemExit)  # the CLI prints the error and exits with status 2
         with pytest.raises(refused) as error:
-            RUNS[mode](workspace, out, samples, partial)
+            RUNS[mode](workspace, out, samples, partial, loss_type=loss_type)
         message = str(error.value) if error.type is ValueError else capsys.readouterr().err
         assert "checkpoint-6" in message and "partial" in message and complete in message, message
         with pytest.warns(UserWarning, match=r"checkpoint-6.*last complete one, .*checkpoint-3"):
-            adapter = RUNS[mode](workspace, out, samples, True)
+            adapter = RUNS[mode](workspace, out, samples, True, loss_type=loss_type)
     else:
-        adapter = RUNS[mode](workspace, out, samples, True if mode == "api" else complete)
+        adapter = RUNS[mode](workspace, out, samples, True if mode == "api" else complete, loss_type=loss_type)
     assert os.stat(os.path.join(complete, "adapter_model.safetensors")).st_mtime_ns == stamp
-    assert _same(load_file(adapter), uninterrupted(mode, samples)[0])
+    assert _same(load_file(adapter), uninterrupted(mode, samples, loss_type)[0])
 
 
 @pytest.mark.parametrize("mode", ["api", "cli"])
