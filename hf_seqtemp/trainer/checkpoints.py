@@ -108,8 +108,8 @@ def check_same_objective(folder: str, args) -> None:
         before, now = saved.get(key), getattr(args, name)
         if before is not None and before != now:
             raise ValueError(
-                f"checkpoint {folder} was trained with `{name}={before!r}`, but this run has `{name}={now!r}`: "
-                f"resume with `{name}={before!r}`, or start afresh in another `output_dir`."
+                f"checkpoint {folder} was trained with `{name}` {before!r}, but this run has `{name}` {now!r}: "
+                f"resume with `{name}` {before!r}, or start afresh in another `output_dir`."
             )
 
 
