@@ -163,7 +163,7 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
     trainer = SeqTempTrainer(
         model, training_args, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=_resume_value(training_args.resume_from_checkpoint))
     if held_out is not None:
         trainer.evaluate()
     trainer.save_model(training_args.output_dir, _internal_call=True)
@@ -173,6 +173,20 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         trainer.push_to_hub(dataset_names=script_args.dataset_names or None)
         print(f"pushed to https://huggingface.co/{trainer.hub_model_id}")
     return 0
+
+
+def _resume_value(value: str | None) -> str | bool | None:
+    """`--resume_from_checkpoint`: `True` (the last complete checkpoint of --output_dir), a folder, or `None`.
+
+    Example:
+    ```python
+    >>> _resume_value("True"), _resume_value("out/checkpoint-6"), _resume_value(None)
+    (True, 'out/checkpoint-6', None)
+    ```
+    """
+    if value is None or str(value).strip().lower() in ("", "false", "none"):
+        return None
+    return True if str(value).strip().lower() == "true" else str(value)
 
 
 def _count(number: int, noun: str) -> str:

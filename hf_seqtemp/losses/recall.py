@@ -154,6 +154,17 @@ class RollingQuantile:
         """Pushes a batch of sequence log-likelihoods (detached; the oldest values drop out)."""
         self._values.extend(values.detach().reshape(-1).double().tolist())
 
+    def state_dict(self) -> dict:
+        """The buffer as plain values (kept in a checkpoint, so that a resumed run truncates as the uninterrupted
+        one)."""
+        return {"quantile": self.quantile, "capacity": self.capacity, "values": list(self._values)}
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> RollingQuantile:
+        buffer = cls(state["quantile"], state["capacity"])
+        buffer._values.extend(state["values"])
+        return buffer
+
     def value(self) -> float:
         """The current quantile (linear interpolation between order statistics, as `torch.quantile`)."""
         if not self._values:

@@ -124,6 +124,14 @@ class SeqTempConfig(TrainingArguments):
             `per_device_eval_batch_size`, with a progress bar) and store them as dataset columns keyed by example.
             With `False` they are recomputed at every step (the adapter disabled, or a frozen copy without PEFT).
 
+        > Parameters that control checkpoints
+
+        overwrite_output_dir (`bool`, *optional*, defaults to `False`):
+            A run that starts afresh (no `resume_from_checkpoint`) in an `output_dir` holding `checkpoint-*` folders
+            of an earlier run raises an error instead of overwriting them. `True` deletes them first and starts
+            afresh. Resuming (`trainer.train(resume_from_checkpoint=True)`, or the CLI's `--resume_from_checkpoint`)
+            continues from the last complete checkpoint, with the pool of fresh samples and its random stream.
+
     > [!NOTE]
     > Defaults that differ from [`~transformers.TrainingArguments`]: `logging_steps=10`,
     > `remove_unused_columns=False` (the reference columns must reach the loss), `report_to="none"`,
@@ -213,6 +221,22 @@ class SeqTempConfig(TrainingArguments):
     precompute_ref_logps: bool = field(
         default=True,
         metadata={"help": "Compute reference log p(x) once before training and store it keyed by example."},
+    )
+    # Parameters that control checkpoints
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "Start afresh in an output_dir that holds checkpoints of an earlier run, deleting them first; "
+            "without it such a run is an error (continue it with resume_from_checkpoint instead)."
+        },
+    )
+    resume_from_checkpoint: str | None = field(
+        default=None,
+        metadata={
+            "help": "`hf-seqtemp train`: continue from this checkpoint folder, or 'True' for the last complete "
+            "checkpoint in output_dir (a half-written one is skipped with a warning). From Python, pass it to "
+            "`trainer.train(resume_from_checkpoint=...)`."
+        },
     )
     # Defaults that differ from TrainingArguments
     logging_steps: float = field(default=10, metadata={"help": "Log every X update steps."})

@@ -111,21 +111,27 @@ class CompletionPool(torch.utils.data.Dataset):
     """`num_generations` completion slots per prompt, refilled with fresh samples of the reference during training.
 
     Slot `i` belongs to prompt `i // num_generations` forever, so its prompt group (and a [`GroupSampler`] built on
-    [`group_ids`]) never changes; only its completion does. Every `steps_per_generation` optimisation steps the pool
-    moves to a new generation ([`FreshSamples`]), and a slot drawn in an earlier generation is resampled the next
-    time a batch reads it. The collator ([`FreshCollator`]) does the sampling and the reference scoring for the
-    whole batch at once, so a generation costs what sampling the batches it feeds costs.
+    [`group_ids`]) never changes; only its completion does. Batch b (counted on this process, from the start of
+    training) belongs to generation `b // batches_per_generation`, and a slot drawn in an earlier generation is
+    resampled the next time a batch reads it. A batch's generation follows from its index, not from when the
+    dataloader happens to collate it (one batch ahead within an epoch), so a resumed run ([`FreshSamples`] restarts
+    the count at the checkpoint's step) collates every batch in the generation the uninterrupted run did. The
+    collator ([`FreshCollator`]) does the sampling and the reference scoring for the whole batch at once, so a
+    generation costs what sampling the batches it feeds costs.
 
     Args:
         prompts ([`~datasets.Dataset`]): a prepared prompt-only dataset (`prompt_ids`, `group_id`).
         num_generations (`int`): slots per prompt.
+        batches_per_generation (`int`, *optional*, defaults to 1): `steps_per_generation` × gradient accumulation.
     """
 
-    def __init__(self, prompts: Dataset, num_generations: int):
+    def __init__(self, prompts: Dataset, num_generations: int, batches_per_generation: int = 1):
         self.prompt_ids = [ids for ids in prompts[PROMPT_IDS] for _ in range(num_generations)]
         self.group_ids = [g for g in prompts[GROUP_ID] for _ in range(num_generations)]
         self.rows: list[dict | None] = [None] * len(self.prompt_ids)
         self.drawn_in = [-1] * len(self.prompt_ids)
+        self.batches_per_generation = batches_per_generation
+        self.batches = 0  # batches collated so far (from the checkpoint's step on, in a resumed run)
         self.generation = 0
 
     def __len__(self) -> int:
@@ -134,8 +140,26 @@ class CompletionPool(torch.utils.data.Dataset):
     def __getitem__(self, index: int) -> dict[str, int]:
         return {"pool_index": int(index)}
 
+    def next_batch(self) -> None:
+        """Moves to the next batch, and to its generation."""
+        self.generation = self.batches // self.batches_per_generation
+        self.batches += 1
+
     def stale(self, indices: list[int]) -> list[int]:
         return [i for i in indices if self.drawn_in[i] < self.generation]
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps of the pool: every slot's row and the generation it was drawn in (the rows of the
+        batch after the checkpoint included, when the dataloader collated it ahead)."""
+        return {"rows": self.rows, "drawn_in": self.drawn_in}
+
+    def load_state_dict(self, state: dict) -> None:
+        if len(state["rows"]) != len(self.rows):
+            raise ValueError(
+                f"the checkpoint's pool of fresh samples has {len(state['rows'])} slots but this run's has "
+                f"{len(self.rows)}: resume with the same prompts and `num_generations`."
+            )
+        self.rows, self.drawn_in = list(state["rows"]), list(state["drawn_in"])
 
 
 class FreshCollator:
@@ -152,6 +176,7 @@ class FreshCollator:
         if "pool_index" not in examples[0]:  # an evaluation batch of stored completions
             return self.collator(examples)
         indices = [e["pool_index"] for e in examples]
+        self.pool.next_batch()
         stale = self.pool.stale(indices)
         if stale:
             completions = self.draw([self.pool.prompt_ids[i] for i in stale], stale)
@@ -169,10 +194,10 @@ class FreshCollator:
 
 
 class FreshSamples(TrainerCallback):
-    """Starts a new generation of the pool every `steps_per_generation` optimisation steps."""
+    """Starts the pool's count of batches at the step training starts from (0, or a resumed checkpoint's step)."""
 
-    def __init__(self, pool: CompletionPool, steps_per_generation: int):
-        self.pool, self.steps = pool, steps_per_generation
+    def __init__(self, pool: CompletionPool):
+        self.pool = pool
 
-    def on_step_begin(self, args, state, control, **kwargs):
-        self.pool.generation = state.global_step // self.steps
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.pool.batches = state.global_step * args.gradient_accumulation_steps

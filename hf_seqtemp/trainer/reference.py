@@ -59,6 +59,17 @@ class ReferenceMixin:
             reference.train(was_training)
         return out
 
+    def _sampling_state(self) -> dict | None:
+        """What a checkpoint keeps of the fresh samples of this process: the pool (its completions and when each was
+        drawn). The draws need no saved random state: each is seeded by (seed, rank, generation, first slot)."""
+        if self._pool is None:
+            return None
+        return {"pool": self._pool.state_dict()}
+
+    def _load_sampling_state(self, state: dict) -> None:
+        """Restores what [`_sampling_state`] saved."""
+        self._pool.load_state_dict(state["pool"])
+
     def _reference_values(self, batch: dict[str, torch.Tensor]) -> list[tuple[float, list[float] | None]]:
         """`(ref_logps, stored per-token or per-step values)` of every row of a collated batch."""
         batch = {k: v.to(self.args.device) for k, v in batch.items()}

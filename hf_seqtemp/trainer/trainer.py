@@ -10,6 +10,7 @@ from typing import ClassVar
 import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, Trainer
+from transformers.trainer_utils import enable_full_determinism, set_seed
 
 from ..config import SequenceTemperatureConfig
 from ..data import (
@@ -28,6 +29,7 @@ from ..models.base import wrapped_model
 from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.validation import check_model_kind
 from ..peft_compat import peft_model_of
+from .checkpoints import CheckpointMixin
 from .config import SeqTempConfig
 from .distributed import check_launch, gather_rows, rows_to_keep, token_mean_over_ranks
 from .families import family_for
@@ -37,7 +39,7 @@ from .prompt_only import CompletionPool, FreshCollator, FreshSamples, complete_p
 from .reference import ReferenceMixin
 
 
-class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
+class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
     """
     Trainer for sequence-level temperature scaling (Scheufele, Blohm, Garg, *Temperature Scaling in Discrete Sequence
     (Language) Models*, Section 5.2): fits q_T ∝ p^{1/T} over whole sequences, where p is the model before training.
@@ -103,6 +105,8 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
             raise TypeError(f"`args` must be a SeqTempConfig, got {type(args).__name__}.")
         model = self._prepare_model(model, processing_class)
         self.family = family_for(model, args, scorer)
+        # seeded before the adapter is made, so that one seed gives one adapter (Trainer seeds only after)
+        enable_full_determinism(args.seed) if args.full_determinism else set_seed(args.seed)
         model = self._add_adapter(model, peft_config, args)
         self.objective = self._objective(args)
         # a completion also ends at the model's own EOS ids (an end-of-turn token the tokenizer's EOS is not)
@@ -115,7 +119,8 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
         self._pool = None
         if is_prompt_only(train_dataset) and args.steps_per_generation is not None:
             # fresh samples of p during training: slots per prompt, refilled every `steps_per_generation` steps
-            self._pool = train_dataset = CompletionPool(train_dataset, args.num_generations)
+            per_generation = args.steps_per_generation * args.gradient_accumulation_steps
+            self._pool = train_dataset = CompletionPool(train_dataset, args.num_generations, per_generation)
             eos_ids = eos_ids_of(model, processing_class)
             data_collator = FreshCollator(
                 self._pool, data_collator, self._draw, self._score_rows, args.max_length, eos_ids
@@ -147,7 +152,7 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
                 args.num_generations, args.per_device_train_batch_size, self.accelerator.num_processes, True
             )
         if self._pool is not None:
-            self.add_callback(FreshSamples(self._pool, args.steps_per_generation))
+            self.add_callback(FreshSamples(self._pool))
         self._complete_prompt_only_datasets()
         self._prepare_reference()
 
