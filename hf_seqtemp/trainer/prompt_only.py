@@ -61,6 +61,21 @@ def complete_prompts(reference, prompts: Dataset, args, processing_class, split:
     return Dataset.from_list(rows)
 
 
+def reference_from_sampler(rows: list[dict], completion_logps: list[list[float]]) -> list[tuple[float, list[float]]]:
+    """`(ref_logps, ref_token_logps)` of each row from the sampler's own log-probabilities of its completion tokens.
+
+    The completions are drawn from the reference p at token temperature 1 with no truncation of the distribution,
+    so the logits `generate` computed while drawing them are p's conditionals of exactly these tokens: their
+    log-softmax is what scoring the rows again would give (up to float rounding of the cached forward passes), at
+    no extra forward pass. The per-token values are aligned with `input_ids` (0 on the prompt), as the scorer's.
+    """
+    values = []
+    for row, logps in zip(rows, completion_logps):
+        per_token = [0.0] * (len(row["input_ids"]) - len(logps)) + list(logps)
+        values.append((torch.tensor(logps, dtype=torch.float32).sum().item(), per_token))
+    return values
+
+
 class CompletionPool(torch.utils.data.Dataset):
     """`num_generations` completion slots per prompt, refilled with fresh samples of the reference during training.
 
@@ -94,7 +109,9 @@ class CompletionPool(torch.utils.data.Dataset):
 
 class FreshCollator:
     """Collates slots of a [`CompletionPool`], first drawing fresh completions for the stale ones (and their
-    reference log-probabilities, which `score_reference` adds to the collated batch of new rows)."""
+    reference log-probabilities, which `score_reference` adds to the new rows). `draw` returns the completions, or
+    `(completions, their per-token log p)` when the sampler's logits give the reference, passed on to
+    `score_reference`."""
 
     def __init__(self, pool: CompletionPool, collator, draw, score_reference):
         self.pool, self.collator, self.draw, self.score_reference = pool, collator, draw, score_reference
@@ -105,7 +122,8 @@ class FreshCollator:
         indices = [e["pool_index"] for e in examples]
         stale = self.pool.stale(indices)
         if stale:
-            completions = self.draw([self.pool.prompt_ids[i] for i in stale])
+            drawn = self.draw([self.pool.prompt_ids[i] for i in stale])
+            completions, sampler_logps = drawn if isinstance(drawn, tuple) else (drawn, None)
             rows = [
                 {
                     "input_ids": list(self.pool.prompt_ids[i]) + completion,
@@ -115,7 +133,8 @@ class FreshCollator:
                 }
                 for i, completion in zip(stale, completions)
             ]
-            for i, row in zip(stale, self.score_reference(rows)):
+            scored = self.score_reference(rows) if sampler_logps is None else self.score_reference(rows, sampler_logps)
+            for i, row in zip(stale, scored):
                 self.pool.rows[i], self.pool.drawn_in[i] = row, self.pool.generation
         return self.collator([self.pool.rows[i] for i in indices])
 
