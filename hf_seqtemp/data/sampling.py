@@ -101,8 +101,8 @@ def sampled_token_logps(step_logits: Sequence[torch.Tensor], tokens: torch.Tenso
     Example:
     ```python
     >>> logits = (torch.tensor([[0.0, 0.0]]), torch.tensor([[0.0, 2.0]]))
-    >>> sampled_token_logps(logits, torch.tensor([[1, 1]])).exp().round(decimals=3).tolist()
-    [[0.5, 0.881]]
+    >>> [round(p, 3) for p in sampled_token_logps(logits, torch.tensor([[1, 1]])).exp()[0].tolist()]
+    [0.5, 0.881]
     ```
     """
     columns = [
