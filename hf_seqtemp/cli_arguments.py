@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 # `hf_seqtemp.generation.routing.STRATEGIES` minus "imh" (diffusion only); written out so that `--help` does not
 # import torch (tests/test_cli.py checks the two agree)
-GENERATE_STRATEGIES = ("auto", "adapter", "mcmc", "glauber")
+GENERATE_STRATEGIES = ("auto", "adapter", "mcmc", "glauber", "smc")
 
 
 @dataclass

@@ -153,3 +153,20 @@ def test_online_step_alternation_reports_a_failing_trainer_instead_of_hanging():
     with pytest.raises(RuntimeError, match="a trainer failed") as failure:
         online.alternate(trainers, ["warmup", "time"], torch.device("cpu"))
     assert isinstance(failure.value.__cause__, OSError)
+
+
+def test_samplers_benchmark_counts_calls_and_forwards_and_matches_the_exact_target():
+    """`samplers.py`: SMC waits for as many sequential calls as plain sampling (one per token), feeds N particles per
+    step (token-forwards = prompt + N x (new - 1)), its exact target sums to 1 per prompt, and the exact draws'
+    KL (the noise floor) sits far below plain sampling's."""
+    bench = _load("samplers")
+    settings = {"answers": 200, "new_tokens": 3, "num_particles": 8, "mcmc_steps": 2}
+    result = bench.measure(settings, alpha=2.0)
+    rows = result["samplers"]
+    assert rows["smc"]["sequential_calls_per_answer"] == rows["plain"]["sequential_calls_per_answer"] == 3
+    assert rows["smc"]["token_forwards_per_answer"] == 2 + 8 * 2
+    assert rows["plain"]["token_forwards_per_answer"] == 2 + 2
+    assert rows["mh"]["sequential_calls_per_answer"] > 3
+    assert result["kl_noise_floor"] < 0.2 * rows["plain"]["kl"]
+    _, targets = bench.exact_targets(bench.enumerable_model(), 3, 2.0)
+    assert all(abs(t.sum().item() - 1.0) < 1e-9 for t in targets)

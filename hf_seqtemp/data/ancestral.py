@@ -134,13 +134,22 @@ def exact_ancestral_sample(
     )
 
 
-def exact_generate(model, input_ids, attention_mask, max_new_tokens: int, eos_token_ids, pad_token_id: int):
+def exact_generate(
+    model,
+    input_ids,
+    attention_mask,
+    max_new_tokens: int,
+    eos_token_ids,
+    pad_token_id: int,
+    return_logits: bool = False,
+):
     """`model.generate` drawing exactly from p: [`exact_generation_config`] with [`exact_ancestral_sample`], the
     model's own generation config hidden ([`model_generation_config_ignored`]). Every sampler of p calls this.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + new_tokens)`: prompts and completions, `pad_token_id`
-        after a completion's EOS (any of `eos_token_ids`).
+        after a completion's EOS (any of `eos_token_ids`). With `return_logits=True`, `generate`'s output with
+        `sequences` and `logits` (each step's unprocessed logits: the conditionals p itself was drawn from).
 
     Example:
     ```python
@@ -153,6 +162,8 @@ def exact_generate(model, input_ids, attention_mask, max_new_tokens: int, eos_to
     ```
     """
     config = exact_generation_config(max_new_tokens, eos_token_ids, pad_token_id)
+    if return_logits:
+        config.update(output_logits=True, return_dict_in_generate=True)
     with model_generation_config_ignored(model):
         return model.generate(
             input_ids=input_ids,

@@ -43,7 +43,8 @@ def sample_completions(
     pad_token_id: int = 0,
     batch_size: int = 16,
     desc: str | None = "Sampling completions from the model",
-) -> list[list[int]]:
+    return_logps: bool = False,
+) -> list[list[int]] | tuple[list[list[int]], list[list[float]]]:
     """One completion per prompt (token ids in, token ids out), drawn exactly from the model: ancestral sampling at
     token temperature 1 with no logits processor, whatever the model's `generation_config` sets
     ([`exact_generate`]). A completion stops at its first EOS token, any of `eos_ids` (kept: ending is part
@@ -58,14 +59,19 @@ def sample_completions(
         pad_token_id (`int`, *optional*, defaults to 0): id used for left padding (never attended).
         batch_size (`int`, *optional*, defaults to 16): prompts generated at once.
         desc (`str`, *optional*): progress bar label; `None` hides the bar.
+        return_logps (`bool`, *optional*, defaults to `False`): also return `log p(x_t | x_<t)` of every completion
+            token, read from the sampler's own (unprocessed) logits ([`sampled_token_logps`]): the sample is drawn
+            from `p` at token temperature 1, so these are the model's log-probabilities of what it drew, with no
+            second forward pass.
 
     Returns:
-        `list` of completions (lists of token ids), in the order of `prompts`.
+        `list` of completions (lists of token ids), in the order of `prompts`; with `return_logps`, a tuple of it
+        and the per-token log-probabilities of each completion (same lengths).
     """
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens")
     eos_ids = eos_ids or set()
     device = next(model.parameters()).device
-    out = []
+    out, logps = [], []
     starts = range(0, len(prompts), batch_size)
     for start in tqdm(starts, desc=desc, disable=desc is None or len(starts) < 2, leave=False):
         chunk = [list(p) for p in prompts[start : start + batch_size]]
@@ -75,9 +81,46 @@ def sample_completions(
         for row, prompt in enumerate(chunk):
             ids[row, width - len(prompt) :] = torch.tensor(prompt)
             attention[row, width - len(prompt) :] = 1
-        generated = exact_generate(model, ids.to(device), attention.to(device), max_new_tokens, eos_ids, pad_token_id)
-        out.extend(end_at_eos(row[width:].tolist(), eos_ids) for row in generated)
-    return out
+        generated = exact_generate(
+            model,
+            ids.to(device),
+            attention.to(device),
+            max_new_tokens,
+            eos_ids,
+            pad_token_id,
+            return_logits=return_logps,
+        )
+        sequences = generated.sequences if return_logps else generated
+        completions = [end_at_eos(row[width:].tolist(), eos_ids) for row in sequences]
+        out.extend(completions)
+        if return_logps:
+            token_logps = sampled_token_logps(generated.logits, sequences[:, width:]).cpu()
+            logps.extend(token_logps[row, : len(c)].tolist() for row, c in enumerate(completions))
+    return (out, logps) if return_logps else out
+
+
+def sampled_token_logps(step_logits: Sequence[torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
+    """`log softmax(logits_t)[x_t]` in float32 for every generated token, from `generate`'s `output_logits`.
+
+    Args:
+        step_logits (sequence of `torch.Tensor` of shape `(batch, vocab)`): the unprocessed logits of each step.
+        tokens (`torch.LongTensor` of shape `(batch, steps)`): the tokens drawn at those steps.
+
+    Returns:
+        `torch.FloatTensor` of shape `(batch, steps)` (one step at a time: no float32 copy of all the logits).
+
+    Example:
+    ```python
+    >>> logits = (torch.tensor([[0.0, 0.0]]), torch.tensor([[0.0, 2.0]]))
+    >>> [round(p, 3) for p in sampled_token_logps(logits, torch.tensor([[1, 1]])).exp()[0].tolist()]
+    [0.5, 0.881]
+    ```
+    """
+    columns = [
+        logits.float().log_softmax(dim=-1).gather(1, tokens[:, t : t + 1].to(logits.device))[:, 0]
+        for t, logits in enumerate(step_logits)
+    ]
+    return torch.stack(columns, dim=1)
 
 
 def as_conversation(prompt: str | list[dict], system_prompt: str | None) -> list[dict]:

@@ -10,6 +10,7 @@ from .logits_process import PowerLogitsWarper
 from .policies import POSITION_POLICIES, select_positions
 from .power_sampling import PowerSamplingOutput, power_sample
 from .routing import STRATEGIES, generate_tempered, seqtemp_generate
+from .smc import SMCOutput, smc_sample
 from .strategies import STRATEGY_REGISTRY, GenerateCall
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "GlauberOutput",
     "PowerLogitsWarper",
     "PowerSamplingOutput",
+    "SMCOutput",
     "diffusion_generate",
     "generate_tempered",
     "glauber_refine",
@@ -32,6 +34,7 @@ __all__ = [
     "register_tempered_adapter",
     "select_positions",
     "seqtemp_generate",
+    "smc_sample",
     "tempered_adapters",
     "write_custom_generate",
 ]

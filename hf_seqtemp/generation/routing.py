@@ -67,6 +67,9 @@ def seqtemp_generate(
     block_size: int | None = None,
     glauber_rounds: int = 2,
     num_candidates: int | None = None,
+    num_particles: int = 16,
+    alpha_ramp_tokens: int = 0,
+    return_particles: bool = False,
     generator: torch.Generator | None = None,
     allow_active_adapters: bool = False,
     **model_kwargs,
@@ -84,8 +87,12 @@ def seqtemp_generate(
     - `"glauber"`: training-free Glauber dynamics ([`glauber_refine`]): an ancestral draft of `max_new_tokens`
       tokens, then `glauber_rounds` sweeps of single-site Metropolis-Hastings updates whose stationary law is
       `p^(1/T)` over answers (the draft is the chain's start, so few rounds are approximate).
+    - `"smc"`: training-free Power-SMC ([`smc_sample`]): `num_particles` particles per prompt in one batch,
+      proposed at token temperature `T`, weighted by `sum_v p(v | x_<t)^(1/T)` and resampled (systematic) when
+      their effective sample size drops below half; one answer per prompt is drawn by the final weights. One
+      sequential forward per token, like plain sampling; consistent as `num_particles` grows.
 
-    `"mcmc"` and `"glauber"` work on any causal LM (on a model with sequence-temperature adapters they run with
+    `"mcmc"`, `"glauber"` and `"smc"` work on any causal LM (on a model with sequence-temperature adapters they run with
     the adapters off, so that `p` is the base model on every route) and target `p(answer)^(1/T)` over *answers*:
     an answer ends at its first EOS token (`generation_config.eos_token_id`, included) and is padded with
     `pad_token_id` after it; an answer without EOS within `max_new_tokens` is the truncated event, whose
@@ -107,8 +114,8 @@ def seqtemp_generate(
 
     Args:
         seq_temperature (`float`, *optional*): sequence temperature `T > 0` of the target `p(x)^(1/T)`.
-        strategy (`str`, *optional*, defaults to `"auto"`): `"auto"`, `"adapter"`, `"mcmc"` or
-            `"glauber"` (`"imh"` is for diffusion models, see [`diffusion_generate`]).
+        strategy (`str`, *optional*, defaults to `"auto"`): `"auto"`, `"adapter"`, `"mcmc"`, `"glauber"` or
+            `"smc"` (`"imh"` is for diffusion models, see [`diffusion_generate`]).
         mcmc_steps (`int`, *optional*, defaults to `4`): MH steps per block (`"mcmc"` only).
         block_size (`int`, *optional*): MH block size (`"mcmc"` only); `None` is one block.
         glauber_rounds (`int`, *optional*, defaults to `2`): sweeps over the completion (`"glauber"` only); each
@@ -116,15 +123,21 @@ def seqtemp_generate(
         num_candidates (`int`, *optional*): `"glauber"` only: `None` scores all `|V|` substitutions of a site in
             one pass; `N` scores `N` proposals plus the current token (multiple-try Metropolis, for large
             vocabularies).
-        generator (`torch.Generator`, *optional*): randomness of `"mcmc"` and `"glauber"` (other strategies use the
-            global RNG).
+        num_particles (`int`, *optional*, defaults to `16`): particles per prompt (`"smc"` only).
+        alpha_ramp_tokens (`int`, *optional*, defaults to `0`): `"smc"` only: ramp the exponent from 1 to `1 / T`
+            over this many tokens (the weights correct for it: the target stays `p^(1/T)`).
+        return_particles (`bool`, *optional*, defaults to `False`): `"smc"` with `return_dict_in_generate=True`
+            only: also return every particle with its normalised log-weight.
+        generator (`torch.Generator`, *optional*): randomness of `"mcmc"`, `"glauber"` and `"smc"` (other
+            strategies use the global RNG).
         allow_active_adapters (`bool`, *optional*, defaults to `False`): `"mcmc"` / `"glauber"` on a model with an
             active PEFT adapter that hf_seqtemp does not know (not from `load_tempered`) raise, since the adapter
             may already be tempered; `True` tempers the adapted model as it is.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + new_tokens)`; with `return_dict_in_generate=True` the
-        strategy's output ([`PowerSamplingOutput`] for `"mcmc"`, [`GlauberGenerateOutput`] for `"glauber"`, the
+        strategy's output ([`PowerSamplingOutput`] for `"mcmc"`, [`GlauberGenerateOutput`] for `"glauber"`,
+        [`SMCOutput`] for `"smc"`, the
         usual `generate` output otherwise).
 
     Example:
@@ -159,7 +172,9 @@ def seqtemp_generate(
     adapters = tempered_adapters(model)
     _check_family(model, adapters)
     options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
-    options.update(num_candidates=num_candidates, generator=generator, allow_active_adapters=allow_active_adapters)
+    options.update(num_candidates=num_candidates, generator=generator, num_particles=num_particles)
+    options.update(alpha_ramp_tokens=alpha_ramp_tokens, return_particles=return_particles)
+    options.update(allow_active_adapters=allow_active_adapters)
     call = GenerateCall(*sampling_args, model_kwargs, seq_temperature, adapters, options)
     if strategy == "auto":
         strategy = "adapter" if adapters else "mcmc"

@@ -34,6 +34,7 @@ from .answers import pad_after_answer, resolve_eos_and_pad
 from .glauber import GlauberGenerateOutput, ancestral_draft, check_site_memory, glauber_refine
 from .power_sampling import power_sample
 from .processed import TOKEN_WARPERS, processed_conditionals
+from .smc import smc_sample
 
 logger = logging.get_logger(__name__)
 
@@ -170,6 +171,29 @@ def _mcmc_strategy(call: GenerateCall):
         )
 
 
+def _smc_strategy(call: GenerateCall):
+    """Training-free Power-SMC ([`smc_sample`]) of the base model; the user's processors (token-level warpers
+    removed) are part of `p`, in the proposal and in the weights."""
+    eos_token_id, pad_token_id = call.eos_and_pad()
+    processors = call.target_processors()
+    with call.on_base_model("smc"):
+        return smc_sample(
+            call.model,
+            call.input_ids,
+            call.model_kwargs.get("attention_mask"),
+            max_new_tokens=call.max_new_tokens,
+            seq_temperature=call.seq_temperature,
+            num_particles=call.options.get("num_particles", 16),
+            alpha_ramp_tokens=call.options.get("alpha_ramp_tokens", 0),
+            logits_processor=processors,
+            generator=call.options["generator"],
+            return_dict_in_generate=call.return_dict,
+            return_particles=call.options.get("return_particles", False),
+            eos_token_id=eos_token_id,
+            pad_token_id=pad_token_id,
+        )
+
+
 def _check_glauber(call: GenerateCall) -> None:
     check_int(call.options["glauber_rounds"], "glauber_rounds", 0, fix="0 returns the draft.")
     if call.max_new_tokens < 1:
@@ -233,6 +257,7 @@ STRATEGY_REGISTRY: dict[str, Callable[[GenerateCall], Any]] = {
     "mcmc": _mcmc_strategy,
     "glauber": _glauber_strategy,
     "imh": _imh_strategy,
+    "smc": _smc_strategy,
 }
 """`strategy` name → the function that samples a prepared call (`"auto"` resolves to `"adapter"` or `"mcmc"`)."""
 

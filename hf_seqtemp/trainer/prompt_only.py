@@ -107,6 +107,21 @@ def complete_prompts(reference, prompts: Dataset, args, processing_class, split:
     return Dataset.from_list(rows)
 
 
+def reference_from_sampler(rows: list[dict], completion_logps: list[list[float]]) -> list[tuple[float, list[float]]]:
+    """`(ref_logps, ref_token_logps)` of each row from the sampler's own log-probabilities of its completion tokens.
+
+    The completions are drawn from the reference p at token temperature 1 with no truncation of the distribution,
+    so the logits `generate` computed while drawing them are p's conditionals of exactly these tokens: their
+    log-softmax is what scoring the rows again would give (up to float rounding of the cached forward passes), at
+    no extra forward pass. The per-token values are aligned with `input_ids` (0 on the prompt), as the scorer's.
+    """
+    values = []
+    for row, logps in zip(rows, completion_logps):
+        per_token = [0.0] * (len(row["input_ids"]) - len(logps)) + list(logps)
+        values.append((torch.tensor(logps, dtype=torch.float32).sum().item(), per_token))
+    return values
+
+
 class CompletionPool(torch.utils.data.Dataset):
     """`num_generations` completion slots per prompt, refilled with fresh samples of the reference during training.
 
@@ -166,7 +181,9 @@ class FreshCollator:
     """Collates slots of a [`CompletionPool`], first drawing fresh completions for the stale ones (and their
     reference log-probabilities, which `score_reference` adds to the collated batch of new rows). A completion is
     cut to fit `max_length` tokens with its prompt ([`sampled_row`]); the first cut is warned about with the number
-    of cut completions of that draw, and `cut` counts them all."""
+    of cut completions of that draw, and `cut` counts them all. `draw` returns the completions, or
+    `(completions, their per-token log p)` when the sampler's logits give the reference, passed on to
+    `score_reference` (cut with their completions)."""
 
     def __init__(self, pool: CompletionPool, collator, draw, score_reference, max_length=None, eos_ids=frozenset()):
         self.pool, self.collator, self.draw, self.score_reference = pool, collator, draw, score_reference
@@ -179,7 +196,8 @@ class FreshCollator:
         self.pool.next_batch()
         stale = self.pool.stale(indices)
         if stale:
-            completions = self.draw([self.pool.prompt_ids[i] for i in stale], stale)
+            drawn = self.draw([self.pool.prompt_ids[i] for i in stale], stale)
+            completions, sampler_logps = drawn if isinstance(drawn, tuple) else (drawn, None)
             rows, cut = [], 0
             for i, completion in zip(stale, completions):
                 row, was_cut = sampled_row(self.pool.prompt_ids[i], completion, self.max_length, self.eos_ids)
@@ -188,7 +206,12 @@ class FreshCollator:
             if cut and not self.cut:
                 warn_cut(cut, len(rows), self.max_length, "fresh samples (further cuts are counted, not warned)")
             self.cut += cut
-            for i, row in zip(stale, self.score_reference(rows)):
+            if sampler_logps is None:
+                scored = self.score_reference(rows)
+            else:
+                kept = [logps[: sum(row["completion_mask"])] for row, logps in zip(rows, sampler_logps)]
+                scored = self.score_reference(rows, kept)
+            for i, row in zip(stale, scored):
                 self.pool.rows[i], self.pool.drawn_in[i] = row, self.pool.generation
         return self.collator([self.pool.rows[i] for i in indices])
 

@@ -11,9 +11,10 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from ..data import EXAMPLE_ID, eos_ids_of, sample_completions
+from ..likelihood.autoregressive import AutoregressiveScorer
 from ..peft_compat import peft_model_of
 from .distributed import sampling_seed, seeded
-from .prompt_only import pad_token_id_of
+from .prompt_only import pad_token_id_of, reference_from_sampler
 
 
 class ReferenceMixin:
@@ -46,16 +47,30 @@ class ReferenceMixin:
             reference.train(was_training)
         return seq_logps, token_logps
 
-    def _draw(self, prompts: list[list[int]], slots: list[int]) -> list[list[int]]:
-        """One fresh completion of each prompt from the reference p (exact sampling), for the completion pool: a
-        stream of its own, seeded by the run's seed, this rank, the pool's generation and the first slot drawn, so
-        ranks draw independently and a draw is reproducible (it does not depend on what ran before)."""
+    def _reference_from_sampler(self) -> bool:
+        """Whether the reference values are p's log-probabilities of the completion tokens themselves (exact
+        autoregressive scoring at token temperature 1), which the sampler's logits hold."""
+        scorer = getattr(self.family, "scorer", None)
+        return (
+            getattr(self.family, "reference_column", None) == "ref_token_logps"
+            and isinstance(scorer, AutoregressiveScorer)
+            and scorer.token_temperature == 1.0
+        )
+
+    def _draw(
+        self, prompts: list[list[int]], slots: list[int]
+    ) -> list[list[int]] | tuple[list[list[int]], list[list[float]]]:
+        """One fresh completion of each prompt from the reference p (exact sampling), for the completion pool, with
+        their per-token log p from the sampler's logits when they are the reference values. A stream of its own,
+        seeded by the run's seed, this rank, the pool's generation and the first slot drawn, so ranks draw
+        independently and a draw is reproducible (it does not depend on what ran before)."""
         seed = sampling_seed(self.args.seed, self.accelerator.process_index, self._pool.generation, slots[0])
         with self._reference_model() as reference, seeded(seed):
             was_training = reference.training
             reference.eval()
             eos, pad = eos_ids_of(reference, self.processing_class), pad_token_id_of(self.processing_class, reference)
-            out = sample_completions(reference, prompts, self.args.max_completion_length, eos, pad, len(prompts), None)
+            args = (reference, prompts, self.args.max_completion_length, eos, pad, len(prompts), None)
+            out = sample_completions(*args, return_logps=self._reference_from_sampler())
             reference.train(was_training)
         return out
 
@@ -77,9 +92,14 @@ class ReferenceMixin:
         stored = self.family.reference_rows(values, batch) if values is not None else [None] * len(seq)
         return list(zip(seq.tolist(), stored))
 
-    def _score_rows(self, rows: list[dict]) -> list[dict]:
-        """`rows` with their reference columns (`ref_logps`, and per-token values when the objective needs them)."""
-        for row, (value, per_token) in zip(rows, self._reference_values(self.data_collator.collator(rows))):
+    def _score_rows(self, rows: list[dict], sampler_logps: list[list[float]] | None = None) -> list[dict]:
+        """`rows` with their reference columns (`ref_logps`, and per-token values when the objective needs them),
+        from the sampler's log-probabilities when given, else from a forward pass of the reference."""
+        if sampler_logps is not None:
+            values = reference_from_sampler(rows, sampler_logps)
+        else:
+            values = self._reference_values(self.data_collator.collator(rows))
+        for row, (value, per_token) in zip(rows, values):
             row["ref_logps"] = value
             if self.objective.needs_ref_token_logps:
                 row[self.family.reference_column] = per_token

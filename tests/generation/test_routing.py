@@ -155,7 +155,9 @@ def _sample(model, **kwargs):
 def test_routing_errors(two_adapters):
     with pytest.raises(ValueError, match=r"available temperatures: \[0.5, 2.0\]"):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.7)
-    with pytest.raises(ValueError, match=r"`strategy` must be one of \['auto', 'adapter', 'mcmc', 'glauber', 'imh'\]"):
+    with pytest.raises(
+        ValueError, match=r"`strategy` must be one of \['auto', 'adapter', 'mcmc', 'glauber', 'imh', 'smc'\]"
+    ):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.8, strategy="interpolate")
     with pytest.raises(ValueError, match=r"`strategy` must be one of \['auto', 'adapter'"):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.5, strategy="beam")
@@ -210,7 +212,9 @@ def test_a_registered_strategy_is_selected_by_name(monkeypatch):
     out = _sample(tiny_llama(vocab_size=8), custom_generate=seqtemp_generate, seq_temperature=0.25, strategy="zeros")
     assert seen == [(0.25, 12, 4)] and out[0, PROMPT.shape[1] :].tolist() == [0] * 12
     monkeypatch.undo()  # unregistered again: the name is refused
-    with pytest.raises(ValueError, match=r"`strategy` must be one of \['auto', 'adapter', 'mcmc', 'glauber', 'imh'\]"):
+    with pytest.raises(
+        ValueError, match=r"`strategy` must be one of \['auto', 'adapter', 'mcmc', 'glauber', 'imh', 'smc'\]"
+    ):
         _sample(tiny_llama(vocab_size=8), custom_generate=seqtemp_generate, seq_temperature=0.25, strategy="zeros")
 
 

@@ -1,0 +1,317 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Training-free power sampling for autoregressive LMs by sequential Monte Carlo (Power-SMC), targeting `p(x)^alpha`.
+
+Each prompt gets `num_particles` particles, all of them rows of one batch that share one KV cache. Step `t` runs
+one forward pass for every particle, giving the base conditional `p(v | x_<t)` (the model's logits after the
+user's logits processors, `softmax(processors(x_<t, logits))`: the processed model *is* `p`, in the proposal and in
+the weights alike). The intermediate target after `t` tokens is `gamma_t(x_<=t) = prod_{s<=t} p(x_s | x_<s)^alpha`
+and the proposal is token temperature `1 / alpha`, `q_t(v) = p(v | x_<t)^alpha / Z_t` with
+`Z_t = sum_v p(v | x_<t)^alpha`. The incremental importance weight is
+
+    gamma_t / (gamma_{t-1} q_t) = p(x_t | x_<t)^alpha / q_t(x_t) = Z_t(x_<t) = sum_v p(v | x_<t)^alpha,
+
+read from the same logits, and independent of the token drawn. So each step weights the particles by `Z_t`,
+resamples them when the effective sample size `ESS = (sum w)^2 / sum w^2` of a prompt falls below
+`ess_threshold * num_particles` (systematic resampling by default: one uniform per prompt, `N` evenly spaced
+points; `"multinomial"` draws `N` independent indices), reorders the KV cache accordingly, and only then draws
+`x_t ~ q_t`: after resampling the particles carry equal weights and the next token comes from the fully adapted
+proposal. A particle whose answer ended (any EOS id, included in the answer) keeps its weight and gets no further
+increment; it is padded with `pad_token_id`. An answer with no EOS within `max_new_tokens` tokens is the truncated
+event, whose probability is that of its tokens, so the target is `p^alpha` over the answers of at most
+`max_new_tokens` tokens, as in [`power_sample`]. The answer returned for a prompt is one particle drawn with
+probability proportional to its final weight; the estimate is consistent, i.e. exact as `num_particles` grows (with
+finite `N` the answer's law is biased by O(1/N)).
+
+The optional ramp (`alpha_ramp_tokens=K`) tempers the early steps less: the intermediate target after `t` tokens is
+`p(x_<=t)^alpha_t` with `alpha_t = 1 + (alpha - 1) min(1, (t + 1) / K)`, the proposal is `p^alpha_t / Z_t(alpha_t)`,
+and the weight carries the change of target on the prefix, `(alpha_t - alpha_{t-1}) log p(x_<t) + log Z_t(alpha_t)`
+(also on finished answers). The last target is `p^alpha` in every case (answers that end before the ramp does get
+the rest of the exponent at the end), so the ramp changes the variance of the weights, never the target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from transformers.utils import ModelOutput
+
+from ..checks import check_int, check_temperature
+from ..likelihood.autoregressive import _accepts_position_ids, position_ids_from_attention_mask
+from .answers import resolve_eos_and_pad
+
+RESAMPLING = ("systematic", "multinomial")
+
+
+@dataclass
+class SMCOutput(ModelOutput):
+    """Output of [`smc_sample`] with `return_dict_in_generate=True`.
+
+    Args:
+        sequences (`torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`): prompts and the answer
+            drawn for each by the final weights, padded after its EOS.
+        sequence_logps (`torch.FloatTensor` of shape `(batch,)`): `log p(answer | prompt)` of the returned answers
+            (EOS included; `p` after the logits processors).
+        log_normalizer (`torch.FloatTensor` of shape `(batch,)`): the SMC estimate of `log sum_x p(x | prompt)^alpha`
+            over the answers of at most `max_new_tokens` tokens (unbiased in `Z`, not in `log Z`).
+        num_resamples (`torch.LongTensor` of shape `(batch,)`): resampling steps per prompt.
+        model_calls (`int`): sequential forward passes (each one batch over every particle of every prompt).
+        particles (`torch.LongTensor` of shape `(batch, num_particles, prompt_length + max_new_tokens)`, *optional*):
+            every particle, with `return_particles=True`.
+        particle_log_weights (`torch.FloatTensor` of shape `(batch, num_particles)`, *optional*): their normalised
+            log-weights (`logsumexp` 0 per prompt).
+        particle_logps (`torch.FloatTensor` of shape `(batch, num_particles)`, *optional*): their `log p(answer)`.
+    """
+
+    sequences: torch.LongTensor | None = None
+    sequence_logps: torch.FloatTensor | None = None
+    log_normalizer: torch.FloatTensor | None = None
+    num_resamples: torch.LongTensor | None = None
+    model_calls: int | None = None
+    particles: torch.LongTensor | None = None
+    particle_log_weights: torch.FloatTensor | None = None
+    particle_logps: torch.FloatTensor | None = None
+
+
+def ramp_exponent(step: int, alpha: float, ramp_tokens: int) -> float:
+    """The exponent of the intermediate target after token `step` (0-based): `alpha` without a ramp."""
+    if ramp_tokens <= 0:
+        return alpha
+    return 1.0 + (alpha - 1.0) * min(1.0, (step + 1) / ramp_tokens)
+
+
+def resample_indices(log_weights: torch.Tensor, method: str, generator: torch.Generator | None) -> torch.Tensor:
+    """Ancestor indices `(batch, N)` within each row of `log_weights` `(batch, N)`, sorted (systematic) or not.
+
+    Systematic: `u ~ U[0, 1)` per row, points `(u + i) / N`, ancestor = first index whose cumulative weight
+    exceeds the point; each particle is kept `floor(N w_i)` or `ceil(N w_i)` times. Multinomial: `N` independent
+    draws from the weights.
+    """
+    batch, n = log_weights.shape
+    weights = (log_weights - log_weights.logsumexp(dim=1, keepdim=True)).exp().double()
+    if method == "multinomial":
+        return torch.multinomial(weights, n, replacement=True, generator=generator)
+    u = torch.rand(batch, 1, generator=generator, dtype=torch.float64, device=log_weights.device)
+    points = (u + torch.arange(n, dtype=torch.float64, device=log_weights.device)) / n
+    cumulative = weights.cumsum(dim=1)
+    cumulative[:, -1] = 1.0 + 1e-12  # rounding must not leave a point past the last particle
+    return torch.searchsorted(cumulative, points, right=True).clamp(max=n - 1)
+
+
+def incremental_log_weight(next_logp: torch.Tensor, alpha: float) -> torch.Tensor:
+    """`log sum_v p(v | x_<t)^alpha` from `next_logp = log p(. | x_<t)` `(rows, vocab)`: the weight
+    `p(x_t)^alpha / q_t(x_t)` of the proposal `q_t = p^alpha / sum_v p(v)^alpha`, whatever `x_t` is drawn."""
+    return (alpha * next_logp).logsumexp(dim=-1)
+
+
+def effective_sample_size(log_weights: torch.Tensor) -> torch.Tensor:
+    """`(sum w)^2 / sum w^2` per row of `log_weights` `(batch, N)`."""
+    return (2 * log_weights.logsumexp(dim=1) - (2 * log_weights).logsumexp(dim=1)).exp()
+
+
+@dataclass
+class _Particles:
+    """The state of all `batch * N` particles (row `b * N + i` is particle `i` of prompt `b`)."""
+
+    ids: torch.Tensor
+    attn: torch.Tensor
+    past: object
+    logp: torch.Tensor  # log p of the answer so far
+    done: torch.Tensor  # the answer ended at an EOS
+    log_weights: torch.Tensor  # (batch, N)
+
+    def reorder(self, index: torch.Tensor, next_logp: torch.Tensor) -> torch.Tensor:
+        self.ids, self.attn = self.ids[index], self.attn[index]
+        self.logp, self.done = self.logp[index], self.done[index]
+        self.past.reorder_cache(index)
+        return next_logp[index]
+
+
+def _forward(model, step_ids, attn, past):
+    kwargs = {"attention_mask": attn, "past_key_values": past, "use_cache": True}
+    if _accepts_position_ids(model):
+        kwargs["position_ids"] = position_ids_from_attention_mask(attn)[:, -step_ids.shape[1] :]
+    out = model(input_ids=step_ids, **kwargs)
+    return out.logits[:, -1].float(), out.past_key_values
+
+
+def _next_logp(state: _Particles, logits: torch.Tensor, processors) -> torch.Tensor:
+    """`log p(v | x_<t)` of every particle, `p` being the processed model.
+
+    The processors see batches laid out as `generate` built them (one row per prompt, e.g. a repetition penalty
+    that knows each row's padding): they run once per particle index `i` on the rows `(b, i)` of every prompt `b`.
+    """
+    if processors:
+        batch, n = state.log_weights.shape
+        ids, scores = state.ids.view(batch, n, -1), logits.view(batch, n, -1)
+        logits = torch.stack([processors(ids[:, i], scores[:, i]) for i in range(n)], dim=1).flatten(0, 1)
+    return logits.log_softmax(dim=-1)
+
+
+def _resample(state: _Particles, next_logp, method, threshold, generator):
+    """Resamples the prompts whose ESS is below `threshold * N`; returns the reordered `next_logp` and the mask."""
+    batch, n = state.log_weights.shape
+    low = effective_sample_size(state.log_weights) < threshold * n
+    if not bool(low.any()):
+        return next_logp, low
+    local = torch.arange(n, device=low.device).expand(batch, n).clone()
+    local[low] = resample_indices(state.log_weights[low], method, generator)
+    index = (local + n * torch.arange(batch, device=low.device)[:, None]).flatten()
+    mean = state.log_weights[low].logsumexp(dim=1, keepdim=True) - math.log(n)
+    state.log_weights[low] = mean.expand(-1, n)  # equal weights that keep the normaliser estimate
+    return state.reorder(index, next_logp), low
+
+
+def _propose(state: _Particles, next_logp, alpha_t, eos, pad, generator):
+    """Draws `x_t ~ p^alpha_t / Z_t` for the running particles and appends it (pad on finished ones)."""
+    proposal = (alpha_t * next_logp).softmax(dim=-1)
+    token = torch.multinomial(proposal, 1, generator=generator).masked_fill(state.done[:, None], pad)
+    state.logp = state.logp + next_logp.gather(1, token)[:, 0].masked_fill(state.done, 0.0)
+    state.done = state.done | torch.isin(token[:, 0], eos)
+    state.ids = torch.cat([state.ids, token], dim=1)
+    state.attn = torch.cat([state.attn, state.attn.new_ones(state.attn.shape[0], 1)], dim=1)
+    return token
+
+
+def _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, alpha_ramp_tokens, resampling):
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        raise ValueError(f"`input_ids` must be a 2-D tensor (batch, length), got {getattr(input_ids, 'shape', None)}.")
+    check_int(max_new_tokens, "max_new_tokens")
+    check_int(num_particles, "num_particles", fix="1 is token-temperature sampling; try 16.")
+    check_int(alpha_ramp_tokens, "alpha_ramp_tokens", 0, fix="0 turns the ramp off.")
+    if not isinstance(ess_threshold, (int, float)) or not 0.0 <= ess_threshold <= 1.0:
+        raise ValueError(f"`ess_threshold` must be a float in [0, 1], got {ess_threshold!r}; the default is 0.5.")
+    if resampling not in RESAMPLING:
+        raise ValueError(f"`resampling` must be one of {list(RESAMPLING)}, got {resampling!r}.")
+
+
+def _start(model, input_ids, attention_mask, num_particles):
+    """Prefills each prompt once, then copies its cache and logits to its `num_particles` particles."""
+    logits, past = _forward(model, input_ids, attention_mask, None)
+    past.batch_repeat_interleave(num_particles)
+    rows = input_ids.shape[0] * num_particles
+    state = _Particles(
+        ids=input_ids.repeat_interleave(num_particles, dim=0),
+        attn=attention_mask.repeat_interleave(num_particles, dim=0),
+        past=past,
+        logp=torch.zeros(rows, device=input_ids.device),
+        done=torch.zeros(rows, dtype=torch.bool, device=input_ids.device),
+        log_weights=torch.zeros(input_ids.shape[0], num_particles, device=input_ids.device),
+    )
+    return state, logits.repeat_interleave(num_particles, dim=0)
+
+
+def _run(model, state, logits, settings, max_new_tokens, generator):
+    """The SMC loop; returns the number of model calls and of resampling steps per prompt."""
+    alpha, ramp, processors, method, threshold, eos, pad = settings
+    batch, n = state.log_weights.shape
+    calls, resamples, alpha_prev = 1, torch.zeros(batch, dtype=torch.long), ramp_exponent(0, alpha, ramp)
+    token = None
+    for step in range(max_new_tokens):
+        if step:
+            logits, state.past = _forward(model, token, state.attn, state.past)
+            calls += 1
+        next_logp = _next_logp(state, logits, processors)
+        alpha_t = ramp_exponent(step, alpha, ramp)
+        log_norm = incremental_log_weight(next_logp, alpha_t).masked_fill(state.done, 0.0)
+        state.log_weights += (log_norm + (alpha_t - alpha_prev) * state.logp).view(batch, n)
+        next_logp, low = _resample(state, next_logp, method, threshold, generator)
+        resamples += low.long().cpu()
+        token = _propose(state, next_logp, alpha_t, eos, pad, generator)
+        alpha_prev = alpha_t
+        if bool(state.done.all()):
+            break
+    state.log_weights += ((alpha - alpha_prev) * state.logp).view(batch, n)  # the rest of a ramp: target p^alpha
+    return calls, resamples
+
+
+@torch.no_grad()
+def smc_sample(
+    model: torch.nn.Module,
+    input_ids: torch.LongTensor,
+    attention_mask: torch.Tensor | None = None,
+    max_new_tokens: int = 16,
+    seq_temperature: float = 0.5,
+    num_particles: int = 16,
+    ess_threshold: float = 0.5,
+    alpha_ramp_tokens: int = 0,
+    resampling: str = "systematic",
+    logits_processor=None,
+    generator: torch.Generator | None = None,
+    return_dict_in_generate: bool = False,
+    return_particles: bool = False,
+    eos_token_id: int | Sequence[int] | None = None,
+    pad_token_id: int | None = None,
+) -> SMCOutput | torch.LongTensor:
+    """Samples answers approximately from `p(answer | prompt)^(1/T)` by sequential Monte Carlo (Power-SMC).
+
+    See the module docstring for the algorithm. The cost is one sequential forward pass per generated token, as for
+    plain sampling, on a batch `num_particles` times wider.
+
+    Args:
+        model (`torch.nn.Module`): a causal LM (any `transformers` `...ForCausalLM`, PEFT-wrapped or not).
+        input_ids (`torch.LongTensor` of shape `(batch, prompt_length)`): prompts, left-padded.
+        attention_mask (`torch.Tensor` of shape `(batch, prompt_length)`, *optional*): 0 on padding.
+        max_new_tokens (`int`, *optional*, defaults to `16`): longest answer.
+        seq_temperature (`float`, *optional*, defaults to `0.5`): sequence temperature `T = 1 / alpha`.
+        num_particles (`int`, *optional*, defaults to `16`): particles per prompt (1: token temperature `T`).
+        ess_threshold (`float`, *optional*, defaults to `0.5`): resample a prompt's particles when their effective
+            sample size falls below `ess_threshold * num_particles`.
+        alpha_ramp_tokens (`int`, *optional*, defaults to `0`): ramp the exponent from 1 to `alpha` over this many
+            tokens, with weights that keep the target `p^alpha` (0: no ramp).
+        resampling (`str`, *optional*, defaults to `"systematic"`): `"systematic"` or `"multinomial"`.
+        logits_processor (`LogitsProcessorList`, *optional*): processors that define `p` (applied to the logits
+            before the log-softmax, in the proposal and in the weights).
+        generator (`torch.Generator`, *optional*): makes the run reproducible.
+        return_dict_in_generate (`bool`, *optional*, defaults to `False`): return an [`SMCOutput`].
+        return_particles (`bool`, *optional*, defaults to `False`): add every particle and its log-weight to it.
+        eos_token_id (`int` or `list[int]`, *optional*): tokens that end an answer; defaults to the model's
+            `generation_config.eos_token_id` (none: fixed length).
+        pad_token_id (`int`, *optional*): written after an answer's EOS; defaults to the generation config's pad
+            id, else the first EOS id.
+
+    Returns:
+        `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or an [`SMCOutput`].
+
+    Example:
+    ```python
+    >>> import torch
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> out = smc_sample(tiny_causal_lm(), torch.tensor([[1, 2], [3, 4]]), max_new_tokens=4, seq_temperature=0.5,
+    ...                  num_particles=8, generator=torch.Generator().manual_seed(0), return_dict_in_generate=True,
+    ...                  eos_token_id=3, pad_token_id=0)
+    >>> out.sequences.shape, out.model_calls <= 4
+    (torch.Size([2, 6]), True)
+    ```
+    """
+    _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, alpha_ramp_tokens, resampling)
+    alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
+    eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
+    eos = eos.to(input_ids.device)
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    batch, prompt_length = input_ids.shape
+    state, logits = _start(model, input_ids, attention_mask, num_particles)
+    settings = (alpha, alpha_ramp_tokens, logits_processor, resampling, ess_threshold, eos, pad)
+    calls, resamples = _run(model, state, logits, settings, max_new_tokens, generator)
+    ids = state.ids
+    if ids.shape[1] < prompt_length + max_new_tokens:  # every answer ended early
+        ids = torch.cat([ids, ids.new_full((ids.shape[0], prompt_length + max_new_tokens - ids.shape[1]), pad)], 1)
+    ids = ids.view(batch, num_particles, -1)
+    log_weights = state.log_weights - state.log_weights.logsumexp(dim=1, keepdim=True)
+    chosen = torch.multinomial(log_weights.exp().double(), 1, generator=generator)[:, 0]
+    rows = torch.arange(batch, device=ids.device)
+    sequences, logp = ids[rows, chosen], state.logp.view(batch, num_particles)
+    if not return_dict_in_generate:
+        return sequences
+    extra = {"particles": ids, "particle_log_weights": log_weights, "particle_logps": logp} if return_particles else {}
+    return SMCOutput(
+        sequences=sequences,
+        sequence_logps=logp[rows, chosen],
+        log_normalizer=state.log_weights.logsumexp(dim=1) - math.log(num_particles),
+        num_resamples=resamples,
+        model_calls=calls,
+        **extra,
+    )
