@@ -83,24 +83,6 @@ def _read_prompts(data_args: DataArguments, tokenizer) -> list:
     return prompts
 
 
-def _split_by_prompt(data, fraction: float, seed: int):
-    """(train, held-out): whole prompts are held out (by `prompt_id`, else `prompt`), so held-out prompts are
-    unseen in training; a corpus without prompts is split by example."""
-    key = next((c for c in ("prompt_id", "prompt") if c in data.column_names), None)
-    if key is None:
-        split = data.train_test_split(test_size=fraction, seed=seed)
-        return split["train"], split["test"]
-    import random
-
-    values = sorted({json.dumps(v, sort_keys=True) for v in data[key]})
-    random.Random(seed).shuffle(values)
-    held = set(values[: max(1, round(fraction * len(values)))])
-    if len(held) == len(values):
-        raise ValueError(f"`--eval_fraction` {fraction} holds out every one of the {len(values)} prompts.")
-    marks = [json.dumps(v, sort_keys=True) in held for v in data[key]]
-    return data.select([i for i, m in enumerate(marks) if not m]), data.select([i for i, m in enumerate(marks) if m])
-
-
 def _load_data(data_args: DataArguments, model, tokenizer):
     """The dataset from --dataset_path, or sampled from `model` for the prompts of --sample_prompts_file."""
     if (data_args.dataset_path is None) == (data_args.sample_prompts_file is None):
@@ -149,9 +131,13 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         data = Dataset.from_dict({"prompt": _read_prompts(script_args, tokenizer)})
     else:
         data = _load_data(script_args, model, tokenizer)
-    train, held_out = data, None
+    train, held_out, unseen = data, None, False
     if script_args.eval_fraction > 0:
-        train, held_out = _split_by_prompt(data, script_args.eval_fraction, training_args.seed)
+        from .data import split_by_prompt
+
+        train, held_out, unseen = split_by_prompt(
+            data, script_args.eval_fraction, training_args.seed, training_args.dataset_text_field
+        )
     targets = script_args.lora_target_modules
     lora = LoraConfig(
         r=script_args.lora_r,
@@ -168,7 +154,7 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         trainer.evaluate()
     trainer.save_model(training_args.output_dir, _internal_call=True)
     if trainer.is_world_process_zero():
-        print(_saved_summary(training_args.output_dir))
+        print(_saved_summary(training_args.output_dir, unseen))
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_names=script_args.dataset_names or None)
         print(f"pushed to https://huggingface.co/{trainer.hub_model_id}")
@@ -179,8 +165,9 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _saved_summary(folder: str) -> str:
-    """What `train` saved, with the held-out figures its `seqtemp_config.json` records (or why there are none)."""
+def _saved_summary(folder: str, unseen_prompts: bool = False) -> str:
+    """What `train` saved, with the held-out figures its `seqtemp_config.json` records (or why there are none);
+    "never trained on" only when the held-out prompts are unseen prompts."""
     from .config import SequenceTemperatureConfig
 
     config = SequenceTemperatureConfig.from_pretrained(folder)
@@ -190,8 +177,10 @@ def _saved_summary(folder: str) -> str:
     over = "the held-out prompts"
     if config.eval_sequences is not None and config.eval_prompts is not None:
         over = f"{config.eval_sequences} completions of {_count(config.eval_prompts, 'held-out prompt')}"
+    if not unseen_prompts:
+        over = f"{config.eval_sequences} held-out rows of a corpus without prompts (unseen rows, not unseen prompts)"
     return (
-        f"{where}\nmeasured within prompts on {over}, never trained on: T_eff {config.eval_t_eff:.4f} (target "
+        f"{where}\nmeasured within prompts on {over}{', never trained on' if unseen_prompts else ''}: T_eff {config.eval_t_eff:.4f} (target "
         f"{config.target_temperature:g}), Kendall tau {config.eval_kendall_tau:.4f}, NLL/token "
         f"{config.eval_nll:.4f}; the card compares them with the base model and the myopic baseline"
     )

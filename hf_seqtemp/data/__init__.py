@@ -13,6 +13,7 @@ from .prepare import (
     prepare_dataset,
 )
 from .sampling import as_conversation, eos_ids_of, sample_completions, sample_dataset
+from .split import PromptSplit, prompt_key, split_by_prompt
 
 __all__ = [
     "EXAMPLE_ID",
@@ -21,6 +22,7 @@ __all__ = [
     "PROMPT_IDS",
     "RAGGED_COLUMNS",
     "GroupSampler",
+    "PromptSplit",
     "SeqTempCollator",
     "as_conversation",
     "check_group_batching",
@@ -28,8 +30,10 @@ __all__ = [
     "eos_ids_of",
     "is_prompt_only",
     "prepare_dataset",
+    "prompt_key",
     "sample_completions",
     "sample_dataset",
+    "split_by_prompt",
     "tokenize_example",
     "tokenize_prompt",
 ]

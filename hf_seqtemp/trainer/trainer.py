@@ -13,6 +13,7 @@ from transformers import AutoModelForCausalLM, Trainer
 
 from ..config import SequenceTemperatureConfig
 from ..data import GROUP_ID, GroupSampler, SeqTempCollator, check_group_batching, is_prompt_only, prepare_dataset
+from ..data.split import warn_on_shared_prompts
 from ..groups import group_codes, require_pairs, within_group_pairs
 from ..hub import save_weights
 from ..losses import LossInputs
@@ -99,6 +100,7 @@ class SeqTempTrainer(HubMixin, ReferenceMixin, Trainer):
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset")
         if eval_dataset is not None:
             eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset")
+            warn_on_shared_prompts(train_dataset, eval_dataset)
         if data_collator is None:
             data_collator = SeqTempCollator(pad_token_id=pad_token_id_of(processing_class, model))
         self._pool = None
