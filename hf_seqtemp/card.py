@@ -113,6 +113,11 @@ def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source
                     f"{_figure(r['nll_per_token'])} |"
                 ),
             ]
+            + (
+                [f"\n![log q against log p within prompts, from the same evaluation]({plot_name})"]
+                if plot_name
+                else []
+            )
         )
     data = f" from {', '.join(f'`{d}`' for d in dataset_names)}" if dataset_names else ""
     lines = [
@@ -248,6 +253,7 @@ def write_card(
     elif config.eval_t_eff is not None:
         figures = (config.eval_t_eff, config.eval_kendall_tau, config.eval_nll)
         reports = {"tempered": dict(zip(("t_eff", "kendall_tau", "nll_per_token"), figures))}
+        plot_name = PLOT_NAME if os.path.isfile(os.path.join(folder, PLOT_NAME)) else None  # the recorded plot
     config.save_pretrained(folder)
     card = render_model_card(config, reports, num_sequences, repo_id, dataset_names, plot_name, source, reason)
     with open(os.path.join(folder, CARD_NAME), "w", encoding="utf-8") as handle:
