@@ -60,7 +60,10 @@ def _read_dataset(path: str, split: str):
     elif path.endswith((".json", ".jsonl")) and os.path.isfile(path):
         loaded = datasets.Dataset.from_json(path)
     else:
-        raise ValueError(f"`--dataset_path` must be a `load_from_disk` folder or a .json/.jsonl file, got {path!r}.")
+        raise ValueError(
+            f"`--dataset_path` must be a `load_from_disk` folder or a .json/.jsonl file, got {path!r}; a text file "
+            "of prompts, one per line, goes to `--sample_prompts_file` (completions are then sampled)."
+        )
     if isinstance(loaded, datasets.DatasetDict):
         if split not in loaded:
             raise ValueError(f"`--dataset_split` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
@@ -83,25 +86,67 @@ def _read_prompts(data_args: DataArguments, tokenizer) -> list:
     return prompts
 
 
-def _load_data(data_args: DataArguments, model, tokenizer):
-    """The dataset from --dataset_path, or sampled from `model` for the prompts of --sample_prompts_file."""
+def _check_one_source(data_args: DataArguments) -> None:
     if (data_args.dataset_path is None) == (data_args.sample_prompts_file is None):
         raise ValueError("pass exactly one of `--dataset_path` and `--sample_prompts_file`.")
-    if data_args.dataset_path is not None:
-        return _read_dataset(data_args.dataset_path, data_args.dataset_split)
-    check_int(data_args.num_samples, "num_samples")
-    check_int(data_args.max_new_tokens, "max_new_tokens")
-    prompts = _read_prompts(data_args, tokenizer)
+
+
+def _check_pairs(data, fmt: str, path: str) -> None:
+    """Fails unless some prompt of `data` has 2 completions: T_eff and τ compare completions of one prompt."""
+    from collections import Counter
+
+    from .data import prompt_key
+
+    keys = data["prompt_id"] if "prompt_id" in data.column_names else [prompt_key(row, fmt) for row in data]
+    if max(Counter(map(str, keys)).values()) < 2:
+        raise ValueError(
+            f"every prompt of `--dataset_path` {path!r} has a single completion, but T_eff and Kendall tau compare "
+            "completions of the same prompt: give at least 2 completions per prompt (or a shared `prompt_id` "
+            "column), or give the prompts alone (`--sample_prompts_file`, or a file with only a `prompt` column) to "
+            "have `--num_generations` completions of each sampled."
+        )
+
+
+def _eval_data(args: EvalArguments):
+    """`(dataset, prompts)` for `eval`, checked before any model is loaded: a dataset with completions, or the
+    prompts to sample `--num_generations` completions of (from a prompt-only dataset; `None` for the prompts file)."""
+    _check_one_source(args)
+    check_int(args.max_completion_length, "max_completion_length")
+    check_int(args.num_generations, "num_generations")
+    if args.dataset_path is not None:
+        from .data import detect_format
+
+        data = _read_dataset(args.dataset_path, args.dataset_split)
+        fmt = detect_format(data.column_names, args.dataset_text_field, "--dataset_path")
+        if fmt != "prompt_only":
+            _check_pairs(data, fmt, args.dataset_path)
+            return data, None
+        print(
+            f"{args.dataset_path} holds prompts only: sampling {args.num_generations} completions of each from the "
+            "base model (as `--sample_prompts_file` does)"
+        )
+        prompts = list(data["prompt"])
+    else:
+        prompts = None
+    if args.num_generations < 2:
+        raise ValueError(
+            f"`--num_generations` {args.num_generations}: T_eff and Kendall tau compare completions of the same "
+            "prompt, so `eval` samples at least 2 per prompt: set `--num_generations 2` or more (8 by default)."
+        )
+    return None, prompts
+
+
+def _sample(args: EvalArguments, model, tokenizer, prompts):
     from .data import sample_dataset
 
     return sample_dataset(
         model,
         tokenizer,
-        prompts,
-        num_samples=data_args.num_samples,
-        max_new_tokens=data_args.max_new_tokens,
-        seed=data_args.sample_seed,
-        system_prompt=data_args.system_prompt,
+        prompts if prompts is not None else _read_prompts(args, tokenizer),
+        num_samples=args.num_generations,
+        max_new_tokens=args.max_completion_length,
+        seed=args.sample_seed,
+        system_prompt=args.system_prompt,
     )
 
 
@@ -122,6 +167,13 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
 
     if not 0.0 <= script_args.eval_fraction < 1.0:
         raise ValueError(f"`--eval_fraction` must be in [0, 1), got {script_args.eval_fraction}.")
+    if script_args.eval_fraction == 0:
+        print(
+            "hf-seqtemp train: nothing will be measured after training (`--eval_fraction` is 0): pass "
+            "`--eval_fraction 0.25` to hold out a quarter of the prompts (2 prompts at least), or measure later with "
+            "`hf-seqtemp eval` on other prompts.",
+            file=sys.stderr,
+        )
     check_int(script_args.lora_r, "lora_r")
     model, tokenizer = _load_base(script_args)
     if script_args.sample_prompts_file is not None and script_args.dataset_path is None:
@@ -130,7 +182,8 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
 
         data = Dataset.from_dict({"prompt": _read_prompts(script_args, tokenizer)})
     else:
-        data = _load_data(script_args, model, tokenizer)
+        _check_one_source(script_args)
+        data = _read_dataset(script_args.dataset_path, script_args.dataset_split)
     train, held_out, unseen = data, None, False
     if script_args.eval_fraction > 0:
         from .data import split_by_prompt
@@ -207,8 +260,10 @@ def run_eval(args: EvalArguments) -> int:
             args.default_model = True
         else:
             args.model_name_or_path = config.base_model_id
+    data, prompts = _eval_data(args)  # every check that needs no model, before loading one
     base, tokenizer = _load_base(args)
-    data = _load_data(args, base, tokenizer)
+    if data is None:
+        data = _sample(args, base, tokenizer, prompts)
     myopic_t = args.token_temperature if args.token_temperature is not None else config.target_temperature
     check_temperature(myopic_t, "token_temperature")
     model = load_tempered(args.adapter_path, base_model=base)
@@ -298,13 +353,16 @@ def _bench_candidates() -> list[Path]:
 
 
 def run_bench(argv: list[str]) -> int:
-    """Runs `benchmarks/run_all.py` with `argv` passed through; returns its exit status."""
+    """Runs `benchmarks/run_all.py` with `argv` passed through, writing under `./outputs/` unless `--results` says
+    otherwise; returns its exit status."""
     script = next((path for path in _bench_candidates() if path.is_file()), None)
     if script is None:
         raise FileNotFoundError(
             "`hf-seqtemp bench` needs benchmarks/run_all.py, which is not in the working directory nor next to the "
             "package: run it from a source checkout of hf_seqtemp."
         )
+    if not any(arg.split("=", 1)[0] == "--results" for arg in argv):  # the results go where the command runs
+        argv = [*argv, "--results", str(Path.cwd() / "outputs" / "bench")]
     return subprocess.call([sys.executable, str(script), *argv])
 
 
@@ -317,13 +375,32 @@ def _dataclass_types(command: str):
     return {"eval": (EvalArguments,), "generate": (GenerateArguments,)}[command]
 
 
+def _check_train_flags(rest: list[str], prog: str) -> None:
+    """Rejects a mistyped `train` flag before the trainer (and torch) is imported, from the fields' source."""
+    from .cli_parser import SeqTempArgumentParser, train_config_fields, unknown_flags
+
+    names = train_config_fields()
+    if names is None or {"-h", "--help"} & set(rest):
+        return  # the full parser decides
+    names |= {field.name for field in fields(TrainScriptArguments)}
+    unknown = unknown_flags(rest, names)
+    if unknown:
+        parser = SeqTempArgumentParser((TrainScriptArguments,), prog=prog, description=COMMANDS["train"])
+        parser.error(parser._unknown(unknown, [f"--{name}" for name in sorted(names)]))
+
+
 def _run(command: str, rest: list[str]) -> int:
     from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 
-    from .cli_parser import SeqTempArgumentParser
+    from .cli_parser import SeqTempArgumentParser, renamed_flags
 
+    prog = f"hf-seqtemp {command}"
+    if command in ("train", "eval"):  # one vocabulary, TRL's: --num_generations, --max_completion_length
+        rest = renamed_flags(rest, prog)
+    if command == "train":
+        _check_train_flags(rest, prog)
     types = _dataclass_types(command)
-    parser = SeqTempArgumentParser(types, prog=f"hf-seqtemp {command}", description=COMMANDS[command])
+    parser = SeqTempArgumentParser(types, prog=prog, description=COMMANDS[command])
     try:
         parsed = parser.parse_flags(rest)
         if command == "train":
