@@ -91,3 +91,23 @@ def test_one_prompt_cannot_be_held_out_and_the_error_names_the_fix():
     data = Dataset.from_dict({"prompt": ["a b"] * 4, "completion": WORDS})
     with pytest.raises(ValueError, match=r"needs at least 2 distinct prompts.*train without `eval_fraction`"):
         split_by_prompt(data, 0.25)
+
+
+def test_the_trainer_warns_when_eval_prompts_appear_in_training(tmp_path, caplog):
+    from tiny_models import tiny_causal_lm
+
+    from hf_seqtemp import SeqTempConfig, SeqTempTrainer
+
+    def rows(prompts):
+        return Dataset.from_list(
+            [{"input_ids": [0, p, c], "completion_mask": [0, 0, 1]} for p in prompts for c in (1, 2, 3)]
+        )
+
+    args = SeqTempConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", num_generations=3)
+    args.per_device_train_batch_size = 6
+    with caplog.at_level(logging.WARNING):
+        SeqTempTrainer(tiny_causal_lm(4), args, train_dataset=rows([1, 2]), eval_dataset=rows([3]))
+    assert "also appear in `train_dataset`" not in caplog.text
+    with caplog.at_level(logging.WARNING):
+        SeqTempTrainer(tiny_causal_lm(4), args, train_dataset=rows([1, 2]), eval_dataset=rows([2, 3]))
+    assert "1 of the 2 prompts of `eval_dataset` also appear in `train_dataset`" in caplog.text
