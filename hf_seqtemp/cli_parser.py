@@ -136,11 +136,12 @@ def train_config_fields() -> set[str] | None:
 
 
 def unknown_flags(args: list[str], fields: set[str]) -> list[str]:
-    """The `--flags` of `args` that name none of `fields` (as `--name`, `--name=v`, `--no_name`, or with dashes).
+    """The `--flags` of `args` that name none of `fields` (as `--name`, `--name=v`, `--no_name`, with dashes, or
+    abbreviated as argparse allows).
 
     Example:
     ```python
-    >>> unknown_flags(["--seed", "1", "--no-use_cpu", "--sed=2", "-5"], {"seed", "use_cpu"})
+    >>> unknown_flags(["--seed", "1", "--no-use_cpu", "--use", "--sed=2", "-5"], {"seed", "use_cpu"})
     ['--sed=2']
     ```
     """
@@ -149,7 +150,9 @@ def unknown_flags(args: list[str], fields: set[str]) -> list[str]:
         if not arg.startswith("--"):
             continue
         name = arg[2:].split("=", 1)[0].replace("-", "_")
-        if name not in fields and not (name.startswith("no_") and name[3:] in fields):
+        if name in fields or (name.startswith("no_") and name[3:] in fields):
+            continue
+        if not any(field.startswith(name) for field in fields):  # argparse takes a prefix as an abbreviation
             unknown.append(arg)
     return unknown
 

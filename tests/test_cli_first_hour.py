@@ -158,11 +158,11 @@ def test_bench_writes_under_the_current_folder(tmp_path, monkeypatch):
 @pytest.mark.parametrize("command", ["train", "eval", "generate"])
 def test_a_mistyped_flag_fails_without_importing_torch(command):
     code = (
-        f"import sys\nfrom hf_seqtemp.cli import main\ntry:\n    main([{command!r}, '--learning_rat', '1', '--seed', "
+        f"import sys\nfrom hf_seqtemp.cli import main\ntry:\n    main([{command!r}, '--learnin_rate', '1', '--seed', "
         "'2'])\nexcept SystemExit as e:\n    print('exit', e.code, 'torch' in sys.modules)"
     )
     run = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300)
     assert run.stdout.strip() == "exit 2 False", run.stderr[-2000:]
-    assert "unrecognised flag(s): --learning_rat" in run.stderr
+    assert "unrecognised flag(s): --learnin_rate" in run.stderr
     if command == "train":
         assert "(did you mean --learning_rate?)" in run.stderr
