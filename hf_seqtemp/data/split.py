@@ -110,10 +110,11 @@ def split_by_prompt(dataset, fraction: float, seed: int = 0, text_field: str = "
 
 def warn_on_shared_prompts(train_dataset, eval_dataset) -> int:
     """Warns when prepared training and evaluation sets share prompt groups (their figures are then not on unseen
-    prompts); returns how many held-out prompts also appear in training."""
-    held = set(eval_dataset[GROUP_ID])
-    shared = held & set(train_dataset[GROUP_ID])
-    if shared:
+    prompts); returns how many held-out prompts also appear in training. An unconditional corpus (one group in all)
+    has no prompts to hold out, and is not warned about."""
+    held, trained = set(eval_dataset[GROUP_ID]), set(train_dataset[GROUP_ID])
+    shared = held & trained
+    if shared and len(held | trained) > 1:  # one group in all: an unconditional corpus, which has no prompts
         logger.warning(
             f"{len(shared)} of the {len(held)} prompts of `eval_dataset` also appear in `train_dataset`, so its figures "
             "are not on unseen prompts: hold out whole prompts with `hf_seqtemp.data.split_by_prompt`."
