@@ -96,6 +96,18 @@ def meets_bar(report: dict, temperature: float) -> bool:
     return abs(report["t_eff"] / temperature - 1) <= BAR[0] and report["kendall_tau"] >= BAR[1]
 
 
+def not_met(adapter: dict, myopic: dict, error: float, myopic_error: float) -> str:
+    """What a run that misses the bar did and did not do, against token temperature."""
+    closer = "closer to T than" if error < myopic_error else "no closer to T than"
+    ranks = "above" if adapter["kendall_tau"] > myopic["kendall_tau"] else "not above"
+    missed = "τ" if error <= BAR[0] else "T_eff" if adapter["kendall_tau"] >= BAR[1] else "T_eff and τ"
+    return (
+        f"The adapter does not meet the bar on these unseen prompts with this budget: its T_eff is {closer} token "
+        f"temperature's and its τ {ranks} token temperature's, but {missed} miss the bar, so this run does not show "
+        "it beating token temperature (README, Quick start)."
+    )
+
+
 def verdict(reports: dict, temperature: float) -> list[str]:
     """Plain-language reading of the within-prompt table, computed from it."""
     adapter, myopic = reports["tempered"], reports["myopic"]
@@ -118,10 +130,7 @@ def verdict(reports: dict, temperature: float) -> list[str]:
         closer = "closer to T" if error < myopic_error else "no closer to T"
         lines.append(f"Both meet the bar; the adapter's T_eff is {closer} than token temperature's.")
     else:
-        lines.append(
-            "The adapter does not meet the bar on these prompts with this budget, so this run does not show it "
-            "beating token temperature (benchmarks/results/FIDELITY.md has the larger runs)."
-        )
+        lines.append(not_met(adapter, myopic, error, myopic_error))
     lines.append(
         f"NLL/token: adapter {adapter['nll_per_token']:.3f}, token temperature {myopic['nll_per_token']:.3f}."
     )

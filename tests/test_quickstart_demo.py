@@ -34,7 +34,9 @@ def test_held_out_prompts_were_never_trained_on_nor_used_to_choose_the_settings(
     [
         ((0.52, 0.91), (0.59, 0.92), "it beats token temperature here"),
         ((0.52, 0.91), (0.53, 0.95), "Both meet the bar; the adapter's T_eff is closer to T"),
-        ((0.56, 0.85), (0.57, 0.86), "does not meet the bar on these prompts with this budget"),
+        ((0.52, 0.876), (0.5755, 0.873), "T_eff is closer to T than token temperature's and its τ above token"),
+        ((0.52, 0.876), (0.5755, 0.873), "but τ miss the bar, so this run does not show it beating"),
+        ((0.56, 0.85), (0.57, 0.86), "but T_eff and τ miss the bar"),
     ],
 )
 def test_the_verdict_is_plain(demo, adapter, myopic, expected):
