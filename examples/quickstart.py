@@ -101,10 +101,11 @@ def not_met(adapter: dict, myopic: dict, error: float, myopic_error: float) -> s
     closer = "closer to T than" if error < myopic_error else "no closer to T than"
     ranks = "above" if adapter["kendall_tau"] > myopic["kendall_tau"] else "not above"
     missed = "τ" if error <= BAR[0] else "T_eff" if adapter["kendall_tau"] >= BAR[1] else "T_eff and τ"
+    joint = "but" if error < myopic_error or adapter["kendall_tau"] > myopic["kendall_tau"] else "and"
     return (
         f"The adapter does not meet the bar on these unseen prompts with this budget: its T_eff is {closer} token "
-        f"temperature's and its τ {ranks} token temperature's, but {missed} miss the bar, so this run does not show "
-        "it beating token temperature (README, Quick start)."
+        f"temperature's and its τ {ranks} token temperature's, {joint} {missed} miss the bar, so this run does not "
+        "show it beating token temperature (README, Quick start)."
     )
 
 

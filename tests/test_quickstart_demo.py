@@ -37,6 +37,11 @@ def test_held_out_prompts_were_never_trained_on_nor_used_to_choose_the_settings(
         ((0.52, 0.876), (0.5755, 0.873), "T_eff is closer to T than token temperature's and its τ above token"),
         ((0.52, 0.876), (0.5755, 0.873), "but τ miss the bar, so this run does not show it beating"),
         ((0.56, 0.85), (0.57, 0.86), "but T_eff and τ miss the bar"),
+        (
+            (0.5661, 0.857),
+            (0.55, 1.0),
+            "no closer to T than token temperature's and its τ not above token temperature's, and",
+        ),
     ],
 )
 def test_the_verdict_is_plain(demo, adapter, myopic, expected):
