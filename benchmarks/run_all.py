@@ -34,6 +34,8 @@ BENCHMARKS = (*COSTS, "fidelity", "fidelity_diffusion")
 def run_one(name: str, quick: bool, results: Path) -> dict:
     output = results / f"{name}.json"
     cmd = [sys.executable, str(HERE / f"{name}.py"), "--output", str(output)] + (["--quick"] if quick else [])
+    if name.startswith("fidelity"):  # plots inside the results folder, not in the checkout
+        cmd += ["--output_dir", str(results.resolve() / name)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import string
@@ -23,13 +24,33 @@ ROW_NAMES = {
 }
 
 
+def within_prompt_points(logps: dict[str, torch.Tensor], name: str):
+    """`(codes, log p, log q)` of the plot: each sequence's prompt code, and its base and `name` log-likelihoods
+    centred within its prompt (float64).
+
+    Example:
+    ```python
+    >>> logps = {"base": torch.tensor([-1.0, -3.0, -10.0, -14.0]), "groups": [0, 0, 1, 1]}
+    >>> within_prompt_points(logps, "base")[1].tolist()
+    [1.0, -1.0, 2.0, -2.0]
+    ```
+    """
+    from .groups import group_codes, group_means
+
+    base, values = logps["base"].double(), logps[name].double()
+    codes = group_codes(logps.get("groups"), base.numel())
+    return codes, base - group_means(base, codes), values - group_means(values, codes)
+
+
 def plot_log_likelihoods(
     logps: dict[str, torch.Tensor], reports: dict[str, dict[str, float]], target_temperature: float, path: str
 ) -> str:
-    """Scatter plot of log p (base) against log q over held-out sequences, with the fitted slope 1/T_eff.
+    """Log q against log p over held-out sequences, **centred within each prompt** and coloured by prompt: one panel
+    for the myopic baseline, one for the tempered model, each with its fitted slope 1/T_eff and the target 1/T.
 
-    T_eff (Eq. 17) is the least-squares slope of centred log p on centred log q, so the fitted line goes through
-    the centroid with slope 1/T_eff in the (log p, log q) plane; the dashed line has the target slope 1/T.
+    T_eff (Eq. 17) is the least-squares slope of centred log p on centred log q, taken within prompts (each prompt
+    has its own normaliser Z_T(c), which centring removes), so a model tempered exactly at T puts every point on the
+    dashed line. `logps["groups"]` gives each sequence's prompt (one prompt when absent).
 
     Example:
     ```python
@@ -42,28 +63,34 @@ def plot_log_likelihoods(
     import matplotlib.pyplot as plt
 
     base = logps["base"].double()
-    figure, axes = plt.subplots(figsize=(5.5, 4.5), dpi=100)
-    span = torch.linspace(base.min().item(), base.max().item(), 2, dtype=torch.float64)
-    styles = {"myopic": ("tab:orange", "myopic (token T)"), "tempered": ("tab:blue", "tempered adapter")}
-    for name, (colour, label) in styles.items():
-        values = logps[name].double()
-        t_eff = reports[name]["t_eff"]
-        axes.scatter(base, values, s=12, alpha=0.6, color=colour, label=f"{label}: T_eff = {t_eff:.3f}")
-        line = values.mean() + (span - base.mean()) / t_eff
-        axes.plot(span, line, color=colour, linewidth=1.5)
-    target = logps["tempered"].double().mean() + (span - base.mean()) / target_temperature
-    axes.plot(
-        span,
-        target,
-        color="black",
-        linestyle="--",
-        linewidth=1,
-        label=f"target slope 1/T = {1 / target_temperature:.3g}",
+    codes, base_c, _ = within_prompt_points(logps, "base")
+    colours = plt.get_cmap("tab20")(codes.numpy() % 20)
+    span = torch.linspace(base_c.min().item(), base_c.max().item(), 2, dtype=torch.float64)
+    figure, panels = plt.subplots(1, 2, figsize=(10, 4.4), dpi=100, sharex=True, sharey=True)
+    for axes, (name, label) in zip(
+        panels, (("myopic", "myopic baseline (token T)"), ("tempered", "tempered adapter"))
+    ):
+        t_eff, tau = reports[name]["t_eff"], reports[name]["kendall_tau"]
+        axes.scatter(base_c, within_prompt_points(logps, name)[2], s=12, c=colours, alpha=0.8)
+        axes.plot(
+            span, span / t_eff, color="tab:red", linewidth=1.8, label=f"fitted slope 1/T_eff, T_eff = {t_eff:.3f}"
+        )
+        axes.plot(
+            span,
+            span / target_temperature,
+            "k--",
+            linewidth=1,
+            label=f"target slope 1/T = {1 / target_temperature:.3g}",
+        )
+        axes.set(title=f"{label}: T_eff {t_eff:.3f}, τ {tau:.3f}", xlabel="log p(x|c) − prompt mean  (base model)")
+        axes.legend(fontsize=8)
+    panels[0].set_ylabel("log q(x|c) − prompt mean")
+    prompts = int(codes.max().item()) + 1 if codes.numel() else 0
+    figure.suptitle(
+        f"{base.numel()} held-out completions of {prompts} prompt{'s' if prompts != 1 else ''} (one colour per "
+        f"prompt), centred within prompts; target T = {target_temperature:g}",
+        fontsize=10,
     )
-    axes.set_xlabel("log p(x)  (base model)")
-    axes.set_ylabel("log q(x)")
-    axes.set_title(f"Held-out sequences ({base.numel()}), target T = {target_temperature:g}")
-    axes.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
@@ -198,6 +225,11 @@ def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source
                     f"{_figure(r['nll_per_token'])} |"
                 ),
             ]
+            + (
+                [f"\n![log q against log p within prompts, from the same evaluation]({plot_name})"]
+                if plot_name
+                else []
+            )
         )
     data = f" from {', '.join(f'`{d}`' for d in dataset_names)}" if dataset_names else ""
     lines = [
@@ -216,14 +248,46 @@ def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source
     if plot_name:
         lines += [
             "",
-            f"![log p against log q over the held-out sequences]({plot_name})",
+            f"![log q against log p within prompts, over the held-out sequences]({plot_name})",
             "",
             (
-                "Each point is one held-out sequence; the solid lines have the fitted slopes 1/T_eff and the dashed "
-                "line the target slope 1/T."
+                "Each point is one held-out completion, coloured by its prompt and centred within its prompt (each "
+                "prompt has its own normaliser); left the myopic baseline, right this adapter, each with its fitted "
+                "slope 1/T_eff (solid) and the target slope 1/T (dashed)."
             ),
         ]
     return "\n".join(lines)
+
+
+def _usage_lines(chat_template: bool) -> dict[str, str]:
+    """The usage example's prompt and decoding lines: through the chat template for a chat model."""
+    if not chat_template:
+        return {
+            "usage_inputs": 'inputs = tokenizer("Name a colour.", return_tensors="pt")',
+            "usage_print": "print(tokenizer.decode(outputs[0], skip_special_tokens=True))",
+        }
+    return {
+        "usage_inputs": (
+            'messages = [{"role": "user", "content": "Name a colour."}]\n'
+            'inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", '
+            "return_dict=True)"
+        ),
+        "usage_print": 'print(tokenizer.decode(outputs[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))',
+    }
+
+
+def _has_chat_template(folder, config: SequenceTemperatureConfig) -> bool:
+    """Whether the tokenizer saved in `folder` (else the base model's, for the embedded default model) has a chat
+    template."""
+    if os.path.isfile(os.path.join(folder, "chat_template.jinja")):
+        return True
+    tokenizer_config = os.path.join(folder, "tokenizer_config.json")
+    if os.path.isfile(tokenizer_config):
+        with open(tokenizer_config, encoding="utf-8") as handle:
+            return bool(json.load(handle).get("chat_template"))
+    from .models.default import DEFAULT_MODEL_ID
+
+    return config.base_model_id == DEFAULT_MODEL_ID
 
 
 def _figure(value) -> str:
@@ -240,6 +304,7 @@ def render_model_card(
     source: str | None = None,
     reason: str | None = None,
     existing_tags: list[str] | tuple = (),
+    chat_template: bool = False,
 ) -> str:
     """Fills `hf_seqtemp/templates/seqtemp_card.md` (`string.Template`) with a config and measured reports.
 
@@ -255,6 +320,8 @@ def render_model_card(
         reason (`str`, *optional*): why nothing was measured, when there are no reports; by default, that no
             held-out dataset was given.
         existing_tags (`list` of `str`, *optional*): tags of the card being replaced (PEFT's), all kept.
+        chat_template (`bool`, *optional*, defaults to `False`): the tokenizer has a chat template, so the usage
+            example renders its prompt with it (as the model was trained).
 
     Example:
     ```python
@@ -278,6 +345,7 @@ def render_model_card(
         "repo_id": repo_id or "<user>/<repo>",
         "tokenizer_id": config.base_model_id or repo_id or "<user>/<repo>",
         "training_table": "\n".join(f"| {key} | {value} |" for key, value in hyper.items()),
+        **_usage_lines(chat_template),
         "evaluation": _evaluation_section(
             reports, num_sequences, dataset_names, plot_name if reports else None, source, reason, config.eval_prompts
         ),
@@ -337,9 +405,13 @@ def write_card(
     elif config.eval_t_eff is not None:
         figures = (config.eval_t_eff, config.eval_kendall_tau, config.eval_nll)
         reports = {"tempered": dict(zip(("t_eff", "kendall_tau", "nll_per_token"), figures))}
+        plot_name = PLOT_NAME if os.path.isfile(os.path.join(folder, PLOT_NAME)) else None  # the recorded plot
     config.save_pretrained(folder)
     tags = _existing_tags(folder)
-    card = render_model_card(config, reports, num_sequences, repo_id, dataset_names, plot_name, source, reason, tags)
+    chat = _has_chat_template(folder, config)
+    card = render_model_card(
+        config, reports, num_sequences, repo_id, dataset_names, plot_name, source, reason, tags, chat_template=chat
+    )
     with open(os.path.join(folder, CARD_NAME), "w", encoding="utf-8") as handle:
         handle.write(card)
     return config

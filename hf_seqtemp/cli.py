@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,7 +17,8 @@ from dataclasses import fields
 from pathlib import Path
 
 from .checks import check_int, check_temperature
-from .cli_arguments import DataArguments, EvalArguments, GenerateArguments, ModelArguments, TrainScriptArguments
+from .cli_arguments import EvalArguments, GenerateArguments, ModelArguments, TrainScriptArguments
+from .cli_data import _check_one_source, _eval_data, _read_dataset, _read_prompts, _sample
 
 COMMANDS = {
     "train": "fine-tune a LoRA adapter to a sequence temperature and save it",
@@ -52,77 +52,6 @@ def _load_base(model_args: ModelArguments, required: bool = True):
     return model, AutoTokenizer.from_pretrained(model_args.model_name_or_path)
 
 
-def _read_dataset(path: str, split: str):
-    import datasets
-
-    if os.path.isdir(path):
-        loaded = datasets.load_from_disk(path)
-    elif path.endswith((".json", ".jsonl")) and os.path.isfile(path):
-        loaded = datasets.Dataset.from_json(path)
-    else:
-        raise ValueError(f"`--dataset_path` must be a `load_from_disk` folder or a .json/.jsonl file, got {path!r}.")
-    if isinstance(loaded, datasets.DatasetDict):
-        if split not in loaded:
-            raise ValueError(f"`--dataset_split` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
-        loaded = loaded[split]
-    return loaded
-
-
-def _read_prompts(data_args: DataArguments, tokenizer) -> list:
-    """The prompts of --sample_prompts_file, as conversations when the tokenizer has a chat template."""
-    if not os.path.isfile(data_args.sample_prompts_file):
-        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} is not a file.")
-    with open(data_args.sample_prompts_file, encoding="utf-8") as handle:
-        prompts = [line.strip() for line in handle if line.strip()]
-    if not prompts:
-        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} has no prompt (one per line).")
-    from .data import as_conversation
-
-    if getattr(tokenizer, "chat_template", None):
-        return [as_conversation(p, data_args.system_prompt) for p in prompts]
-    return prompts
-
-
-def _split_by_prompt(data, fraction: float, seed: int):
-    """(train, held-out): whole prompts are held out (by `prompt_id`, else `prompt`), so held-out prompts are
-    unseen in training; a corpus without prompts is split by example."""
-    key = next((c for c in ("prompt_id", "prompt") if c in data.column_names), None)
-    if key is None:
-        split = data.train_test_split(test_size=fraction, seed=seed)
-        return split["train"], split["test"]
-    import random
-
-    values = sorted({json.dumps(v, sort_keys=True) for v in data[key]})
-    random.Random(seed).shuffle(values)
-    held = set(values[: max(1, round(fraction * len(values)))])
-    if len(held) == len(values):
-        raise ValueError(f"`--eval_fraction` {fraction} holds out every one of the {len(values)} prompts.")
-    marks = [json.dumps(v, sort_keys=True) in held for v in data[key]]
-    return data.select([i for i, m in enumerate(marks) if not m]), data.select([i for i, m in enumerate(marks) if m])
-
-
-def _load_data(data_args: DataArguments, model, tokenizer):
-    """The dataset from --dataset_path, or sampled from `model` for the prompts of --sample_prompts_file."""
-    if (data_args.dataset_path is None) == (data_args.sample_prompts_file is None):
-        raise ValueError("pass exactly one of `--dataset_path` and `--sample_prompts_file`.")
-    if data_args.dataset_path is not None:
-        return _read_dataset(data_args.dataset_path, data_args.dataset_split)
-    check_int(data_args.num_samples, "num_samples")
-    check_int(data_args.max_new_tokens, "max_new_tokens")
-    prompts = _read_prompts(data_args, tokenizer)
-    from .data import sample_dataset
-
-    return sample_dataset(
-        model,
-        tokenizer,
-        prompts,
-        num_samples=data_args.num_samples,
-        max_new_tokens=data_args.max_new_tokens,
-        seed=data_args.sample_seed,
-        system_prompt=data_args.system_prompt,
-    )
-
-
 # ---------------------------------------------------------------------------------------------------- commands
 def run_train(script_args: TrainScriptArguments, training_args) -> int:
     """Trains a LoRA adapter with [`SeqTempTrainer`] and saves it to `--output_dir` (and pushes with --push_to_hub)."""
@@ -140,6 +69,13 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
 
     if not 0.0 <= script_args.eval_fraction < 1.0:
         raise ValueError(f"`--eval_fraction` must be in [0, 1), got {script_args.eval_fraction}.")
+    if script_args.eval_fraction == 0:
+        print(
+            "hf-seqtemp train: nothing will be measured after training (`--eval_fraction` is 0): pass "
+            "`--eval_fraction 0.25` to hold out a quarter of the prompts (2 prompts at least), or measure later with "
+            "`hf-seqtemp eval` on other prompts.",
+            file=sys.stderr,
+        )
     check_int(script_args.lora_r, "lora_r")
     model, tokenizer = _load_base(script_args)
     if script_args.sample_prompts_file is not None and script_args.dataset_path is None:
@@ -148,10 +84,15 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
 
         data = Dataset.from_dict({"prompt": _read_prompts(script_args, tokenizer)})
     else:
-        data = _load_data(script_args, model, tokenizer)
-    train, held_out = data, None
+        _check_one_source(script_args)
+        data = _read_dataset(script_args.dataset_path, script_args.dataset_split)
+    train, held_out, unseen = data, None, False
     if script_args.eval_fraction > 0:
-        train, held_out = _split_by_prompt(data, script_args.eval_fraction, training_args.seed)
+        from .data import split_by_prompt
+
+        train, held_out, unseen = split_by_prompt(
+            data, script_args.eval_fraction, training_args.seed, training_args.dataset_text_field
+        )
     targets = script_args.lora_target_modules
     lora = LoraConfig(
         r=script_args.lora_r,
@@ -168,7 +109,7 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         trainer.evaluate()
     trainer.save_model(training_args.output_dir, _internal_call=True)
     if trainer.is_world_process_zero():
-        print(_saved_summary(training_args.output_dir))
+        print(_saved_summary(training_args.output_dir, unseen))
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_names=script_args.dataset_names or None)
         print(f"pushed to https://huggingface.co/{trainer.hub_model_id}")
@@ -193,8 +134,9 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _saved_summary(folder: str) -> str:
-    """What `train` saved, with the held-out figures its `seqtemp_config.json` records (or why there are none)."""
+def _saved_summary(folder: str, unseen_prompts: bool = False) -> str:
+    """What `train` saved, with the held-out figures its `seqtemp_config.json` records (or why there are none);
+    "never trained on" only when the held-out prompts are unseen prompts."""
     from .config import SequenceTemperatureConfig
 
     config = SequenceTemperatureConfig.from_pretrained(folder)
@@ -204,8 +146,10 @@ def _saved_summary(folder: str) -> str:
     over = "the held-out prompts"
     if config.eval_sequences is not None and config.eval_prompts is not None:
         over = f"{config.eval_sequences} completions of {_count(config.eval_prompts, 'held-out prompt')}"
+    if not unseen_prompts:
+        over = f"{config.eval_sequences} held-out rows of a corpus without prompts (unseen rows, not unseen prompts)"
     return (
-        f"{where}\nmeasured within prompts on {over}, never trained on: T_eff {config.eval_t_eff:.4f} (target "
+        f"{where}\nmeasured within prompts on {over}{', never trained on' if unseen_prompts else ''}: T_eff {config.eval_t_eff:.4f} (target "
         f"{config.target_temperature:g}), Kendall tau {config.eval_kendall_tau:.4f}, NLL/token "
         f"{config.eval_nll:.4f}; the card compares them with the base model and the myopic baseline"
     )
@@ -232,8 +176,10 @@ def run_eval(args: EvalArguments) -> int:
             args.default_model = True
         else:
             args.model_name_or_path = config.base_model_id
+    data, prompts = _eval_data(args)  # every check that needs no model, before loading one
     base, tokenizer = _load_base(args)
-    data = _load_data(args, base, tokenizer)
+    if data is None:
+        data = _sample(args, base, tokenizer, prompts)
     myopic_t = args.token_temperature if args.token_temperature is not None else config.target_temperature
     check_temperature(myopic_t, "token_temperature")
     model = load_tempered(args.adapter_path, base_model=base)
@@ -323,13 +269,16 @@ def _bench_candidates() -> list[Path]:
 
 
 def run_bench(argv: list[str]) -> int:
-    """Runs `benchmarks/run_all.py` with `argv` passed through; returns its exit status."""
+    """Runs `benchmarks/run_all.py` with `argv` passed through, writing under `./outputs/` unless `--results` says
+    otherwise; returns its exit status."""
     script = next((path for path in _bench_candidates() if path.is_file()), None)
     if script is None:
         raise FileNotFoundError(
             "`hf-seqtemp bench` needs benchmarks/run_all.py, which is not in the working directory nor next to the "
             "package: run it from a source checkout of hf_seqtemp."
         )
+    if not any(arg.split("=", 1)[0] == "--results" for arg in argv):  # the results go where the command runs
+        argv = [*argv, "--results", str(Path.cwd() / "outputs" / "bench")]
     return subprocess.call([sys.executable, str(script), *argv])
 
 
@@ -342,13 +291,32 @@ def _dataclass_types(command: str):
     return {"eval": (EvalArguments,), "generate": (GenerateArguments,)}[command]
 
 
+def _check_train_flags(rest: list[str], prog: str) -> None:
+    """Rejects a mistyped `train` flag before the trainer (and torch) is imported, from the fields' source."""
+    from .cli_parser import SeqTempArgumentParser, train_config_fields, unknown_flags
+
+    names = train_config_fields()
+    if names is None or {"-h", "--help"} & set(rest):
+        return  # the full parser decides
+    names |= {field.name for field in fields(TrainScriptArguments)}
+    unknown = unknown_flags(rest, names)
+    if unknown:
+        parser = SeqTempArgumentParser((TrainScriptArguments,), prog=prog, description=COMMANDS["train"])
+        parser.error(parser._unknown(unknown, [f"--{name}" for name in sorted(names)]))
+
+
 def _run(command: str, rest: list[str]) -> int:
     from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 
-    from .cli_parser import SeqTempArgumentParser
+    from .cli_parser import SeqTempArgumentParser, renamed_flags
 
+    prog = f"hf-seqtemp {command}"
+    if command in ("train", "eval"):  # one vocabulary, TRL's: --num_generations, --max_completion_length
+        rest = renamed_flags(rest, prog)
+    if command == "train":
+        _check_train_flags(rest, prog)
     types = _dataclass_types(command)
-    parser = SeqTempArgumentParser(types, prog=f"hf-seqtemp {command}", description=COMMANDS[command])
+    parser = SeqTempArgumentParser(types, prog=prog, description=COMMANDS[command])
     try:
         parsed = parser.parse_flags(rest)
         if command == "train":

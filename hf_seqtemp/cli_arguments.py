@@ -33,16 +33,9 @@ class DataArguments:
     sample_prompts_file: str | None = field(
         default=None,
         metadata={
-            "help": "Text file with one prompt per line, instead of a dataset: `train` samples --num_generations "
-            "completions per prompt (up to --max_completion_length tokens); `eval` samples --num_samples of "
-            "--max_new_tokens."
+            "help": "Text file with one prompt per line, instead of a dataset: `train` and `eval` sample "
+            "--num_generations completions per prompt (up to --max_completion_length tokens)."
         },
-    )
-    num_samples: int = field(
-        default=8, metadata={"help": "`eval` with --sample_prompts_file: completions sampled per prompt."}
-    )
-    max_new_tokens: int = field(
-        default=32, metadata={"help": "`eval` with --sample_prompts_file: longest completion."}
     )
     system_prompt: str | None = field(default=None, metadata={"help": "System prompt for the chat template."})
     sample_seed: int = field(default=0, metadata={"help": "Seed of the dataset sampling."})
@@ -78,6 +71,17 @@ class EvalArguments(DataArguments, ModelArguments):
     adapter_path: str | None = field(default=None, metadata={"help": "Tempered adapter: a folder or a Hub repo id."})
     token_temperature: float | None = field(
         default=None, metadata={"help": "Token temperature of the myopic baseline; the adapter's T by default."}
+    )
+    num_generations: int = field(
+        default=8,
+        metadata={
+            "help": "Completions sampled per prompt, for --sample_prompts_file or a prompt-only dataset (TRL's name; "
+            "--num_samples is its deprecated alias)."
+        },
+    )
+    max_completion_length: int = field(
+        default=32,
+        metadata={"help": "Longest sampled completion, in tokens (--max_new_tokens is its deprecated alias)."},
     )
     dataset_text_field: str = field(default="text", metadata={"help": "Text column of plain-text datasets."})
     max_length: int = field(default=4096, metadata={"help": "Longer sequences are skipped."})

@@ -8,16 +8,20 @@ error and a pointer to `--help`, never the whole flag list.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import importlib.util
 import sys
+from pathlib import Path
 from typing import get_type_hints
 
 from transformers import HfArgumentParser
 
 USAGE = "%(prog)s [--flag VALUE ...]"
 INHERITED_GROUP = "training: inherited from transformers.TrainingArguments"
+RENAMED_FLAGS = {"--num_samples": "--num_generations", "--max_new_tokens": "--max_completion_length"}
+"""Old `eval` flags -> TRL's names, which `train` uses too; the old ones still work, with a deprecation message."""
 
 # `--report_to` integration -> (module imported by its transformers callback, pip package that provides it)
 INTEGRATION_PACKAGES = {
@@ -78,16 +82,79 @@ class SeqTempArgumentParser(HfArgumentParser):
             self.error(self._unknown(remaining))
         return tuple(parsed)
 
-    def _unknown(self, remaining: list[str]) -> str:
+    def _unknown(self, remaining: list[str], known: list[str] | None = None) -> str:
         flags = [arg.split("=", 1)[0] for arg in remaining if arg.startswith("-")]
         if not flags:
             return f"unexpected value(s) {' '.join(remaining)}: every value follows its flag (`--flag VALUE`)."
-        known = [option for option in self._option_string_actions if option.startswith("--")]
+        known = known or [option for option in self._option_string_actions if option.startswith("--")]
         hints = []
         for flag in flags:
             close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
             hints.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
         return f"unrecognised flag(s): {', '.join(hints)}."
+
+
+def renamed_flags(args: list[str], prog: str) -> list[str]:
+    """`args` with the old flag names of [`RENAMED_FLAGS`] replaced by TRL's, printing one deprecation line per
+    old name used.
+
+    Example:
+    ```python
+    >>> renamed_flags(["--num_samples", "4", "--seed=1"], "hf-seqtemp eval")[:2]  # doctest: +ELLIPSIS
+    ['--num_generations', '4']
+    ```
+    """
+    out, told = [], set()
+    for arg in args:
+        flag, sep, value = arg.partition("=")
+        new = RENAMED_FLAGS.get(flag.replace("-", "_").replace("__", "--", 1))
+        if new is not None and flag not in told:
+            told.add(flag)
+            print(f"{prog}: `{flag}` is deprecated and will be removed: use `{new}` (TRL's name).", file=sys.stderr)
+        out.append(new + sep + value if new is not None else arg)
+    return out
+
+
+def _source_fields(path: str, class_name: str) -> set[str]:
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            return {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    raise LookupError(class_name)
+
+
+def train_config_fields() -> set[str] | None:
+    """The field names of [`SeqTempConfig`] and of `TrainingArguments`, read from their source files without
+    importing them (which imports torch), so that a mistyped `train` flag fails in a second; `None` when a source
+    cannot be read (the full parser then decides)."""
+    try:
+        spec = importlib.util.find_spec("transformers.training_args")
+        inherited = _source_fields(spec.origin, "TrainingArguments")
+        return inherited | _source_fields(str(Path(__file__).parent / "trainer" / "config.py"), "SeqTempConfig")
+    except (LookupError, OSError, SyntaxError, AttributeError, ImportError):
+        return None
+
+
+def unknown_flags(args: list[str], fields: set[str]) -> list[str]:
+    """The `--flags` of `args` that name none of `fields` (as `--name`, `--name=v`, `--no_name`, with dashes, or
+    abbreviated as argparse allows).
+
+    Example:
+    ```python
+    >>> unknown_flags(["--seed", "1", "--no-use_cpu", "--use", "--sed=2", "-5"], {"seed", "use_cpu"})
+    ['--sed=2']
+    ```
+    """
+    unknown = []
+    for arg in args:
+        if not arg.startswith("--"):
+            continue
+        name = arg[2:].split("=", 1)[0].replace("-", "_")
+        if name in fields or (name.startswith("no_") and name[3:] in fields):
+            continue
+        if not any(field.startswith(name) for field in fields):  # argparse takes a prefix as an abbreviation
+            unknown.append(arg)
+    return unknown
 
 
 def missing_integration(report_to) -> str | None:

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import re
+import shutil
 
 from .card import CARD_NAME, PLOT_NAME, ROW_NAMES, plot_log_likelihoods, render_model_card, write_card  # noqa: F401
 from .config import SequenceTemperatureConfig
 from .generation.custom_generate import write_custom_generate
 from .measure import measure_held_out
 from .peft_compat import is_peft_model
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "check_can_push",
@@ -102,6 +106,9 @@ def save_weights(model, folder: str | os.PathLike, state_dict: dict | None = Non
     ['model.safetensors']
     ```
     """
+    if is_peft_model(model):
+        _save_active_adapter(model, str(folder), state_dict)
+        return
     if callable(getattr(model, "save_pretrained", None)):
         model.save_pretrained(str(folder), state_dict=state_dict, **embedding_save_kwargs(model))
         return
@@ -109,6 +116,39 @@ def save_weights(model, folder: str | os.PathLike, state_dict: dict | None = Non
 
     state_dict = state_dict if state_dict is not None else model.state_dict()
     safetensors.torch.save_file(state_dict, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+
+
+def _save_active_adapter(model, folder: str, state_dict) -> None:
+    """The active adapter's files at the top of `folder`, where `load_tempered(folder)` reads them: PEFT writes an
+    adapter that is not named "default" (such as `t0_5` from [`load_tempered`]) into a subfolder of its name."""
+    name = model.active_adapter
+    model.save_pretrained(folder, state_dict=state_dict, selected_adapters=[name], **embedding_save_kwargs(model))
+    written = os.path.join(folder, name)
+    if name != "default" and os.path.isfile(os.path.join(written, "adapter_config.json")):
+        for entry in os.listdir(written):
+            os.replace(os.path.join(written, entry), os.path.join(folder, entry))
+        os.rmdir(written)
+
+
+def _tokenizer_for(model, config: SequenceTemperatureConfig):
+    """The tokenizer saved beside an adapter from [`load_tempered`] (its source folder's, else its base model's), or
+    `None` when neither is on this machine."""
+    from transformers import AutoTokenizer
+
+    from .models.default import DEFAULT_MODEL_ID, load_default_model
+
+    source = getattr(model, "seqtemp_source", None)
+    if source and os.path.isfile(os.path.join(source, "tokenizer_config.json")):
+        return AutoTokenizer.from_pretrained(source)
+    if config.base_model_id == DEFAULT_MODEL_ID:
+        return load_default_model()[1]
+    if config.base_model_id and os.path.isfile(os.path.join(config.base_model_id, "tokenizer_config.json")):
+        return AutoTokenizer.from_pretrained(config.base_model_id)
+    logger.warning(
+        "save_for_hub: no tokenizer was given and none is on this machine beside the adapter or its base model, so "
+        "the folder has none: pass `tokenizer=`."
+    )
+    return None
 
 
 def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, dataset_names, repo_id, batch_size):
@@ -121,6 +161,7 @@ def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, d
         )
     config = copy.deepcopy(config)  # never change the model's own `seqtemp_config`
     save_weights(model, folder)
+    tokenizer = tokenizer if tokenizer is not None else _tokenizer_for(model, config)
     if tokenizer is not None:
         tokenizer.save_pretrained(str(folder))
     if isinstance(base_model, (str, os.PathLike)):
@@ -131,6 +172,9 @@ def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, d
             model, held_out_dataset, config.target_temperature, base_model, tokenizer, batch_size=batch_size
         )
     source = "its `seqtemp_config.json`, as recorded when it was saved"
+    plot = os.path.join(str(getattr(model, "seqtemp_source", "")), PLOT_NAME)
+    if measurement is None and config.eval_t_eff is not None and os.path.isfile(plot):
+        shutil.copyfile(plot, os.path.join(folder, PLOT_NAME))  # the plot of the recorded figures travels with them
     return write_card(folder, config, measurement, repo_id=repo_id, dataset_names=dataset_names, source=source)
 
 

@@ -121,6 +121,10 @@ def load_tempered(
     """
     from peft import PeftModel
 
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "adapter_config.json")):
+        inside = sorted(e for e in os.listdir(path) if os.path.isfile(os.path.join(path, e, "adapter_config.json")))
+        hint = f"; the adapter is in its subfolder {inside[0]!r}: pass that folder" if inside else ""
+        raise ValueError(f"`path` {str(path)!r} is a folder without `adapter_config.json`{hint}.")
     config = SequenceTemperatureConfig.from_pretrained(path)
     folder = adapter_folder(path)
     name = adapter_name or adapter_name_for(config.target_temperature)
@@ -140,4 +144,5 @@ def load_tempered(
     register_tempered_adapter(model, config, name)
     enable_seq_temperature_generate(model)
     model.seqtemp_config = config
+    model.seqtemp_source = str(path)  # where it came from: `save_for_hub` takes the tokenizer and plot from there
     return model.eval()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 
 import torch
@@ -120,6 +121,18 @@ def temperature_report(
     }
 
 
+@contextlib.contextmanager
+def _quiet_preparation():
+    """Silences the warnings of re-preparing a dataset already prepared (and warned about) once."""
+    log = logging.getLogger(prepare_dataset.__module__)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 def measure_held_out(
     model,
     held_out_dataset,
@@ -171,15 +184,17 @@ def measure_held_out(
             "`base_model` must be the base model object when the tempered model is not a PeftModel (full "
             f"fine-tuning), got {base_model!r}: pass the model before training."
         )
-    kwargs = {"tokenizer": tokenizer, "batch_size": batch_size, "max_length": max_length}
+    # tokenised once (its warnings given once); within prompts: a prompted model is tempered per prompt
+    prepared = prepare_dataset(held_out_dataset, tokenizer, "text", max_length, "held_out_dataset")
+    groups = prepared[GROUP_ID]
+    kwargs = {"batch_size": batch_size, "max_length": max_length}
     myopic_scorer = AutoregressiveScorer(token_temperature=target_temperature)
-    with ref_context:
-        ref_logps, lengths = score_dataset(ref_model, held_out_dataset, scorer, desc="Scoring base", **kwargs)
-        myopic_logps, _ = score_dataset(ref_model, held_out_dataset, myopic_scorer, desc="Scoring myopic", **kwargs)
-    policy_logps, _ = score_dataset(model, held_out_dataset, scorer, desc="Scoring tempered", **kwargs)
+    with _quiet_preparation(), ref_context:
+        ref_logps, lengths = score_dataset(ref_model, prepared, scorer, desc="Scoring base", **kwargs)
+        myopic_logps, _ = score_dataset(ref_model, prepared, myopic_scorer, desc="Scoring myopic", **kwargs)
+    with _quiet_preparation():
+        policy_logps, _ = score_dataset(model, prepared, scorer, desc="Scoring tempered", **kwargs)
     logps = {"base": ref_logps, "myopic": myopic_logps, "tempered": policy_logps, "lengths": lengths}
-    # within prompts: a prompted model is tempered per prompt
-    groups = dataset_groups(held_out_dataset, tokenizer, max_length)
     logps["groups"] = groups
     reports = {name: temperature_report(ref_logps, logps[name], lengths, groups) for name in MEASURED_MODELS}
     return reports, logps

@@ -107,8 +107,8 @@ def test_command_help(command, capsys):
             "--lora_target_modules",
             "--dataset_path",
             "--sample_prompts_file",
-            "--num_samples",
-            "--max_new_tokens",
+            "--num_generations",
+            "--max_completion_length",
             "--model_name_or_path",
         ):
             assert flag in text
@@ -301,7 +301,8 @@ def test_bench_passes_arguments_through(tmp_path, monkeypatch):
     )
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--quick", "--only", "block_dp"]) == 3
-    assert (tmp_path / "argv.txt").read_text() == "--quick --only block_dp"
+    expected = f"--quick --only block_dp --results {tmp_path / 'outputs' / 'bench'}"  # written where it runs
+    assert (tmp_path / "argv.txt").read_text() == expected
 
 
 def _error(argv, capsys) -> str:
@@ -365,9 +366,9 @@ def test_train_then_eval_on_the_embedded_model(tmp_path):
     sampling = [
         "--sample_prompts_file",
         str(prompts),
-        "--num_samples",
+        "--num_generations",
         "4",
-        "--max_new_tokens",
+        "--max_completion_length",
         "4",
         "--system_prompt",
         "Answer briefly.",

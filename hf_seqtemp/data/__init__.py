@@ -14,6 +14,7 @@ from .prepare import (
     prepare_dataset,
 )
 from .sampling import as_conversation, eos_ids_of, sample_completions, sample_dataset
+from .split import PromptSplit, prompt_key, split_by_prompt
 
 __all__ = [
     "EXAMPLE_ID",
@@ -22,6 +23,7 @@ __all__ = [
     "PROMPT_IDS",
     "RAGGED_COLUMNS",
     "GroupSampler",
+    "PromptSplit",
     "SeqTempCollator",
     "as_conversation",
     "check_group_batching",
@@ -32,8 +34,10 @@ __all__ = [
     "exact_generation_config",
     "is_prompt_only",
     "prepare_dataset",
+    "prompt_key",
     "sample_completions",
     "sample_dataset",
+    "split_by_prompt",
     "tokenize_example",
     "tokenize_prompt",
 ]

@@ -92,7 +92,8 @@ class HubMixin:
                 "the base model and the myopic baseline cannot be scored for this model (a diffusion model, or full "
                 "fine-tuning without the base model object), and no `evaluate()` ran before saving"
             )
-        repo_id = options.get("repo_id") or (getattr(self, "hub_model_id", None) if self.args.push_to_hub else None)
+        repo_id = options.get("repo_id") or self.args.hub_model_id  # the real repo id whenever it is known
+        repo_id = repo_id or (getattr(self, "hub_model_id", None) if self.args.push_to_hub else None)
         self._card_config = write_card(
             output_dir,
             config,

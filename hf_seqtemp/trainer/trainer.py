@@ -22,6 +22,7 @@ from ..data import (
     is_prompt_only,
     prepare_dataset,
 )
+from ..data.split import warn_on_shared_prompts
 from ..groups import group_codes, require_pairs, within_group_pairs
 from ..hub import save_weights
 from ..losses import LossInputs, scale_gradient
@@ -114,6 +115,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset", model_eos)
         if eval_dataset is not None:
             eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset", model_eos)
+            warn_on_shared_prompts(train_dataset, eval_dataset)
         if data_collator is None:
             data_collator = SeqTempCollator(pad_token_id=pad_token_id_of(processing_class, model))
         self._pool = None

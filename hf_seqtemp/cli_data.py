@@ -1,0 +1,108 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Where the `hf-seqtemp` commands get their sequences: a dataset file or folder, or prompts to sample completions
+of, checked before any model is loaded."""
+
+from __future__ import annotations
+
+import os
+
+from .checks import check_int
+from .cli_arguments import DataArguments, EvalArguments
+
+
+def _read_dataset(path: str, split: str):
+    import datasets
+
+    if os.path.isdir(path):
+        loaded = datasets.load_from_disk(path)
+    elif path.endswith((".json", ".jsonl")) and os.path.isfile(path):
+        loaded = datasets.Dataset.from_json(path)
+    else:
+        raise ValueError(
+            f"`--dataset_path` must be a `load_from_disk` folder or a .json/.jsonl file, got {path!r}; a text file "
+            "of prompts, one per line, goes to `--sample_prompts_file` (completions are then sampled)."
+        )
+    if isinstance(loaded, datasets.DatasetDict):
+        if split not in loaded:
+            raise ValueError(f"`--dataset_split` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
+        loaded = loaded[split]
+    return loaded
+
+
+def _read_prompts(data_args: DataArguments, tokenizer) -> list:
+    """The prompts of --sample_prompts_file, as conversations when the tokenizer has a chat template."""
+    if not os.path.isfile(data_args.sample_prompts_file):
+        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} is not a file.")
+    with open(data_args.sample_prompts_file, encoding="utf-8") as handle:
+        prompts = [line.strip() for line in handle if line.strip()]
+    if not prompts:
+        raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} has no prompt (one per line).")
+    from .data import as_conversation
+
+    if getattr(tokenizer, "chat_template", None):
+        return [as_conversation(p, data_args.system_prompt) for p in prompts]
+    return prompts
+
+
+def _check_one_source(data_args: DataArguments) -> None:
+    if (data_args.dataset_path is None) == (data_args.sample_prompts_file is None):
+        raise ValueError("pass exactly one of `--dataset_path` and `--sample_prompts_file`.")
+
+
+def _check_pairs(data, fmt: str, path: str) -> None:
+    """Fails unless some prompt of `data` has 2 completions: T_eff and τ compare completions of one prompt."""
+    from collections import Counter
+
+    from .data import prompt_key
+
+    keys = data["prompt_id"] if "prompt_id" in data.column_names else [prompt_key(row, fmt) for row in data]
+    if max(Counter(map(str, keys)).values()) < 2:
+        raise ValueError(
+            f"every prompt of `--dataset_path` {path!r} has a single completion, but T_eff and Kendall tau compare "
+            "completions of the same prompt: give at least 2 completions per prompt (or a shared `prompt_id` "
+            "column), or give the prompts alone (`--sample_prompts_file`, or a file with only a `prompt` column) to "
+            "have `--num_generations` completions of each sampled."
+        )
+
+
+def _eval_data(args: EvalArguments):
+    """`(dataset, prompts)` for `eval`, checked before any model is loaded: a dataset with completions, or the
+    prompts to sample `--num_generations` completions of (from a prompt-only dataset; `None` for the prompts file)."""
+    _check_one_source(args)
+    check_int(args.max_completion_length, "max_completion_length")
+    check_int(args.num_generations, "num_generations")
+    if args.dataset_path is not None:
+        from .data import detect_format
+
+        data = _read_dataset(args.dataset_path, args.dataset_split)
+        fmt = detect_format(data.column_names, args.dataset_text_field, "--dataset_path")
+        if fmt != "prompt_only":
+            _check_pairs(data, fmt, args.dataset_path)
+            return data, None
+        print(
+            f"{args.dataset_path} holds prompts only: sampling {args.num_generations} completions of each from the "
+            "base model (as `--sample_prompts_file` does)"
+        )
+        prompts = list(data["prompt"])
+    else:
+        prompts = None
+    if args.num_generations < 2:
+        raise ValueError(
+            f"`--num_generations` {args.num_generations}: T_eff and Kendall tau compare completions of the same "
+            "prompt, so `eval` samples at least 2 per prompt: set `--num_generations 2` or more (8 by default)."
+        )
+    return None, prompts
+
+
+def _sample(args: EvalArguments, model, tokenizer, prompts):
+    from .data import sample_dataset
+
+    return sample_dataset(
+        model,
+        tokenizer,
+        prompts if prompts is not None else _read_prompts(args, tokenizer),
+        num_samples=args.num_generations,
+        max_new_tokens=args.max_completion_length,
+        seed=args.sample_seed,
+        system_prompt=args.system_prompt,
+    )

@@ -1,0 +1,92 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""The card's usage example runs as written (through the chat template for a chat model, with the real repo id),
+and its plot is taken within prompts, as its T_eff figures are."""
+
+import re
+
+import pytest
+import torch
+from datasets import Dataset
+from peft import LoraConfig
+from tiny_models import tiny_causal_lm
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig
+from hf_seqtemp.card import plot_log_likelihoods, render_model_card, within_prompt_points
+from hf_seqtemp.metrics.core import effective_temperature
+
+CHAT = "{% for m in messages %}{{ m['content'] }} {% endfor %}{% if add_generation_prompt %}b {% endif %}"
+
+
+def _tokenizer(chat: bool):
+    vocab = {"<s>": 0, "a": 1, "b": 2, "c": 3, "d": 4, "<pad>": 5}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>")
+    tokenizer.chat_template = CHAT if chat else None
+    return tokenizer
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_the_cards_usage_example_runs_and_uses_the_real_repo_id(chat, tmp_path, capsys):
+    base = tiny_causal_lm(6, seed=3)
+    base.config.pad_token_id = 5
+    base.save_pretrained(tmp_path / "base")
+    _tokenizer(chat).save_pretrained(tmp_path / "base")
+    args = SeqTempConfig(
+        output_dir=str(tmp_path / "run"),
+        use_cpu=True,
+        max_steps=1,
+        save_strategy="no",
+        per_device_train_batch_size=8,
+        report_to="none",
+        hub_model_id="me/real-repo",  # known, though nothing is pushed
+    )
+    trainer = SeqTempTrainer(
+        AutoModelForCausalLM.from_pretrained(tmp_path / "base"),
+        args,
+        train_dataset=Dataset.from_dict({"text": ["a b c d", "b c d a"] * 4}),
+        processing_class=_tokenizer(chat),
+        peft_config=LoraConfig(r=2, target_modules=["q_proj"]),
+    )
+    trainer.save_model(str(tmp_path / "saved"))
+    card = (tmp_path / "saved" / "README.md").read_text(encoding="utf-8")
+    assert 'load_tempered("me/real-repo")' in card and "<user>/<repo>" not in card
+    assert ("apply_chat_template" in card) == chat
+    code = re.search(r"## Usage\n\n```python\n(.*?)```", card, re.DOTALL).group(1)
+    code = code.replace("me/real-repo", str(tmp_path / "saved")).replace("max_new_tokens=32", "max_new_tokens=3")
+    exec(code, {})  # noqa: S102 (the example as printed, against the local folder)
+    printed = capsys.readouterr().out.strip().splitlines()[-1].split()
+    # the chat example prints the completion alone (3 tokens at most); the text one the prompt's known word too
+    assert 1 <= len(printed) <= (3 if chat else 4) and set(printed) <= {"a", "b", "c", "d"}
+
+
+def test_render_model_card_uses_the_chat_template_when_asked():
+    config = SequenceTemperatureConfig(0.5, base_model_id="my/base")
+    card = render_model_card(config, repo_id="me/tempered", chat_template=True)
+    assert "tokenizer.apply_chat_template(messages, add_generation_prompt=True" in card
+    assert 'tokenizer("Name a colour."' not in card
+
+
+def test_the_plot_is_within_prompts_with_a_panel_per_model(tmp_path):
+    generator = torch.Generator().manual_seed(0)
+    groups = [g for g in range(4) for _ in range(6)]
+    offsets = torch.tensor([0.0, -20.0, -40.0, -60.0]).repeat_interleave(6)  # very different normalisers
+    base = offsets + torch.randn(24, generator=generator, dtype=torch.float64)
+    logps = {"base": base, "myopic": 1.6 * base, "tempered": 2.0 * base + offsets, "groups": groups}
+    codes, x, y = within_prompt_points(logps, "tempered")
+    for g in range(4):
+        assert abs(x[codes == g].mean()) < 1e-12 * 60 and abs(y[codes == g].mean()) < 1e-12 * 120
+    # centred within prompts, the tempered points lie on slope 1/T exactly; pooled, the offsets would bend them
+    torch.testing.assert_close(y, 2.0 * x, rtol=1e-12, atol=1e-12 * 60)
+    reports = {
+        name: {"t_eff": effective_temperature(base, logps[name], groups=groups), "kendall_tau": 1.0}
+        for name in ("myopic", "tempered")
+    }
+    path = plot_log_likelihoods(logps, reports, 0.5, str(tmp_path / "plot.png"))
+    from PIL import Image
+
+    width, height = Image.open(path).size
+    assert width > 2 * height * 0.95  # two panels side by side: the two models' lines never overlap
