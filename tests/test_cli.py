@@ -113,7 +113,7 @@ def test_command_help(command, capsys):
         ):
             assert flag in text
     if command == "generate":
-        assert "--seq-temperature" in text and "{auto,adapter,mcmc,glauber}" in text
+        assert "--seq-temperature" in text and "{auto,adapter,mcmc,glauber,smc}" in text
 
 
 def _oracle(base, tempered, tokenizer, path):

@@ -166,5 +166,6 @@ def test_fresh_samples_drawn_during_training_are_exact_samples_of_p_despite_the_
     data = Dataset.from_dict({"prompt": list(PROMPTS)})
     trainer = SeqTempTrainer(model, args, train_dataset=data, processing_class=_tokenizer())
     torch.manual_seed(0)
-    for prompt in PROMPTS.values():
-        _check_exact(model, prompt, trainer._draw([prompt] * draws))
+    for index, prompt in enumerate(PROMPTS.values()):
+        drawn = trainer._draw([prompt] * draws, [index * draws])  # a stream per (seed, rank, generation, first slot)
+        _check_exact(model, prompt, drawn[0] if isinstance(drawn, tuple) else drawn)

@@ -84,7 +84,9 @@ def fresh_samples(output_dir: str, steps: int) -> dict:
     prompt_only.sample_completions = lambda *a, **k: chunks.append(len(a[1])) or original(*a, **k)
     tokenized = prepare_dataset(prompts, word_tokenizer(), "text", 16, "train_dataset")
     # (plain arguments: a second TrainingArguments would reset the accelerator state of the trainer's)
-    pre = SimpleNamespace(seed=0, num_generations=5, max_completion_length=3, per_device_eval_batch_size=4)
+    pre = SimpleNamespace(
+        seed=0, num_generations=5, max_completion_length=3, per_device_eval_batch_size=4, max_length=None
+    )
     divided = prompt_only.complete_prompts(
         trainer.model, tokenized, pre, word_tokenizer(), "train", trainer.accelerator
     )
