@@ -51,16 +51,19 @@ def _train(tmp_path, model, loss_type, temperature, peft_config=None, steps=200)
 
 # (loss, T, LoRA, bar): every prompt's end KL must fall under `bar` × its start. Each bar sits between the end of the
 # within-prompt run (the largest end / start over the prompts, under torch's default, avx2 and avx512 kernels) and the
-# end of the same run with the loss pooled over prompts, at least 1.5× from each: another CPU's rounding cannot cross
+# end of the same run with the loss pooled over prompts, at least 1.4× from each: another CPU's rounding cannot cross
 # it, and a pooled loss cannot pass (the pooled runs are a test of their own below). Measured end / start:
-#   ratio T=0.5: 0.018 within, 0.12 pooled;   ratio T=2: 0.182 within, 0.68 pooled;   ssts T=0.5: 0.110 within;
-#   with LoRA: ratio T=0.5: 0.014 within, 2.5 pooled;   ratio T=2: 0.316-0.389 within, 0.92 pooled;   ssts: 0.045 within.
+#   ratio T=0.5: 0.018 within, 0.12 pooled;   ratio T=2: 0.181 within, 0.68 pooled;   ssts T=0.5: 0.110 within;
+#   with LoRA (seeded): ratio T=0.5: 0.015 within, 1.53 pooled;   ratio T=2: 0.26-0.52 within;   ssts: 0.043-0.047.
+# LoRA at T = 2 is the exception: its within-prompt end moves with the kernels (0.52 avx512, 0.47 avx2, 0.26
+# default) and its pooled end is 0.52 on all three, so no bar separates them; it keeps a bar at 3/4 (1.4× above the
+# worst within-prompt end) and has no pooled check.
 CASES = [
     ("ratio", 0.5, False, 1 / 16),
     ("ratio", 2.0, False, 1 / 3),
     ("ssts", 0.5, False, 1 / 3),
     ("ratio", 0.5, True, 1 / 8),
-    ("ratio", 2.0, True, 0.6),
+    ("ratio", 2.0, True, 3 / 4),
     ("ssts", 0.5, True, 1 / 3),
 ]
 # A pooled SSTS normaliser rescales each prompt's importance weights by one factor per batch: the weights *within* a
@@ -91,7 +94,9 @@ def test_every_prompt_is_tempered_from_a_pre_tokenised_dataset(tmp_path, loss_ty
     assert 3 * (16 * 15 // 2) <= logged["groups/pairs"] < 48 * 47 // 2
 
 
-@pytest.mark.parametrize(("loss_type", "temperature", "lora", "bar"), [c for c in CASES if c[0] == "ratio"])
+@pytest.mark.parametrize(
+    ("loss_type", "temperature", "lora", "bar"), [c for c in CASES if c[0] == "ratio" and not (c[2] and c[1] > 1)]
+)
 def test_the_same_runs_with_the_loss_pooled_over_prompts_miss_the_bar(
     tmp_path, monkeypatch, loss_type, temperature, lora, bar
 ):
