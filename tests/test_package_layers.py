@@ -32,6 +32,7 @@ FLOORS = {
     "generation": 2,
     "measure": 2,
     "evaluation": 2,
+    "audit": 2,
     # top: what is shipped (card, Hub folder, loading), then the trainer that ships it, then the entry points
     "card": 3,
     "hub": 3,
