@@ -102,3 +102,32 @@ def test_parse_grid_errors_name_the_entry():
         parse_grid(["temperature"])
     with pytest.raises(ValueError, match="not a number"):
         parse_grid(["top_p=high"])
+
+
+def test_tune_myopic_finds_the_token_temperature_whose_t_eff_is_t():
+    """On held-out sequences of two prompts: T_eff (within prompts) at the tuned token temperature is T, and its
+    log-likelihoods are the base model's at that token temperature (a float64 oracle)."""
+    import torch
+    from datasets import Dataset
+    from toy import sample_sequences
+
+    from hf_seqtemp.measure import dataset_groups, score_dataset, tune_myopic
+    from hf_seqtemp.metrics.core import effective_temperature
+
+    model = tiny_causal_lm(6, seed=1).eval()
+    rows = []
+    for first in (1, 2):
+        seqs = sample_sequences(model, 24, 4, seed=first)
+        seqs[:, 1] = first  # two prompts, [BOS, 1] and [BOS, 2] (any sequences can be scored)
+        rows += seqs.tolist()
+    data = Dataset.from_dict({"input_ids": rows, "completion_mask": [[0, 0, 1, 1, 1]] * len(rows)})
+    groups = dataset_groups(data)
+    ref, _ = score_dataset(model, data, desc="base")
+    for target in (0.5, 2.0):
+        t, logps = tune_myopic(model, data, target, ref, groups, batch_size=16)
+        assert effective_temperature(ref, logps, groups=groups) == pytest.approx(target, rel=0.005 + 1e-6)
+        ids = torch.tensor(rows)
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[:, 1:-1].double() / t
+        oracle = logits.log_softmax(-1).gather(-1, ids[:, 2:, None]).squeeze(-1).sum(1)
+        assert torch.allclose(logps.double(), oracle, rtol=0, atol=2e-5)
