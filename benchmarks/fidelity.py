@@ -109,7 +109,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     mode.add_argument("--quick", action="store_true", help="SMOKE RUN: T in {0.5, 2}, 16 prompts, 20 steps")
     mode.add_argument("--full", action="store_true", help="for a GPU: every prompt, 64 completions each, 1000 steps")
     parser.add_argument("--temperatures", type=float, nargs="+", help="override the mode's target temperatures")
-    parser.add_argument("--methods", nargs="+", choices=METHODS[1:], help="trained methods to run (default: both)")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=(*METHODS[1:], "none"),
+        help="trained methods to run (default: both; `none`: the baselines only, no training)",
+    )
     for name, kind in (("max_steps", int), ("learning_rate", float), ("nll_weight", float), ("lora_r", int)):
         parser.add_argument(f"--{name}", type=kind, help=f"override the mode's {name}")
     for name in ("train_prompts", "num_generations", "batch_size"):
@@ -132,6 +137,7 @@ def resolve_settings(args: argparse.Namespace) -> dict:
     for name in ("train_prompts", "num_generations", "batch_size"):
         if getattr(args, name, None) is not None:
             settings[name] = getattr(args, name)
+    settings["methods"] = [m for m in settings["methods"] if m != "none"]
     return settings
 
 
