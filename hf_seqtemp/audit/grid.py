@@ -150,8 +150,8 @@ def audit_grid(
     temperature-only rows) and then audited on `held_out_prompts` (default: `prompts`, with fresh samples).
 
     Returns:
-        `dict` with `rows` (one audit per setting, without per-sequence records except for plotting), `tuned_myopic`
-        (per target: the search and the audit at the tuned temperature) and the run's size.
+        `dict` with `rows` (one [`audit_decoding`] result per setting), `tuned_myopic` (per target: the search, with
+        every `(t, T_eff)` it measured, and the audit at the tuned temperature) and the run's size.
     """
     common = {"num_samples": num_samples, "max_new_tokens": max_new_tokens, "chat_template": chat_template}
     common["system_prompt"] = system_prompt
