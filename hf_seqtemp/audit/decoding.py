@@ -214,5 +214,6 @@ def sample_completions_with(
         count = min(batch_size, num_samples - start)
         ids = torch.as_tensor([list(prompt)] * count, device=device)
         generated = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=config)
+        generated = getattr(generated, "sequences", generated)  # a config with `return_dict_in_generate=True`
         out.extend(end_at_eos(row[len(prompt) :].tolist(), eos_ids) for row in generated)
     return out
