@@ -157,6 +157,9 @@ class AuditArguments(ModelArguments):
         },
     )
     num_samples: int = field(default=8, metadata={"help": "Completions sampled per prompt and setting."})
+    reference_samples: int = field(
+        default=32, metadata={"help": "Exact samples of p per prompt behind the 'rare under p' threshold."}
+    )
     max_new_tokens: int = field(default=32, metadata={"help": "Longest completion."})
     seed: int = field(default=0, metadata={"help": "Random seed."})
     output_dir: str = field(default="audit", metadata={"help": "Folder for audit.json, audit.md and audit.png."})

@@ -72,6 +72,7 @@ def run_audit(args: AuditArguments, load_base: Callable, read_dataset: Callable)
         settings,
         target_temperatures=args.target_temperature,
         num_samples=args.num_samples,
+        reference_samples=check_int(args.reference_samples, "reference_samples"),
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
         chat_template=args.chat_template,
@@ -83,7 +84,8 @@ def run_audit(args: AuditArguments, load_base: Callable, read_dataset: Callable)
     print(
         f"{len(prompts)} prompts x {args.num_samples} samples, up to {args.max_new_tokens} new tokens; T_eff and "
         "Kendall tau within prompts over distinct answers (p itself: T_eff 1, tau 1); 'rare under p': log p below "
-        "the 5 % quantile of p's own samples of the prompt"
+        "the 5 % quantile of log p over "
+        f"{args.reference_samples} samples of p for the prompt"
     )
     print(markdown_table(result))
     print(f"wall time {result['wall_time_s']:.1f} s; wrote {', '.join(paths.values())}")

@@ -131,3 +131,9 @@ def test_tune_myopic_finds_the_token_temperature_whose_t_eff_is_t():
             logits = model(input_ids=ids).logits[:, 1:-1].double() / t
         oracle = logits.log_softmax(-1).gather(-1, ids[:, 2:, None]).squeeze(-1).sum(1)
         assert torch.allclose(logps.double(), oracle, rtol=0, atol=2e-5)
+
+
+def test_an_unreachable_target_keeps_the_grid(base):
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(base).eval(), AutoTokenizer.from_pretrained(base)
+    result = audit_grid(model, tokenizer, PROMPTS[:2], [{"top_p": 0.9}], [1e4], num_samples=4, max_new_tokens=3)
+    assert len(result["rows"]) == 1 and "widen" in result["tuned_myopic"][0]["error"]

@@ -8,6 +8,10 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
+import torch
+
+from ..metrics.core import effective_temperature
+from .decoding import decoding_config, score_completions
 from .report import audit_decoding, prompt_token_ids, rare_thresholds
 
 _INT_FLAGS = {"top_k", "no_repeat_ngram_size", "min_new_tokens", "min_length", "encoder_no_repeat_ngram_size"}
@@ -143,11 +147,15 @@ def audit_grid(
     seed: int = 0,
     chat_template: bool = True,
     system_prompt: str | None = None,
+    reference_samples: int = 32,
 ) -> dict:
     """[`audit_decoding`] of every setting (same prompts, same seed), plus one *tuned myopic* row per target T.
 
-    The tuned token temperature is found on `prompts` ([`tune_token_temperature`], seeded from the grid's
-    temperature-only rows) and then audited on `held_out_prompts` (default: `prompts`, with fresh samples).
+    The tuned token temperature t is the one whose T_eff on exact samples of p for `prompts` (the samples behind the
+    "rare" thresholds) is T, as the fidelity tables measure the myopic baseline ([`myopic_t_eff`],
+    [`tune_token_temperature`]); the decoding at t is then audited on `held_out_prompts` (default: `prompts`, with
+    fresh samples), where its T_eff on its own samples may differ. T_eff measured on a decoding's own samples is not a
+    monotone function of t at low t (few distinct answers, nearly tied under q), so it is not what is tuned.
 
     Returns:
         `dict` with `rows` (one [`audit_decoding`] result per setting), `tuned_myopic` (per target: the search, with
@@ -156,24 +164,21 @@ def audit_grid(
     common = {"num_samples": num_samples, "max_new_tokens": max_new_tokens, "chat_template": chat_template}
     common["system_prompt"] = system_prompt
     ids = prompt_token_ids(tokenizer, prompts, chat_template, system_prompt)
-    thresholds = rare_thresholds(model, ids, max(num_samples, 32), max_new_tokens, seed)
+    thresholds, p_samples = rare_thresholds(model, ids, reference_samples, max_new_tokens, seed, return_samples=True)
     rows = [
         audit_decoding(model, tokenizer, ids, s, seed=seed, rare_thresholds_=thresholds, **common) for s in settings
     ]
-    known = {r["setting"]["temperature"]: r["summary"]["t_eff"] for r in rows if set(r["setting"]) == {"temperature"}}
-    if {} in [r["setting"] for r in rows]:
-        known[1.0] = next(r["summary"]["t_eff"] for r in rows if r["setting"] == {})
     tuned = []
+
+    def t_eff_at(t: float) -> float:
+        return myopic_t_eff(model, ids, p_samples, t, max_new_tokens)
+
     for target in target_temperatures:
-
-        def t_eff_at(t: float) -> float:
-            audit = audit_decoding(
-                model, tokenizer, ids, {"temperature": t}, seed=seed, rare_thresholds_=thresholds, **common
-            )
-            return audit["summary"]["t_eff"]
-
-        search = tune_token_temperature(t_eff_at, target, known)
-        known.update(search["points"])
+        try:
+            search = tune_token_temperature(t_eff_at, target, high=max(4.0, 4.0 * target))
+        except ValueError as error:  # reported in the result, the grid is kept
+            tuned.append({"target": target, "error": str(error)})
+            continue
         held = ids if held_out_prompts is None else prompt_token_ids(tokenizer, held_out_prompts, chat_template)
         held_thresholds = thresholds if held_out_prompts is None else None
         setting = {"temperature": search["token_temperature"]}
@@ -181,4 +186,23 @@ def audit_grid(
             model, tokenizer, held, setting, seed=seed + 1, rare_thresholds_=held_thresholds, **common
         )
         tuned.append({"target": target, "search": {**search, "points": sorted(search["points"].items())}, **audit})
-    return {"rows": rows, "tuned_myopic": tuned, "num_prompts": len(ids), **common}
+    return {
+        "rows": rows,
+        "tuned_myopic": tuned,
+        "num_prompts": len(ids),
+        "reference_samples": reference_samples,
+        **common,
+    }
+
+
+def myopic_t_eff(model, prompt_ids: list, samples: list, token_temperature: float, max_new_tokens: int) -> float:
+    """Within-prompt T_eff of token temperature t on exact samples of p (one list per prompt), as the fidelity
+    tables measure the myopic baseline: log p_t(x) = Σ_i log softmax(logits_i / t)[x_i] against log p(x)."""
+    config = decoding_config(model, {"temperature": token_temperature}, max_new_tokens)
+    ref, policy, groups = [], [], []
+    for index, (prompt, completions) in enumerate(zip(prompt_ids, samples)):
+        scored = score_completions(model, prompt, completions, config)
+        ref.append(scored.ref_logps)
+        policy.append(scored.policy_logps)
+        groups += [index] * len(completions)
+    return effective_temperature(torch.cat(ref), torch.cat(policy), groups=groups)

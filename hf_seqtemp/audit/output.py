@@ -45,6 +45,9 @@ def markdown_table(result: dict) -> str:
         cells = [_cell(row["summary"].get(key)) for key, _ in COLUMNS]
         lines.append(f"| {setting_name(row['setting'])} | " + " | ".join(cells) + " |")
     for tuned in result.get("tuned_myopic", []):
+        if "summary" not in tuned:
+            lines.append(f"| tuned myopic for T={tuned['target']:g}: not found ({tuned.get('error', '')}) |")
+            continue
         cells = [_cell(tuned["summary"].get(key)) for key, _ in COLUMNS]
         name = f"tuned myopic for T={tuned['target']:g}: temperature={tuned['setting']['temperature']:.3g}"
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -70,6 +73,8 @@ def plot_audit(result: dict, path: str | Path) -> str:
     import matplotlib.pyplot as plt
 
     rows = [r for r in result.get("rows", [result]) + result.get("tuned_myopic", []) if r.get("sequences")]
+    if not rows:
+        raise ValueError("`result` holds no per-sequence records to plot: audit with `keep_sequences=True`.")
     columns = min(4, len(rows))
     lines = math.ceil(len(rows) / columns)
     figure, axes = plt.subplots(lines, columns, figsize=(3.6 * columns, 3.3 * lines), dpi=100, squeeze=False)

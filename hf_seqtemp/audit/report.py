@@ -53,17 +53,24 @@ def _seeded(seed: int, index: int) -> None:
 
 
 def rare_thresholds(
-    model, prompt_ids: list, num_samples: int, max_new_tokens: int, seed: int = 0, quantile: float = RARE_QUANTILE
-) -> list[float]:
-    """Per prompt, the `quantile` of log p over `num_samples` exact samples of p (see [`RARE_QUANTILE`])."""
+    model,
+    prompt_ids: list,
+    num_samples: int,
+    max_new_tokens: int,
+    seed: int = 0,
+    quantile: float = RARE_QUANTILE,
+    return_samples: bool = False,
+):
+    """Per prompt, the `quantile` of log p over `num_samples` exact samples of p (see [`RARE_QUANTILE`]); with
+    `return_samples`, also those samples (one list of completions per prompt)."""
     config = decoding_config(model, None, max_new_tokens)
-    thresholds = []
+    thresholds, samples = [], []
     for index, prompt in enumerate(prompt_ids):
         _seeded(seed + 7919, index)
-        completions = sample_completions_with(model, prompt, num_samples, config)
-        scored = score_completions(model, prompt, completions, config, config.eos_token_id or ())
+        samples.append(sample_completions_with(model, prompt, num_samples, config))
+        scored = score_completions(model, prompt, samples[-1], config, config.eos_token_id or ())
         thresholds.append(torch.quantile(scored.ref_logps, quantile).item())
-    return thresholds
+    return (thresholds, samples) if return_samples else thresholds
 
 
 def _distinct(completions: list[list[int]]) -> list[int]:
