@@ -9,6 +9,9 @@ completions of every training prompt from the model itself (exact ancestral samp
 scored under:
 
 - `myopic`: the base model with every next-token distribution divided by T (`AutoregressiveScorer(token_temperature=T)`);
+- `tuned`: the *tuned myopic* baseline, the base model at the token temperature t whose T_eff on these held-out
+  prompts is T (`hf_seqtemp.measure.tune_myopic`, a 1-D search; t is in the row as `token_temperature`): the best
+  free baseline, so a trained adapter has to beat it on τ and NLL;
 - `ssts`: a LoRA adapter trained with the LHTS / L_SSTS objective (`loss_type="ssts"`, Eq. 8 / 18);
 - `ratio`: a LoRA adapter trained with L_p + λ·NLL (`loss_type="ratio"`, Eq. 19-20).
 
@@ -61,7 +64,7 @@ from datasets import Dataset
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
 from hf_seqtemp.likelihood import AutoregressiveScorer
-from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report
+from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report, tune_myopic
 
 SYSTEM_PROMPT = "Answer briefly."
 MODES = {
@@ -106,7 +109,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     mode.add_argument("--quick", action="store_true", help="SMOKE RUN: T in {0.5, 2}, 16 prompts, 20 steps")
     mode.add_argument("--full", action="store_true", help="for a GPU: every prompt, 64 completions each, 1000 steps")
     parser.add_argument("--temperatures", type=float, nargs="+", help="override the mode's target temperatures")
-    parser.add_argument("--methods", nargs="+", choices=METHODS[1:], help="trained methods to run (default: both)")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=(*METHODS[1:], "none"),
+        help="trained methods to run (default: both; `none`: the baselines only, no training)",
+    )
     for name, kind in (("max_steps", int), ("learning_rate", float), ("nll_weight", float), ("lora_r", int)):
         parser.add_argument(f"--{name}", type=kind, help=f"override the mode's {name}")
     for name in ("train_prompts", "num_generations", "batch_size"):
@@ -129,6 +137,7 @@ def resolve_settings(args: argparse.Namespace) -> dict:
     for name in ("train_prompts", "num_generations", "batch_size"):
         if getattr(args, name, None) is not None:
             settings[name] = getattr(args, name)
+    settings["methods"] = [m for m in settings["methods"] if m != "none"]
     return settings
 
 
@@ -224,6 +233,8 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
     held_out = sample_held_out(base, tokenizer, held_prompts, settings)
     groups = dataset_groups(held_out, tokenizer)
 
+    kw = {"batch_size": 32}
+
     def score(model, token_temperature: float = 1.0):
         scorer = AutoregressiveScorer(token_temperature=token_temperature)
         return score_dataset(model, held_out, scorer, batch_size=32, desc="Scoring held-out")
@@ -234,11 +245,16 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
     shared, plots, training_logs = SharedPreparation(), [], {}
     with tempfile.TemporaryDirectory() as workdir:
         for temperature in settings["temperatures"]:
-            logps = {"base": base_logps}
-            for method in ("myopic", *settings["methods"]):
+            logps, this_t = {"base": base_logps}, {}
+            for method in ("myopic", "tuned", *settings["methods"]):
                 start = time.perf_counter()
+                extra = {}
                 if method == "myopic":
                     logps[method], _ = score(base, temperature)
+                elif method == "tuned":  # the token temperature whose T_eff on these prompts is T
+                    known = {temperature: logps["myopic"]}
+                    token_t, logps[method] = tune_myopic(base, held_out, temperature, base_logps, groups, known, **kw)
+                    extra = {"token_temperature": token_t}
                 else:
                     model, training_logs[f"{method}_T{temperature:g}"] = train_adapter(
                         method, temperature, settings, train, tokenizer, device, shared, workdir
@@ -246,15 +262,16 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
                     logps[method], _ = score(model)
                     del model
                 report = temperature_report(base_logps, logps[method], lengths, groups)
-                rows.append({"method": method, "target": temperature, **report})
+                rows.append({"method": method, "target": temperature, **report, **extra})
+                this_t[method] = report
                 rows[-1]["seconds"] = time.perf_counter() - start
                 print(
                     f"T = {temperature:g} {method:>6}: T_eff {report['t_eff']:.4f}, τ {report['kendall_tau']:.4f}, "
                     f"NLL/token {report['nll_per_token']:.4f} ({rows[-1]['seconds']:.0f} s)",
                     flush=True,
                 )
-                if plots_dir and method != "myopic":
-                    reports = {"myopic": rows[-1 - settings["methods"].index(method) - 1], "tempered": report}
+                if plots_dir and method not in ("myopic", "tuned"):
+                    reports = {"myopic": this_t["myopic"], "tempered": report}
                     run_logps = {"base": base_logps, "myopic": logps["myopic"], "tempered": logps[method]}
                     path = f"{plots_dir}/{method}_T{temperature:g}.png"
                     title = f"SmolLM2-135M-Instruct, {method}"

@@ -135,6 +135,14 @@ def verdict(reports: dict, temperature: float) -> list[str]:
     lines.append(
         f"NLL/token: adapter {adapter['nll_per_token']:.3f}, token temperature {myopic['nll_per_token']:.3f}."
     )
+    tuned = reports.get("tuned_myopic")
+    if tuned is not None:  # the best token temperature: its T_eff is T, so the comparison is on τ and NLL
+        lines.append(
+            f"Against the tuned myopic baseline (token temperature {tuned['token_temperature']:.3g}, whose T_eff is "
+            f"{tuned['t_eff']:.3f}): τ {adapter['kendall_tau']:.3f} vs {tuned['kendall_tau']:.3f} "
+            f"({'better' if adapter['kendall_tau'] > tuned['kendall_tau'] else 'not better'}), NLL/token "
+            f"{adapter['nll_per_token']:.3f} vs {tuned['nll_per_token']:.3f}."
+        )
     return lines
 
 

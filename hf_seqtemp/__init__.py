@@ -36,6 +36,8 @@ _EXPORTS = {
     "ShiftedLogitsAdapter": "models",
     "ShiftedLogitsWrapper": "models",
     "adapter_name_for": "loading",
+    "audit_decoding": "audit",
+    "audit_grid": "audit",
     "diffusion_generate": "generation",
     "effective_temperature": "metrics",
     "generate_tempered": "generation",

@@ -1,5 +1,5 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""`hf-seqtemp` command line: `train`, `eval`, `generate` and `bench`.
+"""`hf-seqtemp` command line: `train`, `eval`, `generate`, `audit` and `bench`.
 
 Each command parses its own flags with [`~transformers.HfArgumentParser`] (as TRL's CLI does), so every field of
 its dataclasses, including every [`SeqTempConfig`] field for `train`, is a flag; `hf-seqtemp <command> --help`
@@ -17,13 +17,20 @@ from dataclasses import fields
 from pathlib import Path
 
 from .checks import check_int, check_temperature
-from .cli_arguments import EvalArguments, GenerateArguments, ModelArguments, TrainScriptArguments
+from .cli_arguments import (
+    AuditArguments,
+    EvalArguments,
+    GenerateArguments,
+    ModelArguments,
+    TrainScriptArguments,
+)
 from .cli_data import _check_one_source, _eval_data, _read_dataset, _read_prompts, _sample
 
 COMMANDS = {
     "train": "fine-tune a LoRA adapter to a sequence temperature and save it",
     "eval": "measure T_eff, Kendall tau and NLL of a tempered adapter against its base model",
     "generate": "sample completions of a prompt at a sequence temperature",
+    "audit": "what a decoding setting (temperature, top-p, min-p, ...) does to whole answers, against exact p",
     "bench": "run the benchmarks (python benchmarks/run_all.py, arguments passed through)",
 }
 
@@ -288,7 +295,7 @@ def _dataclass_types(command: str):
         from .trainer import SeqTempConfig
 
         return (TrainScriptArguments, SeqTempConfig)
-    return {"eval": (EvalArguments,), "generate": (GenerateArguments,)}[command]
+    return {"eval": (EvalArguments,), "generate": (GenerateArguments,), "audit": (AuditArguments,)}[command]
 
 
 def _check_train_flags(rest: list[str], prog: str) -> None:
@@ -321,6 +328,10 @@ def _run(command: str, rest: list[str]) -> int:
         parsed = parser.parse_flags(rest)
         if command == "train":
             return run_train(*parsed)
+        if command == "audit":
+            from .cli_audit import run_audit
+
+            return run_audit(*parsed, load_base=_load_base, read_dataset=_read_dataset)
         return run_eval(*parsed) if command == "eval" else run_generate(*parsed)
     except (ValueError, TypeError, FileNotFoundError, LocalTokenNotFoundError, OfflineModeIsEnabled) as error:
         parser.error(_flagged(str(error), types))

@@ -118,3 +118,53 @@ class GenerateArguments(ModelArguments):
     chat_template: bool = field(default=True, metadata={"help": "Wrap prompts in the tokenizer's chat template."})
     seed: int = field(default=0, metadata={"help": "Random seed."})
     output_json: str | None = field(default=None, metadata={"help": "Also write the samples to this JSON file."})
+
+
+@dataclass
+class AuditArguments(ModelArguments):
+    """`hf-seqtemp audit`: what a decoding setting does to whole answers, against the model's exact p."""
+
+    _argument_group_name = "model, prompts and decoding"
+
+    prompt: list[str] = field(default_factory=list, metadata={"help": "One or more prompts."})
+    prompts_file: str | None = field(
+        default=None, metadata={"help": "Text file with one prompt per line (instead of, or besides, --prompt)."}
+    )
+    dataset_path: str | None = field(
+        default=None, metadata={"help": "A dataset with a `prompt` column: a load_from_disk folder or .json/.jsonl."}
+    )
+    dataset_split: str = field(default="train", metadata={"help": "Split to use when --dataset_path holds several."})
+    num_prompts: int | None = field(default=None, metadata={"help": "Audit only the first N prompts."})
+    system_prompt: str | None = field(default=None, metadata={"help": "System prompt for the chat template."})
+    chat_template: bool = field(default=True, metadata={"help": "Wrap text prompts in the tokenizer's chat template."})
+    temperature: float | None = field(default=None, metadata={"help": "Token temperature of the audited decoding."})
+    top_k: int | None = field(default=None, metadata={"help": "Top-k of the audited decoding."})
+    top_p: float | None = field(default=None, metadata={"help": "Top-p (nucleus) of the audited decoding."})
+    min_p: float | None = field(default=None, metadata={"help": "Min-p of the audited decoding."})
+    typical_p: float | None = field(default=None, metadata={"help": "Typical-p of the audited decoding."})
+    epsilon_cutoff: float | None = field(default=None, metadata={"help": "Epsilon cut-off of the audited decoding."})
+    eta_cutoff: float | None = field(default=None, metadata={"help": "Eta cut-off of the audited decoding."})
+    repetition_penalty: float | None = field(default=None, metadata={"help": "Repetition penalty (1 = none)."})
+    no_repeat_ngram_size: int | None = field(default=None, metadata={"help": "Forbid repeating n-grams of this size."})
+    grid: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "Several settings in one run, one row each: `name=v1,v2 ...` is the product of the values; "
+            "`+` separates blocks (`temperature=0.3,0.7 + top_p=0.9,0.95`). Replaces the single-setting flags."
+        },
+    )
+    target_temperature: list[float] = field(
+        default_factory=list,
+        metadata={
+            "help": "Sequence temperatures T for which to find the token temperature whose T_eff is T (the tuned "
+            "myopic baseline), added as rows."
+        },
+    )
+    num_samples: int = field(default=8, metadata={"help": "Completions sampled per prompt and setting."})
+    reference_samples: int = field(
+        default=32, metadata={"help": "Exact samples of p per prompt behind the 'rare under p' threshold."}
+    )
+    max_new_tokens: int = field(default=32, metadata={"help": "Longest completion."})
+    seed: int = field(default=0, metadata={"help": "Random seed."})
+    output_dir: str = field(default="audit", metadata={"help": "Folder for audit.json, audit.md and audit.png."})
+    plot: bool = field(default=True, metadata={"help": "Also draw audit.png (log q against log p by prompt)."})

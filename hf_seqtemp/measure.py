@@ -8,12 +8,14 @@ import hashlib
 import json
 import logging
 import os
+import warnings
 
 import torch
 from datasets import Dataset
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
+from .audit.grid import tune_token_temperature
 from .data import GROUP_ID, SeqTempCollator, prepare_dataset
 from .likelihood import AutoregressiveScorer, SequenceScorer
 from .metrics.core import effective_temperature, kendall_tau, sequence_nll
@@ -22,7 +24,7 @@ from .peft_compat import is_peft_model
 
 MEASURED_MODELS = ("base", "myopic", "tempered")
 """The rows of a held-out measurement: the base model p, the myopic baseline (p at token temperature T) and the
-tempered model q."""
+tempered model q (plus `"tuned_myopic"`, see [`tune_myopic`], when measured)."""
 
 
 def sequences_digest(dataset: Dataset, tokenizer=None, max_length: int = 4096) -> str:
@@ -133,6 +135,31 @@ def _quiet_preparation():
         log.setLevel(level)
 
 
+def tune_myopic(
+    ref_model, dataset, target_temperature: float, ref_logps, groups, known=None, rel_tol: float = 0.005, **kwargs
+) -> tuple[float, torch.Tensor]:
+    """The *tuned myopic* baseline: the token temperature t whose sequence T_eff (within prompts, against
+    `ref_logps`) on `dataset` equals `target_temperature`, and the log-likelihoods at t.
+
+    Token temperature T does not temper whole sequences at T (its T_eff is usually nearer 1); the best a user can do
+    without training is to pick t so that T_eff hits T, and then the question is τ and NLL. Found by
+    [`~hf_seqtemp.audit.tune_token_temperature`] (one scoring pass per step; `known` maps token temperatures to
+    log-likelihoods already scored). Keyword arguments go to [`score_dataset`].
+    """
+    scored = dict(known or {})
+
+    def t_eff_at(t: float) -> float:
+        if t not in scored:
+            scorer = AutoregressiveScorer(token_temperature=t)
+            scored[t], _ = score_dataset(ref_model, dataset, scorer, desc=f"Tuning myopic (t={t:.3g})", **kwargs)
+        return effective_temperature(ref_logps, scored[t], groups=groups)
+
+    high = max(4.0, 4.0 * target_temperature)
+    seen = {t: t_eff_at(t) for t in list(scored)}
+    search = tune_token_temperature(t_eff_at, target_temperature, known=seen, high=high, rel_tol=rel_tol)
+    return search["token_temperature"], scored[search["token_temperature"]]
+
+
 def measure_held_out(
     model,
     held_out_dataset,
@@ -142,8 +169,10 @@ def measure_held_out(
     scorer=None,
     batch_size: int = 16,
     max_length: int = 4096,
+    tuned_myopic: bool = True,
 ) -> tuple[dict[str, dict[str, float]], dict[str, torch.Tensor]]:
-    """Scores held-out sequences under the base model, the myopic baseline and the tempered model.
+    """Scores held-out sequences under the base model, the myopic baseline, the tuned myopic baseline and the
+    tempered model.
 
     The base model is `model` with its adapter disabled (a `PeftModel`) or `base_model` (full fine-tuning). The
     myopic baseline is the base model with every next-token distribution tempered (`token_temperature=T`).
@@ -157,10 +186,14 @@ def measure_held_out(
         scorer ([`AutoregressiveScorer`], *optional*): the exact AR scorer by default.
         batch_size (`int`, *optional*, defaults to 16), max_length (`int`, *optional*, defaults to 4096): as in
             [`score_dataset`].
+        tuned_myopic (`bool`, *optional*, defaults to `True`): also find the token temperature whose T_eff on these
+            sequences is T ([`tune_myopic`]) and report it as `"tuned_myopic"` (with its `token_temperature`); left
+            out, with a warning, when no token temperature reaches T.
 
     Returns:
         `(reports, logps)`: `reports[name]` is [`temperature_report`] against the base model for `name` in
-        `("base", "myopic", "tempered")`; `logps` holds the per-sequence log-likelihoods and `"lengths"`.
+        `("base", "myopic", "tempered")` and `"tuned_myopic"`; `logps` holds the per-sequence log-likelihoods and
+        `"lengths"`.
 
     Example:
     ```python
@@ -189,14 +222,27 @@ def measure_held_out(
     groups = prepared[GROUP_ID]
     kwargs = {"batch_size": batch_size, "max_length": max_length}
     myopic_scorer = AutoregressiveScorer(token_temperature=target_temperature)
+    tuned = None
     with _quiet_preparation(), ref_context:
         ref_logps, lengths = score_dataset(ref_model, prepared, scorer, desc="Scoring base", **kwargs)
         myopic_logps, _ = score_dataset(ref_model, prepared, myopic_scorer, desc="Scoring myopic", **kwargs)
+        if tuned_myopic:
+            known = {target_temperature: myopic_logps}
+            try:
+                tuned = tune_myopic(ref_model, prepared, target_temperature, ref_logps, groups, known, **kwargs)
+            except ValueError as error:
+                warnings.warn(f"no tuned myopic row: {error}", UserWarning, stacklevel=2)
     with _quiet_preparation():
         policy_logps, _ = score_dataset(model, prepared, scorer, desc="Scoring tempered", **kwargs)
     logps = {"base": ref_logps, "myopic": myopic_logps, "tempered": policy_logps, "lengths": lengths}
     logps["groups"] = groups
     reports = {name: temperature_report(ref_logps, logps[name], lengths, groups) for name in MEASURED_MODELS}
+    if tuned is not None:
+        logps["tuned_myopic"] = tuned[1]
+        reports["tuned_myopic"] = {
+            **temperature_report(ref_logps, tuned[1], lengths, groups),
+            "token_temperature": tuned[0],
+        }
     return reports, logps
 
 

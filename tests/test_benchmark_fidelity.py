@@ -40,6 +40,7 @@ def test_modes_pick_sizes_and_overrides(fidelity):
     full = fidelity.resolve_settings(_args(full=True, temperatures=[0.8], max_steps=7, methods=["ratio"]))
     assert full["mode"] == "full" and full["temperatures"] == [0.8] and full["max_steps"] == 7
     assert full["methods"] == ["ratio"] and full["num_generations"] == 64
+    assert fidelity.resolve_settings(_args(methods=["none"]))["methods"] == []  # baselines (myopic, tuned) only
 
 
 def test_prompts_are_split_by_prompt(fidelity):

@@ -142,6 +142,9 @@ def test_card_figures_equal_a_fresh_evaluation(pushed):
     with open(os.path.join(folder, "README.md"), encoding="utf-8") as handle:
         card = handle.read()
     rows, fresh = _card_rows(card), _fresh_reports(trainer)
+    tuned = rows.pop(hub.ROW_NAMES["tuned_myopic"])
+    assert tuned[0] == pytest.approx(T, rel=0.005 + 1e-4)  # the token temperature found gives T_eff = T
+    assert "The tuned myopic baseline samples every token at temperature" in card
     for label, values in rows.items():
         expected = [fresh[label][k] for k in ("t_eff", "kendall_tau", "nll_per_token")]
         assert values == pytest.approx(expected, abs=6e-5), label

@@ -33,6 +33,7 @@ FLOORS = {
     "measure": 2,
     "fingerprint": 2,
     "evaluation": 2,
+    "audit": 2,
     # top: what is shipped (card, Hub folder, loading), then the trainer that ships it, then the entry points
     "card": 3,
     "hub": 3,
@@ -42,6 +43,7 @@ FLOORS = {
     "cli_arguments": 5,
     "cli_data": 5,
     "cli_parser": 5,
+    "cli_audit": 5,
     ROOT: 5,  # `hf_seqtemp/__init__.py`: the public API, imported lazily by name
 }
 

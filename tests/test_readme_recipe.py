@@ -112,7 +112,7 @@ def test_readme_quick_start_runs_as_written_and_prints_what_it_measured(tmp_path
 def _parsers() -> dict[str, SeqTempArgumentParser]:
     return {
         name: SeqTempArgumentParser(cli._dataclass_types(name), prog=f"hf-seqtemp {name}")
-        for name in ("train", "eval", "generate")
+        for name in ("train", "eval", "generate", "audit")
     }
 
 

@@ -80,6 +80,7 @@ def test_save_model_writes_the_measured_card_scoring_once(tmp_path, monkeypatch)
     card = (out / "README.md").read_text(encoding="utf-8")
     assert not any(text in card for text in PLACEHOLDER)
     rows, oracle = _rows(card), _oracle(trainer)
+    assert rows.pop(hub.ROW_NAMES["tuned_myopic"])[0] == pytest.approx(T, rel=0.005 + 1e-4)  # T_eff = T by search
     assert set(rows) == set(oracle)
     for label, values in rows.items():
         assert values == pytest.approx(oracle[label], abs=6e-5), label
