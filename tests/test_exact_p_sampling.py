@@ -79,7 +79,7 @@ def _answer_probs(model, prompt: list[int]) -> dict[tuple, float]:
     return probs
 
 
-def _check_exact(model, prompt, completions):
+def _assert_exact_p(model, prompt, completions):
     """Every completion ends where sampling stopped (its first EOS, either id, is its last token), and the
     completions pass a chi-square test against the exact p over answers."""
     exact = _answer_probs(model, prompt)
@@ -130,7 +130,7 @@ def test_prompt_only_training_data_are_exact_samples_of_p_despite_the_generation
         ]
         assert len(completions) == draws
         assert all(rows[group * draws + i]["input_ids"][: len(prompt)] == prompt for i in range(draws))
-        _check_exact(model, prompt, completions)
+        _assert_exact_p(model, prompt, completions)
 
 
 @pytest.mark.parametrize("batch_size", [64, 700])
@@ -146,7 +146,7 @@ def test_sample_dataset_draws_exactly_from_p_despite_the_generation_config(batch
         completions = [ids[len(prompt) :] for ids in rows["input_ids"]]
         assert all(ids[: len(prompt)] == prompt for ids in rows["input_ids"])
         assert all(sum(mask) == len(c) for mask, c in zip(rows["completion_mask"], completions))
-        _check_exact(model, prompt, completions)
+        _assert_exact_p(model, prompt, completions)
 
 
 def test_fresh_samples_drawn_during_training_are_exact_samples_of_p_despite_the_generation_config(tmp_path):
@@ -168,4 +168,4 @@ def test_fresh_samples_drawn_during_training_are_exact_samples_of_p_despite_the_
     torch.manual_seed(0)
     for index, prompt in enumerate(PROMPTS.values()):
         drawn = trainer._draw([prompt] * draws, [index * draws])  # a stream per (seed, rank, generation, first slot)
-        _check_exact(model, prompt, drawn[0] if isinstance(drawn, tuple) else drawn)
+        _assert_exact_p(model, prompt, drawn[0] if isinstance(drawn, tuple) else drawn)

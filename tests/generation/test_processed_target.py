@@ -89,7 +89,7 @@ def _generate(model, prompts, copies, kwargs, **strategy):
     return _answers(out, width)
 
 
-def _check(model, prompts, copies, kwargs, answers):
+def _assert_processed_target(model, prompts, copies, kwargs, answers):
     for index, prompt in enumerate(prompts):
         drawn = answers[index * copies : (index + 1) * copies]
         assert not any(BANNED in a for a in drawn)  # the suppressed token is never sampled
@@ -106,7 +106,7 @@ def test_mcmc_samples_the_processed_target(case):
     model = tiny_llama(vocab_size=V, seed=3, head_scale=3.0)
     prompts, kwargs = CASES[case]
     answers = _generate(model, prompts, 1500, kwargs, strategy="mcmc", mcmc_steps=10)
-    _check(model, prompts, 1500, kwargs, answers)
+    _assert_processed_target(model, prompts, 1500, kwargs, answers)
 
 
 @pytest.mark.parametrize(("case", "num_candidates"), [("padded", None), ("ngram", None), ("padded", 2)])
@@ -116,7 +116,7 @@ def test_glauber_samples_the_processed_target(case, num_candidates):
     answers = _generate(
         model, prompts, 1000, kwargs, strategy="glauber", glauber_rounds=6, num_candidates=num_candidates
     )
-    _check(model, prompts, 1000, kwargs, answers)
+    _assert_processed_target(model, prompts, 1000, kwargs, answers)
 
 
 def test_the_processed_target_is_not_the_plain_target_without_the_banned_token():
