@@ -35,6 +35,7 @@ FLOORS = {
     "evaluation": 2,
     "audit": 2,
     # top: what is shipped (card, Hub folder, loading), then the trainer that ships it, then the entry points
+    "card_plot": 3,
     "card": 3,
     "hub": 3,
     "loading": 3,
