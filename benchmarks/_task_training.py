@@ -46,7 +46,7 @@ def _shared_args(settings: dict, device, output_dir: str) -> dict:
         "seed": settings["train_seed"],
         "use_cpu": device.type == "cpu",
         "bf16": False,
-        "gradient_checkpointing": False,
+        "activation_checkpointing": False,
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
     }
@@ -81,13 +81,16 @@ def train_ours(temperature: float, prompts: list, tokenizer, settings: dict, dev
 
 
 class _Budget(TrainerCallback):
-    """Stops training once `seconds` have passed since `start` (checked after each optimisation step)."""
+    """Stops training at the step end nearest to `seconds` after `start`: after a step, when running one more step
+    (as long as the last one) would overshoot the budget by more than it would leave unused."""
 
     def __init__(self, start: float, seconds: float):
-        self.start, self.seconds = start, seconds
+        self.start, self.seconds, self.last = start, seconds, start
 
     def on_step_end(self, args, state, control, **kwargs):
-        if time.perf_counter() - self.start >= self.seconds:
+        now = time.perf_counter()
+        step, self.last = now - self.last, now
+        if now - self.start + step / 2 >= self.seconds:
             control.should_training_stop = True
         return control
 

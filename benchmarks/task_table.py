@@ -29,6 +29,7 @@ keep families whose pass@1 lies in 15-70 %. Output: `<output_dir>/task_table.jso
 Usage:
     python benchmarks/task_table.py --probe                  # base pass@1 per family (16 prompts x 8 samples)
     python benchmarks/task_table.py --quick                  # smoke run: 1 family, tiny sizes
+    python benchmarks/task_table.py --cpu --families addition  # a small table, about 25 min on 2 shared cores
     python benchmarks/task_table.py [--families ...]         # the table (see MODES["default"])
 """
 
@@ -64,6 +65,11 @@ MODES = {
         "seeds": [0, 1], "alphas": [4.0], "mcmc_steps": 2, "block_size": 6, "smc_particles": 4,
         "max_steps": 2, "num_generations": 4, "train_batch": 8,
     },
+    "cpu": {
+        "families": ["addition"], "train_prompts": 32, "held_out_prompts": 16, "samples": 8, "max_new_tokens": 16,
+        "seeds": [0, 1], "alphas": [4.0], "mcmc_steps": 4, "block_size": 8, "smc_particles": 8,
+        "max_steps": 8, "num_generations": 4, "train_batch": 16,
+    },
     "default": {
         "families": ["addition", "capitals", "comparison"], "train_prompts": 48, "held_out_prompts": 24,
         "samples": 8, "max_new_tokens": 24, "seeds": [0, 1, 2], "alphas": [4.0, 2.0], "mcmc_steps": 10,
@@ -77,7 +83,9 @@ BOOTSTRAP = 2000
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="smoke run: one family, tiny sizes")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="smoke run: one family, tiny sizes")
+    size.add_argument("--cpu", action="store_true", help="a small table for a CPU (about 25 min per family)")
     parser.add_argument("--probe", action="store_true", help="only measure the base pass@1 per family")
     parser.add_argument("--families", nargs="+", choices=sorted(FAMILIES), help="override the mode's families")
     parser.add_argument("--seeds", type=int, nargs="+", help="override the mode's sampling seeds")
@@ -93,7 +101,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def resolve_settings(args) -> dict:
-    mode = "quick" if args.quick else "default"
+    mode = "quick" if args.quick else "cpu" if args.cpu else "default"
     settings = {"mode": mode, **MODES[mode], **TRAINING, "rl": args.rl, "train": args.train}
     for name in ("families", "seeds", "alphas", "held_out_prompts", "train_prompts", "max_steps", "max_new_tokens"):
         if getattr(args, name) is not None:
