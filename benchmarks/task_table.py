@@ -268,6 +268,19 @@ def probe(base, tokenizer, families: list[str]) -> list[dict]:
     return rows
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     settings = resolve_settings(args)
@@ -276,6 +289,7 @@ def main(argv=None) -> None:
         torch.set_num_threads(args.threads)
     info = print_device(device)
     info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    info["cpu_model"] = cpu_model()
     out = Path(args.output_dir)
     base, tokenizer = load_default_model(device=device)
     base.eval()
