@@ -138,6 +138,7 @@ def evaluate(sample, model, tokenizer, family, held_out: list, settings: dict, s
         "pass@1": statistics.fmean(per_seed),
         "pass@1_ci95": [low, high],
         "pass@1_per_seed": per_seed,
+        "pass@1_per_prompt": [statistics.fmean(v) for v in per_prompt],
         "pass@8": statistics.fmean(pass8),
         "calls": statistics.fmean(r["calls"] for r in runs),
         "token_forwards_per_answer": sum(r["token_forwards"] for r in runs) / answers,
