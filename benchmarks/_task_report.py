@@ -44,7 +44,7 @@ def print_rows(rows: list[dict]) -> None:
             print("-" * (sum(widths) + 2 * (len(widths) - 1)))
 
 
-def markdown_table(rows: list[dict], settings: dict) -> str:
+def markdown_table(rows: list[dict], settings: dict, differences: dict | None = None) -> str:
     head = (
         f"Task table ({settings['mode']} mode): held-out prompts, sampling seeds {settings['seeds']}, "
         f"{settings['samples']} samples per prompt and seed, ≤ {settings['max_new_tokens']} new tokens, "
@@ -57,4 +57,32 @@ def markdown_table(rows: list[dict], settings: dict) -> str:
         "|" + " --- |" * len(COLUMNS),
     ]
     lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
+    if differences:
+        lines += ["", "| pass@1 difference (paired over prompts) | mean [95% CI] |", "| --- | --- |"]
+        lines += [f"| {k} | {m:+.3f} [{lo:+.3f}, {hi:+.3f}] |" for k, (m, lo, hi) in differences.items()]
     return "\n".join(lines) + "\n"
+
+
+def paired_differences(rows: list[dict], bootstrap: int = 2000, seed: int = 0) -> dict:
+    """pass@1 of `ours T` minus each other row's, per family and T, with a 95 % interval from a PAIRED bootstrap over
+    held-out prompts (the same resampled prompts for both rows, which removes the prompts' own difficulty)."""
+    import random
+    import statistics
+
+    rng, out = random.Random(seed), {}
+    for ours in (r for r in rows if r["row"].startswith("ours") and "pass@1_per_prompt" in r):
+        temperature = ours["target_T"]
+        others = [
+            r
+            for r in rows
+            if r["family"] == ours["family"]
+            and r is not ours
+            and "pass@1_per_prompt" in r
+            and (r["target_T"] in (None, 1.0, temperature))
+        ]
+        for other in others:
+            diffs = [a - b for a, b in zip(ours["pass@1_per_prompt"], other["pass@1_per_prompt"])]
+            means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(bootstrap))
+            key = f"{ours['family']}: {ours['row']} - {other['row']}"
+            out[key] = [statistics.fmean(diffs), means[int(0.025 * bootstrap)], means[int(0.975 * bootstrap) - 1]]
+    return out

@@ -52,7 +52,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import _task_sampling as samplers
 from _common import REPO, pick_device, print_device, write_json
-from _task_report import markdown_table, print_rows
+from _task_report import markdown_table, paired_differences, print_rows
 from _tasks import FAMILIES, conversation, get_family, split_family
 
 from hf_seqtemp import load_default_model, pass_at_k, sample_dataset
@@ -315,8 +315,11 @@ def main(argv=None) -> None:
     settings["smc_available"] = samplers.smc_available()
     print_rows(rows)
     print(f"wall time {settings['wall_seconds']:.0f} s, sampling seeds {settings['seeds']}")
-    write_json(str(out / "task_table.json"), "task_table", info, settings, rows, {})
-    (out / "task_table.md").write_text(markdown_table(rows, settings))
+    summary = paired_differences(rows)
+    for key, (mean, low, high) in summary.items():
+        print(f"pass@1 difference {key}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] (paired over prompts)")
+    write_json(str(out / "task_table.json"), "task_table", info, settings, rows, summary)
+    (out / "task_table.md").write_text(markdown_table(rows, settings, summary))
     print(f"wrote {out / 'task_table.md'}")
 
 

@@ -113,3 +113,24 @@ def test_rloo_reward_is_log_p_of_the_completion_given_the_prompt():
         expected = sum(float(logps[len(prefix) - 1 + i, token]) for i, token in enumerate(ids))
         assert abs(reward - expected) <= 64 * torch.finfo(torch.float32).eps * max(1.0, abs(expected))
     assert abs(rewards[0] - rewards[1]) > 1.0  # the two rows were not scored alike
+
+
+def test_paired_differences_pair_prompts():
+    """The difference of two rows is bootstrapped over prompts with both rows resampled together: a row that is
+    better by 0.1 on every prompt differs by exactly 0.1, however much the prompts differ among themselves."""
+    from _task_report import paired_differences
+
+    ours = [0.9, 0.6, 0.3, 0.15, 0.0]
+    rows = [
+        {"family": "f", "row": "ours T=0.25", "target_T": 0.25, "pass@1_per_prompt": ours},
+        {"family": "f", "row": "token T=0.25", "target_T": 0.25, "pass@1_per_prompt": [v - 0.1 for v in ours]},
+        {"family": "f", "row": "ancestral", "target_T": 1.0, "pass@1_per_prompt": ours[::-1]},
+        {"family": "f", "row": "token T=0.5", "target_T": 0.5, "pass@1_per_prompt": ours},  # another target: skipped
+        {"family": "g", "row": "greedy", "target_T": None, "pass@1_per_prompt": ours},  # another family: skipped
+    ]
+    result = paired_differences(rows)
+    assert sorted(result) == ["f: ours T=0.25 - ancestral", "f: ours T=0.25 - token T=0.25"]
+    mean, low, high = result["f: ours T=0.25 - token T=0.25"]
+    assert mean == pytest.approx(0.1) and low == pytest.approx(0.1) and high == pytest.approx(0.1)
+    mean, low, high = result["f: ours T=0.25 - ancestral"]  # same values in another order: mean 0, wide interval
+    assert mean == pytest.approx(0.0, abs=1e-12) and low < -0.2 and high > 0.2
