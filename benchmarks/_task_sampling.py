@@ -1,0 +1,138 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Samplers of the task benchmark: each draws answers for a list of chat prompts in one batch and counts its cost.
+
+A sampler runs on every held-out prompt repeated `n` times, as one batch, and returns the decoded completions and
+its cost: `calls`, the sequential forward calls of the run (every answer takes part in each, so this is the latency
+per answer in model calls when the batch runs in parallel), and `token_forwards`, the token positions forwarded in
+all calls together (the compute; divided by the number of answers it is the compute per answer).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+from _tasks import conversation
+
+# exact sampling of the model's own distribution: transformers 5 fills unset fields from the model's config
+EXACT = {"do_sample": True, "top_k": 0, "top_p": 1.0, "min_p": None, "repetition_penalty": 1.0}
+
+
+class CallCounter:
+    """Counts forward calls of `model` and the token positions they process (a forward pre-hook on the transformers
+    model itself: a PEFT model's `generate` calls its base model directly)."""
+
+    def __init__(self, model):
+        self.calls, self.tokens = 0, 0
+        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self._handle = inner.register_forward_pre_hook(self._hook, with_kwargs=True)
+
+    def _hook(self, module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is None and kwargs.get("inputs_embeds") is not None:
+            ids = kwargs["inputs_embeds"][..., 0]
+        self.calls += 1
+        self.tokens += 0 if ids is None else ids.numel()
+
+    def remove(self):
+        self._handle.remove()
+
+
+def encode(tokenizer, questions: list[str], repeats: int, device) -> dict:
+    """Chat-templated prompts, each repeated `repeats` times in a row, left-padded."""
+    texts = [
+        tokenizer.apply_chat_template(conversation(q), tokenize=False, add_generation_prompt=True) for q in questions
+    ]
+    tokenizer.padding_side = "left"
+    batch = tokenizer([t for t in texts for _ in range(repeats)], return_tensors="pt", padding=True)
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def decode(tokenizer, sequences: torch.Tensor, prompt_length: int) -> list[str]:
+    return tokenizer.batch_decode(sequences[:, prompt_length:], skip_special_tokens=True)
+
+
+def run_sampler(
+    sample: Callable, model, tokenizer, questions: list[str], n: int, max_new_tokens: int, seed: int
+) -> dict:
+    """Runs `sample(model, batch, max_new_tokens, seed) -> sequences` on every question × `n` in one batch and
+    returns `{"completions": [[n texts] per question], "calls", "token_forwards", "seconds"}`."""
+    batch = encode(tokenizer, questions, n, model.device)
+    counter = CallCounter(model)
+    start = time.perf_counter()
+    try:
+        with torch.no_grad():
+            sequences = sample(model, batch, max_new_tokens, seed)
+    finally:
+        counter.remove()
+    seconds = time.perf_counter() - start
+    texts = decode(tokenizer, sequences, batch["input_ids"].shape[1])
+    return {
+        "completions": [texts[i * n : (i + 1) * n] for i in range(len(questions))],
+        "calls": counter.calls,
+        "token_forwards": counter.tokens,
+        "seconds": seconds,
+        "answers": len(texts),
+    }
+
+
+def ancestral(token_temperature: float = 1.0) -> Callable:
+    """Ancestral sampling at token temperature `token_temperature` (1: exact sampling of the model)."""
+
+    def sample(model, batch, max_new_tokens, seed):
+        torch.manual_seed(seed)
+        return model.generate(**batch, max_new_tokens=max_new_tokens, temperature=token_temperature, **EXACT)
+
+    return sample
+
+
+def greedy(model, batch, max_new_tokens, seed):
+    return model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False, top_k=None, top_p=None)
+
+
+def power(alpha: float, mcmc_steps: int, block_size: int) -> Callable:
+    """MH power sampling of p^alpha (`strategy="mcmc"`), `mcmc_steps` steps per block of `block_size` tokens."""
+
+    def sample(model, batch, max_new_tokens, seed):
+        from hf_seqtemp import seqtemp_generate
+
+        return model.generate(
+            **batch,
+            max_new_tokens=max_new_tokens,
+            custom_generate=seqtemp_generate,
+            seq_temperature=1.0 / alpha,
+            strategy="mcmc",
+            mcmc_steps=mcmc_steps,
+            block_size=block_size,
+            generator=torch.Generator().manual_seed(seed),
+            **EXACT,
+        )
+
+    return sample
+
+
+def smc_available() -> bool:
+    from hf_seqtemp.generation.strategies import STRATEGY_REGISTRY
+
+    return "smc" in STRATEGY_REGISTRY
+
+
+def smc(alpha: float, num_particles: int) -> Callable:
+    """Sequential Monte Carlo power sampling of p^alpha (`strategy="smc"`), `num_particles` particles per answer."""
+
+    def sample(model, batch, max_new_tokens, seed):
+        from hf_seqtemp import seqtemp_generate
+
+        return model.generate(
+            **batch,
+            max_new_tokens=max_new_tokens,
+            custom_generate=seqtemp_generate,
+            seq_temperature=1.0 / alpha,
+            strategy="smc",
+            num_particles=num_particles,
+            generator=torch.Generator().manual_seed(seed),
+            **EXACT,
+        )
+
+    return sample

@@ -1,0 +1,136 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""The task benchmark's families: checkers read free-form chat replies right, and the split keeps held-out prompts
+out of training (no model)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+from _tasks import FAMILIES, check_capital, check_integer, check_yes_no, get_family, parse_integer, split_family
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("7 + 5 = 12", 12),
+        ("7 + 5 = 12.", 12),
+        ("The answer is 12.", 12),
+        ("12", 12),
+        ("3 + 4 = 7, so the answer is 8", 7),  # the first integer after "=" wins
+        ("12 + 5 = 6", 6),  # a wrong sum the model wrote is read as written
+        ("Seven plus five is 13", 13),
+        ("= -3", -3),
+        ("I don't know.", None),
+        ("7 + 5 =", 5),  # nothing after "=": the last integer
+    ],
+)
+def test_parse_integer(completion, expected):
+    assert parse_integer(completion) == expected
+
+
+def test_checkers():
+    assert check_integer("12", "7 + 5 = 12")
+    assert not check_integer("12", "7 + 5 = 13. Wait, 12")
+    assert not check_integer("12", "no idea")
+    assert check_capital("Paris", "The capital of France is Paris.")
+    assert check_capital("Paris", "paris")
+    assert check_capital("Paris", "Paris, not Lyon or Berlin.")
+    assert not check_capital("Paris", "Berlin, or maybe Paris.")  # the first capital named is the answer
+    assert not check_capital("Paris", "Parisian food is great.")  # a whole word, not a prefix
+    assert check_capital("Kyiv", "Kiev")
+    assert check_capital("Bogota", "Bogotá is the capital.")
+    assert check_capital("Buenos Aires", "The capital of Argentina is Buenos Aires")
+    assert not check_capital("Canberra", "Sydney")
+    assert check_yes_no("yes", "Yes, 7 is greater than 5.")
+    assert check_yes_no("no", "No.")
+    assert not check_yes_no("yes", "No, it is not. Yes means...")
+    assert not check_yes_no("no", "Nobody knows")  # "no" as a whole word only
+    assert not check_yes_no("yes", "7 is greater.")
+
+
+def test_answers_in_the_pools_are_right():
+    addition = get_family("addition")
+    assert len(addition.items) == 100 and addition.items[75] == ("What is 7 + 5?", "12")
+    comparison = dict(get_family("comparison").items)
+    assert comparison["Is 7 greater than 5? Answer yes or no."] == "yes"
+    assert comparison["Is 7 less than 5? Answer yes or no."] == "no"
+    for name in FAMILIES:
+        family = get_family(name)
+        questions = [q for q, _ in family.items]
+        assert len(set(questions)) == len(questions), f"{name}: repeated question"
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_training_prompts_never_appear_among_held_out(name, seed):
+    family = get_family(name)
+    held_out_size = 16
+    train, held_out = split_family(family, len(family.items) - held_out_size, held_out_size, seed)
+    train_q, held_q = {q for q, _ in train}, {q for q, _ in held_out}
+    assert not train_q & held_q
+    assert len(train_q) + len(held_q) == len(family.items)  # all prompts used, none twice
+    # deterministic, and asking for fewer training prompts moves no held-out prompt
+    assert split_family(family, 8, held_out_size, seed) == (train[:8], held_out)
+    assert split_family(family, 8, held_out_size, seed + 1)[1] != held_out  # the seed matters
+
+
+def test_split_rejects_too_many_prompts():
+    with pytest.raises(ValueError, match="`num_train` \\+ `num_held_out` = 101"):
+        split_family(get_family("addition"), 90, 11)
+    with pytest.raises(ValueError, match="`family` must be one of"):
+        get_family("algebra")
+
+
+def test_rloo_reward_is_log_p_of_the_completion_given_the_prompt():
+    """The RL peer's reward is log p_base(completion | chat prompt), each prompt scored as its own row (prompts of
+    different lengths, right padding), checked against the product of the model's next-token conditionals."""
+    import torch
+    from tiny_models import tiny_llama
+    from transformers import AutoTokenizer
+
+    from hf_seqtemp.models.default import default_model_path
+
+    _task_training = pytest.importorskip("_task_training")
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    model = tiny_llama(vocab_size=len(tokenizer), seed=3, head_scale=4.0).eval()
+    prompts = [
+        [{"role": "user", "content": "What is 7 + 5?"}],
+        [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Is 3 greater than 12?"}],
+    ]
+    completion_ids = [[2, 17, 905, 44, tokenizer.eos_token_id], [1234, 5]]
+    rewards = _task_training.log_p_reward(model, tokenizer)(prompts, [None, None], completion_ids)
+    for prompt, ids, reward in zip(prompts, completion_ids, rewards):
+        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        prefix = tokenizer(text, add_special_tokens=False)["input_ids"]
+        sequence = torch.tensor([prefix + ids])
+        with torch.no_grad():
+            logps = model(input_ids=sequence).logits[0].double().log_softmax(-1)
+        expected = sum(float(logps[len(prefix) - 1 + i, token]) for i, token in enumerate(ids))
+        assert abs(reward - expected) <= 64 * torch.finfo(torch.float32).eps * max(1.0, abs(expected))
+    assert abs(rewards[0] - rewards[1]) > 1.0  # the two rows were not scored alike
+
+
+def test_paired_differences_pair_prompts():
+    """The difference of two rows is bootstrapped over prompts with both rows resampled together: a row that is
+    better by 0.1 on every prompt differs by exactly 0.1, however much the prompts differ among themselves."""
+    from _task_report import paired_differences
+
+    ours = [0.9, 0.6, 0.3, 0.15, 0.0]
+    rows = [
+        {"family": "f", "row": "ours T=0.25", "target_T": 0.25, "pass@1_per_prompt": ours},
+        {"family": "f", "row": "token T=0.25", "target_T": 0.25, "pass@1_per_prompt": [v - 0.1 for v in ours]},
+        {"family": "f", "row": "ancestral", "target_T": 1.0, "pass@1_per_prompt": ours[::-1]},
+        {"family": "f", "row": "token T=0.5", "target_T": 0.5, "pass@1_per_prompt": ours},  # another target: skipped
+        {"family": "g", "row": "greedy", "target_T": None, "pass@1_per_prompt": ours},  # another family: skipped
+    ]
+    result = paired_differences(rows)
+    assert sorted(result) == ["f: ours T=0.25 - ancestral", "f: ours T=0.25 - token T=0.25"]
+    mean, low, high = result["f: ours T=0.25 - token T=0.25"]
+    assert mean == pytest.approx(0.1) and low == pytest.approx(0.1) and high == pytest.approx(0.1)
+    mean, low, high = result["f: ours T=0.25 - ancestral"]  # same values in another order: mean 0, wide interval
+    assert mean == pytest.approx(0.0, abs=1e-12) and low < -0.2 and high > 0.2
