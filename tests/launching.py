@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -23,6 +24,14 @@ DEFAULT_TIMEOUT = 120
 
 
 MARKER = "HF_SEQTEMP_TEST_LAUNCH"
+
+
+def free_port() -> str:
+    """A TCP port free on this machine now, for a launch's rendezvous: a fixed port fails with EADDRINUSE when two
+    test runs (or two CI jobs) share the machine."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
 
 
 def _marked(marker: str) -> list[int]:

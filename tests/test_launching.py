@@ -4,7 +4,7 @@ import time
 from pathlib import Path
 
 import pytest
-from launching import run_ranks
+from launching import free_port, run_ranks
 
 
 def _alive(pid: int) -> bool:
@@ -20,7 +20,9 @@ def test_a_hung_rank_fails_the_test_within_the_timeout_and_leaves_no_process(tmp
     script = Path(__file__).parent / "trainer" / "hung_rank.py"
     start = time.monotonic()
     with pytest.raises(pytest.fail.Exception, match=r"(?s)did not finish within 15 s.*rank 1 hangs now"):
-        run_ranks([str(torchrun), "--nproc_per_node", "2", "--master_port", "29541", str(script), str(tmp_path)], 15)
+        run_ranks(
+            [str(torchrun), "--nproc_per_node", "2", "--master_port", free_port(), str(script), str(tmp_path)], 15
+        )
     assert time.monotonic() - start < 30
     pids = [int((tmp_path / f"rank{r}.pid").read_text()) for r in range(2)]
     time.sleep(0.5)

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from launching import run_ranks
+from launching import free_port, run_ranks
 
 SCRIPT = Path(__file__).with_name("accelerate_loss_curve.py")
 
@@ -45,7 +45,7 @@ def test_accelerate_two_processes_match_one_process_loss_curve(tmp_path):
             "--dynamo_backend",
             "no",
             "--main_process_port",
-            "29531",
+            free_port(),
             str(SCRIPT),
             str(multi_dir),
             "4",
@@ -63,7 +63,7 @@ distributed_type: DEEPSPEED
 num_machines: 1
 num_processes: 2
 mixed_precision: 'no'
-main_process_port: 29535
+main_process_port: {port}
 deepspeed_config:
   zero_stage: 2
   gradient_accumulation_steps: 1
@@ -80,7 +80,7 @@ def test_deepspeed_zero2_on_two_processes_matches_the_one_process_loss_curve(tmp
     pytest.importorskip("deepspeed")
     monkeypatch.setenv("DS_ACCELERATOR", "cpu")
     config = tmp_path / "deepspeed.yaml"
-    config.write_text(DEEPSPEED_CONFIG)
+    config.write_text(DEEPSPEED_CONFIG.format(port=free_port()))
     single = _single_curve(tmp_path, "ssts")
     multi_dir = tmp_path / "multi"
     multi_dir.mkdir()
@@ -101,7 +101,7 @@ def test_the_readme_accelerate_command_runs_the_quickstart_on_two_processes(tmp_
     quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart.py"
     tiny = ["--max_steps", "1", "--num_generations", "2", "--batch_size", "2", "--max_completion_length", "2"]
     tiny += ["--held_out_prompts", "2", "--lora_r", "2", "--output_dir", str(tmp_path)]
-    launch = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", "29533"]
+    launch = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", free_port()]
     result = run_ranks([*launch, str(quickstart), *tiny], timeout=600)  # fails unless both ranks exit with 0
     assert result.stdout.count("reloaded with load_tempered, max |Δ logit| = 0.00e+00") == 2, result.stdout[-3000:]
     assert (tmp_path / "adapter" / "seqtemp_config.json").is_file()

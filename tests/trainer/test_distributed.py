@@ -4,13 +4,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from launching import run_ranks
+from launching import free_port, run_ranks
 
 
 def test_two_processes_with_batch_one_train_the_ratio_loss_through_cross_rank_pairs(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
     script = Path(__file__).with_name("distributed_ratio.py")
-    run_ranks([str(torchrun), "--nproc_per_node", "2", "--master_port", "29517", str(script), str(tmp_path)])
+    run_ranks([str(torchrun), "--nproc_per_node", "2", "--master_port", free_port(), str(script), str(tmp_path)])
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     assert sorted(r["rank"] for r in ranks) == [0, 1] and all(r["world"] == 2 for r in ranks)
     # a pair exists only across ranks, so any change proves the gathered pairing gives a gradient ...

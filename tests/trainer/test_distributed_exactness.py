@@ -13,7 +13,7 @@ import pytest
 import torch
 from conditional_toy import PROMPTS, completion_logps, enumerate_completions
 from distribution_checks import cell_counts, chi_square_pvalue
-from launching import run_ranks
+from launching import free_port, run_ranks
 from tiny_models import conditional_lm
 
 STEPS = 100
@@ -24,7 +24,16 @@ def ranks(tmp_path_factory) -> list[dict]:
     output = tmp_path_factory.mktemp("distributed")
     torchrun = Path(sys.executable).with_name("torchrun")
     script = Path(__file__).with_name("distributed_exactness.py")
-    command = [str(torchrun), "--nproc_per_node", "2", "--master_port", "29523", str(script), str(output), str(STEPS)]
+    command = [
+        str(torchrun),
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        free_port(),
+        str(script),
+        str(output),
+        str(STEPS),
+    ]
     run_ranks(command, timeout=300)
     return [json.loads((output / f"rank{r}.json").read_text()) for r in range(2)]
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 from accelerate.utils import DistributedType
-from launching import run_ranks
+from launching import free_port, run_ranks
 
 from hf_seqtemp.trainer.distributed import check_launch
 
@@ -19,7 +19,7 @@ def test_fsdp2_with_lora_on_two_ranks_matches_the_one_process_loss_curve(tmp_pat
     same global batch to 1e-4 relative (measured: 2e-6). With SSTS normalised within each rank's share, as before,
     the curves part at the first step."""
     torchrun = Path(sys.executable).with_name("torchrun")
-    run_ranks([str(torchrun), "--nproc_per_node", "2", "--master_port", "29527", str(SCRIPT), str(tmp_path)], 300)
+    run_ranks([str(torchrun), "--nproc_per_node", "2", "--master_port", free_port(), str(SCRIPT), str(tmp_path)], 300)
     result = json.loads((tmp_path / "curve.json").read_text())
     assert result["world"] == 2 and result["sharded"]  # the LoRA weights really are shards
     assert len(result["loss"]) == 6
