@@ -57,6 +57,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--lora_r", type=int, default=16, help="LoRA rank")
     parser.add_argument("--output_dir", default="outputs/quickstart", help="where the adapter is saved")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--train_prompts", type=int, default=None, help="use only the first N training prompts (smoke runs)"
+    )
+    parser.add_argument(
+        "--held_out_prompts", type=int, default=None, help="use only the first N held-out prompts (smoke runs)"
+    )
     return parser.parse_args()
 
 
@@ -198,6 +204,7 @@ def main() -> None:
         beat.to("loading SmolLM2-135M-Instruct")
         model, tokenizer = load_default_model()
         train_prompts, held_prompts = demo_prompts()
+        train_prompts, held_prompts = train_prompts[: args.train_prompts], held_prompts[: args.held_out_prompts]
         conversation = lambda p: [{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}]
         train = Dataset.from_dict({"prompt": [conversation(p) for p in train_prompts]})
         held_out = Dataset.from_dict({"prompt": [conversation(p) for p in held_prompts]})
@@ -216,12 +223,12 @@ def main() -> None:
         hub_dir = f"{args.output_dir}/hub"
         save_for_hub(trainer, hub_dir, held_out_dataset=trainer.eval_dataset)
         reloaded = load_tempered(hub_dir)
-        probe = trainer.eval_dataset.select(range(8))
+        probe = trainer.eval_dataset.select(range(min(8, len(trainer.eval_dataset))))
         again = score_dataset(reloaded, probe, batch_size=8)[0]
         first = score_dataset(trainer.model, probe, batch_size=8)[0]
         print(
             f"\nHub folder: {hub_dir} (model card README.md, plot seqtemp_loglik.png); reloaded with load_tempered: "
-            f"max |Δ log q| = {(again - first).abs().max().item():.2e} over 8 held-out completions"
+            f"max |Δ log q| = {(again - first).abs().max().item():.2e} over {len(probe)} held-out completions"
         )
         print(f"wall time: {time.time() - beat.start:.0f} s")
 

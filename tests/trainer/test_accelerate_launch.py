@@ -100,8 +100,8 @@ def test_the_readme_accelerate_command_runs_the_quickstart_on_two_processes(tmp_
     accelerate = Path(sys.executable).with_name("accelerate")
     quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart.py"
     tiny = ["--max_steps", "1", "--num_generations", "2", "--batch_size", "2", "--max_completion_length", "2"]
-    tiny += ["--held_out_prompts", "2", "--lora_r", "2", "--output_dir", str(tmp_path)]
+    tiny += ["--train_prompts", "2", "--held_out_prompts", "2", "--lora_r", "2", "--output_dir", str(tmp_path)]
     launch = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", free_port()]
     result = run_ranks([*launch, str(quickstart), *tiny], timeout=600)  # fails unless both ranks exit with 0
-    assert result.stdout.count("reloaded with load_tempered, max |Δ logit| = 0.00e+00") == 2, result.stdout[-3000:]
+    assert result.stdout.count("reloaded with load_tempered: max |Δ log q| = 0.00e+00") == 2, result.stdout[-3000:]
     assert (tmp_path / "adapter" / "seqtemp_config.json").is_file()
