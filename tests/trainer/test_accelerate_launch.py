@@ -104,4 +104,4 @@ def test_the_readme_accelerate_command_runs_the_quickstart_on_two_processes(tmp_
     launch = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", free_port()]
     result = run_ranks([*launch, str(quickstart), *tiny], timeout=600)  # fails unless both ranks exit with 0
     assert result.stdout.count("reloaded with load_tempered: max |Δ log q| = 0.00e+00") == 2, result.stdout[-3000:]
-    assert (tmp_path / "adapter" / "seqtemp_config.json").is_file()
+    assert (tmp_path / "hub" / "seqtemp_config.json").is_file()
