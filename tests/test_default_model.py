@@ -117,6 +117,7 @@ def test_train_save_reload_on_the_embedded_model(smollm, tmp_path):
         target_temperature=0.5,
         max_steps=2,
         per_device_train_batch_size=4,
+        num_generations=4,  # the 4 sampled completions of each prompt make one group per batch
         learning_rate=1e-3,
         save_strategy="no",
         use_cpu=True,
