@@ -242,7 +242,7 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
     base_logps, lengths = score(base)
     rows = [{"method": "base", "target": 1.0, **temperature_report(base_logps, base_logps, lengths, groups)}]
     rows[0]["seconds"] = 0.0
-    shared, plots, training_logs = SharedPreparation(), [], {}
+    shared, plots, training_logs, unreachable = SharedPreparation(), [], {}, {}
     with tempfile.TemporaryDirectory() as workdir:
         for temperature in settings["temperatures"]:
             logps, this_t = {"base": base_logps}, {}
@@ -253,7 +253,14 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
                     logps[method], _ = score(base, temperature)
                 elif method == "tuned":  # the token temperature whose T_eff on these prompts is T
                     known = {temperature: logps["myopic"]}
-                    token_t, logps[method] = tune_myopic(base, held_out, temperature, base_logps, groups, known, **kw)
+                    try:
+                        token_t, logps[method] = tune_myopic(
+                            base, held_out, temperature, base_logps, groups, known, **kw
+                        )
+                    except ValueError as error:  # no token temperature reaches T: the row says so, the run goes on
+                        unreachable[f"{temperature:g}"] = str(error)
+                        print(f"T = {temperature:g}  tuned: none ({error})", flush=True)
+                        continue
                     extra = {"token_temperature": token_t}
                 else:
                     model, training_logs[f"{method}_T{temperature:g}"] = train_adapter(
@@ -284,6 +291,7 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
         "held_out_prompts": held_prompts,
         "training_logs": training_logs,
         "plots": plots,
+        "tuned_unreachable": unreachable,  # targets no token temperature reaches (no tuned row there)
     }
     return add_flags(rows), info
 
