@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import _task_sampling as samplers
-from _common import REPO, pick_device, print_device, write_json
+from _common import REPO, cpu_model, pick_device, print_device, write_json
 from _task_report import markdown_table, paired_differences, print_rows
 from _tasks import FAMILIES, conversation, get_family, split_family
 
@@ -267,19 +267,6 @@ def probe(base, tokenizer, families: list[str]) -> list[dict]:
         print(f"{name}: sampled pass@1 {sampled['pass@1']:.3f} {sampled['pass@1_ci95']}, pass@8 "
               f"{sampled['pass@8']:.3f}, greedy {greedy['pass@1']:.3f} -> {'kept' if kept else 'dropped'}", flush=True)  # fmt: skip
     return rows
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux), else the platform's processor string."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
 
 
 def main(argv=None) -> None:
