@@ -64,7 +64,9 @@ def warn_cut(cut: int, total: int, max_length: int, where: str) -> None:
         )
 
 
-def complete_prompts(reference, prompts: Dataset, args, processing_class, split: str, accelerator=None) -> Dataset:
+def complete_prompts(
+    reference, prompts: Dataset, args, processing_class, split: str, accelerator=None, return_logps: bool = False
+) -> Dataset | tuple[Dataset, list[list[float]]]:
     """`args.num_generations` completions of every prompt, drawn exactly from `reference` (no grad, eval mode,
     token temperature 1, no top-k / top-p, ending at EOS or after `args.max_completion_length` tokens), each cut
     to fit `args.max_length` tokens with its prompt ([`sampled_row`], warned once with their number).
@@ -74,8 +76,12 @@ def complete_prompts(reference, prompts: Dataset, args, processing_class, split:
     processes ([`accelerate.Accelerator`] `accelerator`) the chunks are divided across ranks and gathered, so the
     work is divided and the completions are those one process draws.
 
+    With `return_logps`, also the sampler's log p of every kept completion token ([`sample_completions`]), for
+    [`reference_from_sampler`]: the reference values without a second forward pass.
+
     Returns:
-        [`~datasets.Dataset`] of `input_ids`, `completion_mask`, `example_id` and the prompt's `group_id`.
+        [`~datasets.Dataset`] of `input_ids`, `completion_mask`, `example_id` and the prompt's `group_id`; with
+        `return_logps`, a tuple of it and the per-row token log-probabilities (cut as the rows are).
     """
     repeats = args.num_generations
     prompt_ids = [ids for ids in prompts[PROMPT_IDS] for _ in range(repeats)]
@@ -91,20 +97,24 @@ def complete_prompts(reference, prompts: Dataset, args, processing_class, split:
     for start in tqdm(chunks[rank::world], desc=desc, disable=len(chunks) < 2 or rank > 0, leave=False):
         with seeded(sampling_seed(args.seed, 0 if split == "train" else 1, start)):
             chunk = prompt_ids[start : start + size]
-            drawn.append(
-                (start, sample_completions(reference, chunk, args.max_completion_length, eos_ids, pad, size, None))
+            out = sample_completions(
+                reference, chunk, args.max_completion_length, eos_ids, pad, size, None, return_logps=return_logps
             )
+            drawn.append((start, *(out if return_logps else (out, [None] * len(out)))))
     if world > 1:
         drawn = sorted(gather_object(drawn))
-    completions = [completion for _, chunk in drawn for completion in chunk]
+    completions = [completion for _, chunk, _ in drawn for completion in chunk]
+    token_logps = [values for _, _, chunk in drawn for values in chunk]
     reference.train(was_training)
-    rows, cut = [], 0
+    rows, kept_logps, cut = [], [], 0
     for index, (prompt, completion, group) in enumerate(zip(prompt_ids, completions, groups)):
         row, was_cut = sampled_row(prompt, completion, args.max_length, eos_ids)
         rows.append({**row, EXAMPLE_ID: index, GROUP_ID: group})
+        if return_logps:
+            kept_logps.append(token_logps[index][: sum(row["completion_mask"])])
         cut += was_cut
     warn_cut(cut, len(rows), args.max_length, f"{split}_dataset")
-    return Dataset.from_list(rows)
+    return (Dataset.from_list(rows), kept_logps) if return_logps else Dataset.from_list(rows)
 
 
 def reference_from_sampler(rows: list[dict], completion_logps: list[list[float]]) -> list[tuple[float, list[float]]]:

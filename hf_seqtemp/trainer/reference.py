@@ -108,10 +108,22 @@ class ReferenceMixin:
     def _prepare_reference(self):
         if not self.args.precompute_ref_logps:
             return
-        if self._pool is None:  # a completion pool scores its fresh rows as it draws them
+        # a completion pool scores its fresh rows as it draws them; sampled prompt-only rows took theirs from the sampler
+        if self._pool is None and "ref_logps" not in self.train_dataset.column_names:
             self.train_dataset = self._add_reference_columns(self.train_dataset, "train")
-        if self.eval_dataset is not None:
+        if self.eval_dataset is not None and "ref_logps" not in self.eval_dataset.column_names:
             self.eval_dataset = self._add_reference_columns(self.eval_dataset, "eval")
+
+    def _add_sampler_reference_columns(self, dataset: Dataset, token_logps: list[list[float]]) -> Dataset:
+        """The reference columns of completions sampled from p, from the sampler's own log-probabilities
+        ([`~hf_seqtemp.trainer.prompt_only.reference_from_sampler`]), as [`_add_reference_columns`] adds them."""
+        values = reference_from_sampler(dataset.to_list(), token_logps)
+        dataset = dataset.add_column("ref_logps", [value for value, _ in values])
+        if self.objective.needs_ref_token_logps:
+            dataset = dataset.add_column(self.family.reference_column, [per_token for _, per_token in values])
+        for name, column in self.family.extra_reference_columns(dataset[EXAMPLE_ID]).items():
+            dataset = dataset.add_column(name, column)
+        return dataset
 
     def _add_reference_columns(self, dataset: Dataset, split: str) -> Dataset:
         """Scores the dataset under the reference once; each rank scores its share, then all ranks gather."""

@@ -221,10 +221,13 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
                     )
                 if online:
                     continue
+                from_sampler = self.args.precompute_ref_logps and self._reference_from_sampler()
                 with self._reference_model() as reference:
                     dataset = complete_prompts(
-                        reference, dataset, self.args, self.processing_class, split, self.accelerator
+                        reference, dataset, self.args, self.processing_class, split, self.accelerator, from_sampler
                     )
+                if from_sampler:  # the sampler's logits are p's: no second forward pass to score the rows
+                    dataset = self._add_sampler_reference_columns(*dataset)
                 setattr(self, f"{split}_dataset", dataset)
         if self.eval_dataset is not None:
             require_pairs(

@@ -83,3 +83,43 @@ def test_the_completion_pool_takes_the_reference_from_the_sampler(tmp_path, monk
         rescored = _rescored(model, row["input_ids"][:prompt_length], row["input_ids"][prompt_length:])
         _assert_close(row["ref_token_logps"], rescored)
         _assert_close(row["ref_logps"], rescored.sum())
+
+
+def test_sampled_prompt_only_datasets_take_the_reference_from_the_sampler(tmp_path, monkeypatch):
+    """The completions sampled once before training (train and eval) carry the sampler's log p as their reference
+    columns: no scoring pass, and the values equal a rescoring of every row (ratio: sequence values only; SSTS: the
+    per-token values too)."""
+    from hf_seqtemp.trainer.reference import ReferenceMixin
+
+    def no_forward(*args, **kwargs):
+        raise AssertionError("the reference was scored by a second forward pass")
+
+    monkeypatch.setattr(ReferenceMixin, "_reference_values", no_forward)
+    data = Dataset.from_dict({"prompt": ["x", "x y", "y x y"]})  # 2, 3 and 4 tokens with BOS: left padding
+    for loss_type in ("ratio", "ssts"):
+        model = conditional_lm(4)
+        args = SeqTempConfig(
+            output_dir=str(tmp_path),
+            target_temperature=0.5,
+            loss_type=loss_type,
+            num_generations=4,
+            max_completion_length=4,
+            per_device_train_batch_size=12,
+            save_strategy="no",
+            use_cpu=True,
+            seed=0,
+            disable_tqdm=True,
+        )
+        trainer = SeqTempTrainer(
+            model, args, train_dataset=data, eval_dataset=data, processing_class=_eos_tokenizer()
+        )
+        for dataset in (trainer.train_dataset, trainer.eval_dataset):
+            assert len({sum(row["completion_mask"]) for row in dataset}) > 1  # variable lengths (EOS "z")
+            for row in dataset:
+                prompt_length = len(row["input_ids"]) - sum(row["completion_mask"])
+                rescored = _rescored(model, row["input_ids"][:prompt_length], row["input_ids"][prompt_length:])
+                _assert_close(row["ref_logps"], rescored.sum())
+                if loss_type == "ssts":
+                    _assert_close(row["ref_token_logps"], rescored)
+                else:
+                    assert "ref_token_logps" not in dataset.column_names
