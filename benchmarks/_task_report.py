@@ -44,7 +44,9 @@ def print_rows(rows: list[dict]) -> None:
             print("-" * (sum(widths) + 2 * (len(widths) - 1)))
 
 
-def markdown_table(rows: list[dict], settings: dict, differences: dict | None = None) -> str:
+def markdown_table(
+    rows: list[dict], settings: dict, differences: dict | None = None, agreement: dict | None = None
+) -> str:
     head = (
         f"Task table ({settings['mode']} mode): held-out prompts, sampling seeds {settings['seeds']}, "
         f"{settings['samples']} samples per prompt and seed, ≤ {settings['max_new_tokens']} new tokens, "
@@ -60,6 +62,9 @@ def markdown_table(rows: list[dict], settings: dict, differences: dict | None = 
     if differences:
         lines += ["", "| pass@1 difference (paired over prompts) | mean [95% CI] |", "| --- | --- |"]
         lines += [f"| {k} | {m:+.3f} [{lo:+.3f}, {hi:+.3f}] |" for k, (m, lo, hi) in differences.items()]
+    if agreement:
+        lines += ["", "| answers of (seed s) vs MH's (seed s' ≠ s) | total variation per prompt |", "| --- | --- |"]
+        lines += [f"| {k} | {v:.3f} |" for k, v in agreement.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -85,4 +90,38 @@ def paired_differences(rows: list[dict], bootstrap: int = 2000, seed: int = 0) -
             means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(bootstrap))
             key = f"{ours['family']}: {ours['row']} - {other['row']}"
             out[key] = [statistics.fmean(diffs), means[int(0.025 * bootstrap)], means[int(0.975 * bootstrap) - 1]]
+    return out
+
+
+def total_variation(a: list, b: list) -> float:
+    """Total variation distance between the empirical distributions of two lists of answers."""
+    from collections import Counter
+
+    count_a, count_b = Counter(a), Counter(b)
+    return 0.5 * sum(abs(count_a[k] / len(a) - count_b[k] / len(b)) for k in set(count_a) | set(count_b))
+
+
+def answer_distance(first: dict, second: dict) -> float:
+    """Answer-level distance of two sampler rows: the total variation between their answer distributions, per
+    prompt, averaged over prompts and over ordered pairs of DIFFERENT sampling seeds (the first row's seed s against
+    the second's seed s' != s), so that a row against itself gives the noise floor of `n` answers per prompt."""
+    import statistics
+
+    seeds = range(len(first["answers"]))
+    pairs = [(s, t) for s in seeds for t in range(len(second["answers"])) if s != t]
+    return statistics.fmean(
+        total_variation(a, b) for s, t in pairs for a, b in zip(first["answers"][s], second["answers"][t])
+    )
+
+
+def answer_agreement(rows: list[dict]) -> dict:
+    """Per family and α: the answer-level distance to MH power sampling (`mcmc α`, the reference sampler of p^α) of
+    SMC, ancestral sampling and token temperature 1/α, next to MH against itself (the floor). Rows need two or more
+    sampling seeds."""
+    out = {}
+    for mh in (r for r in rows if r["row"].startswith("mcmc") and len(r.get("answers", [])) > 1):
+        alpha = mh["row"].split("=")[1]
+        names = (f"smc α={alpha}", "ancestral", f"token T={1 / float(alpha):g}", mh["row"])
+        for other in (r for r in rows if r["family"] == mh["family"] and r["row"] in names and "answers" in r):
+            out[f"{mh['family']}: {other['row']} vs {mh['row']}"] = answer_distance(other, mh)
     return out

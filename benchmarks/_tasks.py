@@ -91,27 +91,39 @@ def check_capital(answer: str, completion: str) -> bool:
 
 
 def check_yes_no(answer: str, completion: str) -> bool:
+    return parse_yes_no(completion) == answer
+
+
+def parse_yes_no(completion: str) -> str | None:
+    """The reply's first "yes" or "no" (lower case), or `None`."""
     match = _YES_NO.search(completion)
-    return match is not None and match.group(1).lower() == answer
+    return None if match is None else match.group(1).lower()
+
+
+def _integer_answer(completion: str) -> str | None:
+    value = parse_integer(completion)
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True)
 class Family:
-    """One task family: its name, its ordered `(question, answer)` pool and its checker."""
+    """One task family: its name, its ordered `(question, answer)` pool, its checker, and `extract(completion)`, the
+    answer the checker reads from a reply (`None` when it reads none): what answer-level agreement compares."""
 
     name: str
     items: tuple[tuple[str, str], ...]
     check: Callable[[str, str], bool]
+    extract: Callable[[str], str | None]
 
 
 def _addition() -> Family:
     items = tuple((f"What is {a} + {b}?", str(a + b)) for a in range(10) for b in range(10))
-    return Family("addition", items, check_integer)
+    return Family("addition", items, check_integer, _integer_answer)
 
 
 def _capitals() -> Family:
     items = tuple((f"What is the capital of {country}?", city) for country, city in CAPITALS.items())
-    return Family("capitals", items, check_capital)
+    return Family("capitals", items, check_capital, _first_capital)
 
 
 def _comparison() -> Family:
@@ -121,7 +133,7 @@ def _comparison() -> Family:
             if a != b:
                 items.append((f"Is {a} greater than {b}? Answer yes or no.", "yes" if a > b else "no"))
                 items.append((f"Is {a} less than {b}? Answer yes or no.", "yes" if a < b else "no"))
-    return Family("comparison", tuple(items), check_yes_no)
+    return Family("comparison", tuple(items), check_yes_no, parse_yes_no)
 
 
 FAMILIES: dict[str, Callable[[], Family]] = {"addition": _addition, "capitals": _capitals, "comparison": _comparison}

@@ -52,7 +52,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import _task_sampling as samplers
 from _common import REPO, cpu_model, pick_device, print_device, write_json
-from _task_report import markdown_table, paired_differences, print_rows
+from _task_report import answer_agreement, markdown_table, paired_differences, print_rows
 from _tasks import FAMILIES, conversation, get_family, split_family
 
 from hf_seqtemp import load_default_model, pass_at_k, sample_dataset
@@ -122,9 +122,10 @@ def evaluate(sample, model, tokenizer, family, held_out: list, settings: dict, s
     """pass@1 (interval), pass@8 and costs of one sampler on the held-out prompts, over `seeds`."""
     questions = [q for q, _ in held_out]
     per_prompt = [[] for _ in held_out]  # fraction correct per prompt, one entry per seed
-    per_seed, pass8, runs = [], [], []
+    per_seed, pass8, runs, answers = [], [], [], []
     for seed in seeds:
         run = samplers.run_sampler(sample, model, tokenizer, questions, n, settings["max_new_tokens"], seed)
+        answers.append([[family.extract(c) for c in texts] for texts in run["completions"]])
         correct = [sum(family.check(a, c) for c in texts) for (_, a), texts in zip(held_out, run["completions"])]
         for i, c in enumerate(correct):
             per_prompt[i].append(c / n)
@@ -144,6 +145,7 @@ def evaluate(sample, model, tokenizer, family, held_out: list, settings: dict, s
         "token_forwards_per_answer": sum(r["token_forwards"] for r in runs) / answers,
         "seconds_per_answer": sum(r["seconds"] for r in runs) / answers,
         "example": runs[0]["completions"][0][0],
+        "answers": answers,  # per seed, per prompt: the answer the checker read from each reply (None: none)
     }
 
 
@@ -305,8 +307,12 @@ def main(argv=None) -> None:
     summary = paired_differences(rows)
     for key, (mean, low, high) in summary.items():
         print(f"pass@1 difference {key}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] (paired over prompts)")
-    write_json(str(out / "task_table.json"), "task_table", info, settings, rows, summary)
-    (out / "task_table.md").write_text(markdown_table(rows, settings, summary))
+    agreement = answer_agreement(rows)
+    for key, distance in agreement.items():
+        print(f"answer-level distance {key}: {distance:.3f} (total variation per prompt, across seeds)")
+    write_json(str(out / "task_table.json"), "task_table", info, settings, rows,
+               {"paired_differences": summary, "answer_distance_to_mcmc": agreement})  # fmt: skip
+    (out / "task_table.md").write_text(markdown_table(rows, settings, summary, agreement))
     print(f"wrote {out / 'task_table.md'}")
 
 

@@ -134,3 +134,35 @@ def test_paired_differences_pair_prompts():
     assert mean == pytest.approx(0.1) and low == pytest.approx(0.1) and high == pytest.approx(0.1)
     mean, low, high = result["f: ours T=0.25 - ancestral"]  # same values in another order: mean 0, wide interval
     assert mean == pytest.approx(0.0, abs=1e-12) and low < -0.2 and high > 0.2
+
+
+def test_extract_reads_the_answer_the_checker_reads():
+    replies = {
+        "addition": [("7 + 5 = 12.", "12"), ("The answer is 12", "12"), ("no idea", None)],
+        "capitals": [("Paris, not Lyon.", "Paris"), ("I think Kiev.", "Kyiv"), ("Lyon", None)],
+        "comparison": [("No, it is not.", "no"), ("YES", "yes"), ("Maybe.", None)],
+    }
+    for name, cases in replies.items():
+        family = get_family(name)
+        for reply, expected in cases:
+            assert family.extract(reply) == expected
+            if expected is not None:
+                assert family.check(expected, reply)
+
+
+def test_answer_distance_is_per_prompt_and_across_seeds():
+    from _task_report import answer_agreement, answer_distance, total_variation
+
+    assert total_variation(["a", "a", "b", "b"], ["a", "b", "b", "b"]) == 0.25
+    assert total_variation(["a"], [None]) == 1.0
+    # two prompts: a row that agrees with MH per prompt, and one with the same pooled answers but swapped prompts
+    mh = {"family": "f", "row": "mcmc α=4", "answers": [[["1", "1"], ["2", "2"]], [["1", "1"], ["2", "2"]]]}
+    same = {"family": "f", "row": "smc α=4", "answers": mh["answers"]}
+    swapped = {"family": "f", "row": "ancestral", "answers": [[["2", "2"], ["1", "1"]], [["2", "2"], ["1", "1"]]]}
+    assert answer_distance(same, mh) == 0.0
+    assert answer_distance(swapped, mh) == 1.0  # pooling the prompts would call these identical
+    # across seeds only: seed 0 of one row is compared with seed 1 of the other
+    noisy = {"family": "f", "row": "mcmc α=4", "answers": [[["1", "2"], ["2", "2"]], [["1", "1"], ["2", "2"]]]}
+    assert answer_distance(noisy, noisy) == 0.25  # (0.5 + 0 + 0.5 + 0) / 4: its floor
+    table = answer_agreement([mh, same, swapped, {"family": "g", "row": "smc α=4", "answers": swapped["answers"]}])
+    assert table == {"f: mcmc α=4 vs mcmc α=4": 0.0, "f: smc α=4 vs mcmc α=4": 0.0, "f: ancestral vs mcmc α=4": 1.0}
