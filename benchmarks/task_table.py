@@ -122,10 +122,10 @@ def evaluate(sample, model, tokenizer, family, held_out: list, settings: dict, s
     """pass@1 (interval), pass@8 and costs of one sampler on the held-out prompts, over `seeds`."""
     questions = [q for q, _ in held_out]
     per_prompt = [[] for _ in held_out]  # fraction correct per prompt, one entry per seed
-    per_seed, pass8, runs, answers = [], [], [], []
+    per_seed, pass8, runs, read = [], [], [], []
     for seed in seeds:
         run = samplers.run_sampler(sample, model, tokenizer, questions, n, settings["max_new_tokens"], seed)
-        answers.append([[family.extract(c) for c in texts] for texts in run["completions"]])
+        read.append([[family.extract(c) for c in texts] for texts in run["completions"]])
         correct = [sum(family.check(a, c) for c in texts) for (_, a), texts in zip(held_out, run["completions"])]
         for i, c in enumerate(correct):
             per_prompt[i].append(c / n)
@@ -145,7 +145,7 @@ def evaluate(sample, model, tokenizer, family, held_out: list, settings: dict, s
         "token_forwards_per_answer": sum(r["token_forwards"] for r in runs) / answers,
         "seconds_per_answer": sum(r["seconds"] for r in runs) / answers,
         "example": runs[0]["completions"][0][0],
-        "answers": answers,  # per seed, per prompt: the answer the checker read from each reply (None: none)
+        "answers": read,  # per seed, per prompt: the answer the checker read from each reply (None: none)
     }
 
 
