@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from _prompts import prompt_pool, split_prompts
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, load_tempered, save_for_hub
-from hf_seqtemp.hub import ROW_NAMES, measure_held_out
+from hf_seqtemp.hub import ROW_NAMES
 from hf_seqtemp.measure import format_table, score_dataset
 from hf_seqtemp.models.default import cached_model_folder
 
@@ -211,7 +211,7 @@ def main() -> None:
         trainer = train_adapter(args, model, tokenizer, train, held_out, beat)
 
         beat.to("measuring base model, token temperature and adapter on the held-out prompts")
-        reports, logps = measure_held_out(trainer.model, trainer.eval_dataset, args.temperature, tokenizer=tokenizer)
+        reports, logps = trainer.measure_held_out()  # what save_for_hub writes below: measured once
         print(
             f"\nHeld-out: {len(logps['groups'])} completions of {len(set(logps['groups']))} prompts never seen in "
             f"training nor used to choose the settings; T_eff and τ within prompts. Target T = {args.temperature:g}."
@@ -221,7 +221,7 @@ def main() -> None:
 
         beat.to("writing the Hub folder (adapter, seqtemp_config.json, model card, plot) and loading it back")
         hub_dir = f"{args.output_dir}/hub"
-        save_for_hub(trainer, hub_dir, held_out_dataset=trainer.eval_dataset)
+        save_for_hub(trainer, hub_dir)  # the card's figures are the ones printed above
         reloaded = load_tempered(hub_dir)
         probe = trainer.eval_dataset.select(range(min(8, len(trainer.eval_dataset))))
         again = score_dataset(reloaded, probe, batch_size=8)[0]

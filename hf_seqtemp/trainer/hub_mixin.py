@@ -135,6 +135,25 @@ class HubMixin:
             self._measured = (key, result)
         return self._measured[1]
 
+    def measure_held_out(self, held_out_dataset: Dataset | None = None, base_model=None, batch_size: int = 16):
+        """[`~hf_seqtemp.measure.measure_held_out`] of the model as it is now, on `held_out_dataset` (the
+        `eval_dataset` by default): the within-prompt reports of the base model, token temperature T, the tuned
+        token temperature and the tempered model, and their log-likelihoods. Measured once per training step:
+        [`save_for_hub`] at the same step reuses it (and this reuses the figures `save_for_hub` measured).
+
+        Returns:
+            `(reports, logps)`, or `None` where nothing can be measured (no held-out set, a model family without a
+            myopic baseline, or full fine-tuning without `base_model`).
+
+        Example:
+        ```python
+        >>> reports, logps = trainer.measure_held_out()  # doctest: +SKIP
+        >>> reports["tempered"]["t_eff"], reports["myopic"]["t_eff"]  # doctest: +SKIP
+        ```
+        """
+        held_out = held_out_dataset if held_out_dataset is not None else self.eval_dataset
+        return self._measure_for_card(held_out, base_model, self.processing_class, batch_size)
+
     # ------------------------------------------------------------------ the Hub
     def init_hf_repo(self, token: str | None = None, private: bool | None = None) -> None:
         """Records the target repository (`hub_model_id`, else the output folder's name); `push_to_hub` creates it."""

@@ -143,3 +143,23 @@ def test_full_fine_tuning_without_the_base_model_shows_evaluate_figures_or_says_
     rows = _rows((tmp_path / "after" / "README.md").read_text(encoding="utf-8"))
     tempered = hub.ROW_NAMES["tempered"]
     assert list(rows) == [tempered] and rows[tempered] == pytest.approx(_oracle(trainer)[tempered], abs=6e-5)
+
+
+def test_trainer_measure_held_out_is_what_save_for_hub_writes(tmp_path, monkeypatch):
+    """`trainer.measure_held_out()` (the demo prints it) and the card that `save_for_hub` writes at the same step
+    are one measurement: scored once, the same figures, and those of an independent float64 oracle."""
+    measured = []
+    original_measure = measure.measure_held_out
+    monkeypatch.setattr(measure, "measure_held_out", lambda *a, **k: measured.append(1) or original_measure(*a, **k))
+    trainer = _trainer(tmp_path)
+    trainer.train()
+    reports, logps = trainer.measure_held_out()
+    hub.save_for_hub(trainer, tmp_path / "hub")
+    assert len(measured) == 1
+    rows, oracle = _rows((tmp_path / "hub" / "README.md").read_text(encoding="utf-8")), _oracle(trainer)
+    for name, label in hub.ROW_NAMES.items():
+        figures = [reports[name][key] for key in ("t_eff", "kendall_tau", "nll_per_token")]
+        assert rows[label] == pytest.approx(figures, abs=6e-5), label
+        if label in oracle:
+            assert figures == pytest.approx(oracle[label], abs=6e-5), label
+    assert len(logps["tempered"]) == len(_split()[1])
