@@ -109,10 +109,18 @@ class ReferenceMixin:
         if not self.args.precompute_ref_logps:
             return
         # a completion pool scores its fresh rows as it draws them; sampled prompt-only rows took theirs from the sampler
-        if self._pool is None and "ref_logps" not in self.train_dataset.column_names:
+        if self._pool is None and not self._has_reference_columns(self.train_dataset):
             self.train_dataset = self._add_reference_columns(self.train_dataset, "train")
-        if self.eval_dataset is not None and "ref_logps" not in self.eval_dataset.column_names:
+        if self.eval_dataset is not None and not self._has_reference_columns(self.eval_dataset):
             self.eval_dataset = self._add_reference_columns(self.eval_dataset, "eval")
+
+    def _reference_column_names(self) -> set[str]:
+        token = {self.family.reference_column} if self.objective.needs_ref_token_logps else set()
+        return {"ref_logps"} | token | set(self.family.extra_reference_columns([]))
+
+    def _has_reference_columns(self, dataset: Dataset) -> bool:
+        """Whether `dataset` already holds every reference column this objective reads."""
+        return self._reference_column_names() <= set(dataset.column_names)
 
     def _add_sampler_reference_columns(self, dataset: Dataset, token_logps: list[list[float]]) -> Dataset:
         """The reference columns of completions sampled from p, from the sampler's own log-probabilities
@@ -127,6 +135,8 @@ class ReferenceMixin:
 
     def _add_reference_columns(self, dataset: Dataset, split: str) -> Dataset:
         """Scores the dataset under the reference once; each rank scores its share, then all ranks gather."""
+        stale = [name for name in self._reference_column_names() if name in dataset.column_names]
+        dataset = dataset.remove_columns(stale) if stale else dataset  # some, not all: scored again, together
         indices = list(range(len(dataset)))
         with self.accelerator.split_between_processes(indices) as mine:
             loader = DataLoader(
