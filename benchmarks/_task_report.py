@@ -50,7 +50,7 @@ def markdown_table(
     head = (
         f"Task table ({settings['mode']} mode): held-out prompts, sampling seeds {settings['seeds']}, "
         f"{settings['samples']} samples per prompt and seed, ≤ {settings['max_new_tokens']} new tokens, "
-        f"wall time {settings['wall_seconds']:.0f} s."
+        f"training seed {settings.get('train_seed', 0)}, wall time {settings['wall_seconds']:.0f} s."
     )
     lines = [
         head,

@@ -94,6 +94,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.add_argument(f"--{name}", type=int, help=f"override the mode's {name}")
     parser.add_argument("--no-rl", dest="rl", action="store_false", help="skip the RLOO peer")
     parser.add_argument("--no-train", dest="train", action="store_false", help="skip both trained rows")
+    parser.add_argument(
+        "--trained_only", action="store_true", help="only the trained rows (another --train_seed of a table run)"
+    )
+    parser.add_argument("--train_seed", type=int, help=f"seed of both trainings (default {TRAINING['train_seed']})")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "task_table"))
     parser.add_argument("--device", default=None)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
@@ -103,6 +107,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 def resolve_settings(args) -> dict:
     mode = "quick" if args.quick else "cpu" if args.cpu else "default"
     settings = {"mode": mode, **MODES[mode], **TRAINING, "rl": args.rl, "train": args.train}
+    settings["trained_only"] = args.trained_only
+    if args.trained_only and not args.train:
+        raise ValueError("--trained_only with --no-train leaves no row: drop one of them.")
+    if args.train_seed is not None:
+        settings["train_seed"] = args.train_seed
     for name in ("families", "seeds", "alphas", "held_out_prompts", "train_prompts", "max_steps", "max_new_tokens"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
@@ -296,7 +305,9 @@ def main(argv=None) -> None:
         train, held_out = split_family(family, settings["train_prompts"], settings["held_out_prompts"], seed=0)
         print(f"{name}: {len(train)} training prompts, {len(held_out)} held-out prompts", flush=True)
         scores = HeldOutScores(base, tokenizer, held_out, settings)
-        family_rows = sampler_rows(base, tokenizer, family, held_out, settings, scores)
+        family_rows = (
+            [] if settings["trained_only"] else sampler_rows(base, tokenizer, family, held_out, settings, scores)
+        )
         if settings["train"]:
             family_rows += trained_rows(tokenizer, family, train, held_out, settings, device, scores)
         rows += [{"family": name, **r} for r in family_rows]
