@@ -35,7 +35,7 @@ from peft import LoraConfig
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from _prompts import prompt_pool, split_prompts
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, load_tempered, save_for_hub
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, load_tempered, sample_dataset, save_for_hub
 from hf_seqtemp.hub import ROW_NAMES
 from hf_seqtemp.measure import format_table, score_dataset
 from hf_seqtemp.models.default import cached_model_folder
@@ -48,10 +48,13 @@ SWEEP_PROMPTS = (128, 16)  # (training, held-out) prompts of the fidelity benchm
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--temperature", type=float, default=0.5, help="target sequence temperature T")
-    parser.add_argument("--num_generations", type=int, default=16, help="completions sampled per prompt")
+    parser.add_argument("--num_generations", type=int, default=8, help="completions sampled per training prompt")
+    parser.add_argument(
+        "--held_out_generations", type=int, default=16, help="completions sampled per held-out prompt (measured on)"
+    )
     parser.add_argument("--max_completion_length", type=int, default=10, help="longest sampled completion")
-    parser.add_argument("--max_steps", type=int, default=64, help="optimisation steps")
-    parser.add_argument("--batch_size", type=int, default=16, help="sequences per step (whole prompt groups)")
+    parser.add_argument("--max_steps", type=int, default=32, help="optimisation steps")
+    parser.add_argument("--batch_size", type=int, default=32, help="sequences per step (whole prompt groups)")
     parser.add_argument("--learning_rate", type=float, default=1e-3, help="LoRA learning rate (cosine schedule)")
     parser.add_argument("--nll_weight", type=float, default=0.1, help="λ for the NLL term against drift")
     parser.add_argument("--lora_r", type=int, default=16, help="LoRA rank")
@@ -102,16 +105,39 @@ def meets_bar(report: dict, temperature: float) -> bool:
     return abs(report["t_eff"] / temperature - 1) <= BAR[0] and report["kendall_tau"] >= BAR[1]
 
 
-def not_met(adapter: dict, myopic: dict, error: float, myopic_error: float) -> str:
-    """What a run that misses the bar did and did not do, against token temperature."""
-    closer = "closer to T than" if error < myopic_error else "no closer to T than"
+def against_token_temperature(adapter: dict, myopic: dict, temperature: float) -> str:
+    """The adapter against token temperature T, the myopic baseline a user gets by asking for T per token."""
+    error, myopic_error = abs(adapter["t_eff"] / temperature - 1), abs(myopic["t_eff"] / temperature - 1)
+    met, myopic_met = meets_bar(adapter, temperature), meets_bar(myopic, temperature)
+    if met and not myopic_met:
+        return f"The adapter meets the bar where token temperature {temperature:g} does not: it beats it here."
+    if met:
+        closer = "closer to T" if error < myopic_error else "no closer to T"
+        return f"Both meet the bar; the adapter's T_eff is {closer} than token temperature's."
+    slope = "closer to T than" if error < myopic_error else "no closer to T than"
     ranks = "above" if adapter["kendall_tau"] > myopic["kendall_tau"] else "not above"
     missed = "τ" if error <= BAR[0] else "T_eff" if adapter["kendall_tau"] >= BAR[1] else "T_eff and τ"
-    joint = "but" if error < myopic_error or adapter["kendall_tau"] > myopic["kendall_tau"] else "and"
     return (
-        f"The adapter does not meet the bar on these unseen prompts with this budget: its T_eff is {closer} token "
-        f"temperature's and its τ {ranks} token temperature's, {joint} {missed} miss the bar, so this run does not "
-        "show it beating token temperature (README, Quick start)."
+        f"The adapter does not meet the bar on these unseen prompts ({missed} missed): its T_eff is {slope} token "
+        f"temperature {temperature:g}'s, and its τ is {ranks} token temperature's."
+    )
+
+
+def against_best_token_temperature(adapter: dict, tuned: dict, temperature: float) -> str:
+    """The adapter against the best token temperature: the one whose T_eff on these very completions is T (found by
+    a search a user could only run with samples of every new prompt), so the comparison is on τ (and the bar)."""
+    met, tuned_met = meets_bar(adapter, temperature), meets_bar(tuned, temperature)
+    beats = met and (not tuned_met or adapter["kendall_tau"] > tuned["kendall_tau"])
+    head = (
+        f"Best token temperature ({tuned['token_temperature']:.3g}, T_eff {tuned['t_eff']:.3f}, bar "
+        f"{'met' if tuned_met else 'not met'}): τ {tuned['kendall_tau']:.3f} against the adapter's "
+        f"{adapter['kendall_tau']:.3f}. "
+    )
+    if beats:
+        return head + "The adapter beats the best token temperature here."
+    return head + (
+        "The adapter does NOT beat the best token temperature in this run: at this budget it matches the temperature "
+        "but not a better ranking of each prompt's completions (README, Quick start, says why)."
     )
 
 
@@ -130,25 +156,15 @@ def verdict(reports: dict, temperature: float) -> list[str]:
         + f" (T_eff off by {100 * error:.1f} %, τ {adapter['kendall_tau']:.3f}); token temperature {temperature:g} "
         + ("met" if myopic_met else "not met")
         + f" (T_eff off by {100 * myopic_error:.1f} %, τ {myopic['kendall_tau']:.3f}).",
+        against_token_temperature(adapter, myopic, temperature),
     ]
-    if met and not myopic_met:
-        lines.append("The adapter meets the bar where token temperature does not: it beats token temperature here.")
-    elif met:
-        closer = "closer to T" if error < myopic_error else "no closer to T"
-        lines.append(f"Both meet the bar; the adapter's T_eff is {closer} than token temperature's.")
-    else:
-        lines.append(not_met(adapter, myopic, error, myopic_error))
-    lines.append(
-        f"NLL/token: adapter {adapter['nll_per_token']:.3f}, token temperature {myopic['nll_per_token']:.3f}."
-    )
     tuned = reports.get("tuned_myopic")
-    if tuned is not None:  # the best token temperature: its T_eff is T, so the comparison is on τ and NLL
-        lines.append(
-            f"Against the tuned myopic baseline (token temperature {tuned['token_temperature']:.3g}, whose T_eff is "
-            f"{tuned['t_eff']:.3f}): τ {adapter['kendall_tau']:.3f} vs {tuned['kendall_tau']:.3f} "
-            f"({'better' if adapter['kendall_tau'] > tuned['kendall_tau'] else 'not better'}), NLL/token "
-            f"{adapter['nll_per_token']:.3f} vs {tuned['nll_per_token']:.3f}."
-        )
+    if tuned is not None:
+        lines.append(against_best_token_temperature(adapter, tuned, temperature))
+    else:
+        lines.append("No token temperature reaches T_eff = T on these completions: there is no best one to compare.")
+    nll = f"NLL/token: adapter {adapter['nll_per_token']:.3f}, token temperature {myopic['nll_per_token']:.3f}"
+    lines.append(nll + (f", best token temperature {tuned['nll_per_token']:.3f}." if tuned is not None else "."))
     return lines
 
 
@@ -175,10 +191,7 @@ def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, bea
     lora = LoraConfig(
         r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
     )
-    beat.to(
-        f"sampling {args.num_generations} completions of each of {len(train)} training and {len(held_out)} held-out "
-        "prompts from the base model, and scoring them"
-    )
+    beat.to(f"sampling {args.num_generations} completions of each of the {len(train)} training prompts")
     trainer = SeqTempTrainer(
         model, config, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
     )
@@ -207,7 +220,18 @@ def main() -> None:
         train_prompts, held_prompts = train_prompts[: args.train_prompts], held_prompts[: args.held_out_prompts]
         conversation = lambda p: [{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}]
         train = Dataset.from_dict({"prompt": [conversation(p) for p in train_prompts]})
-        held_out = Dataset.from_dict({"prompt": [conversation(p) for p in held_prompts]})
+        beat.to(
+            f"sampling {args.held_out_generations} completions of each of the {len(held_prompts)} held-out prompts"
+        )
+        held_out = sample_dataset(
+            model,
+            tokenizer,
+            [conversation(p) for p in held_prompts],
+            num_samples=args.held_out_generations,
+            max_new_tokens=args.max_completion_length,
+            seed=args.seed + 1,
+            batch_size=32,
+        )
         trainer = train_adapter(args, model, tokenizer, train, held_out, beat)
 
         beat.to("measuring base model, token temperature and adapter on the held-out prompts")

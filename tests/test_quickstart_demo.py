@@ -32,19 +32,14 @@ def test_held_out_prompts_were_never_trained_on_nor_used_to_choose_the_settings(
 @pytest.mark.parametrize(
     ("adapter", "myopic", "expected"),
     [
-        ((0.52, 0.91), (0.59, 0.92), "it beats token temperature here"),
+        ((0.52, 0.91), (0.59, 0.92), "meets the bar where token temperature 0.5 does not: it beats it here"),
         ((0.52, 0.91), (0.53, 0.95), "Both meet the bar; the adapter's T_eff is closer to T"),
-        ((0.52, 0.876), (0.5755, 0.873), "T_eff is closer to T than token temperature's and its τ above token"),
-        ((0.52, 0.876), (0.5755, 0.873), "but τ miss the bar, so this run does not show it beating"),
-        ((0.56, 0.85), (0.57, 0.86), "but T_eff and τ miss the bar"),
-        (
-            (0.5661, 0.857),
-            (0.55, 1.0),
-            "no closer to T than token temperature's and its τ not above token temperature's, and",
-        ),
+        ((0.52, 0.876), (0.5755, 0.873), "(τ missed): its T_eff is closer to T than token temperature 0.5's, and its τ is above"),
+        ((0.56, 0.85), (0.57, 0.86), "(T_eff and τ missed)"),
+        ((0.5661, 0.857), (0.55, 1.0), "its T_eff is no closer to T than token temperature 0.5's, and its τ is not above"),
     ],
-)
-def test_the_verdict_is_plain(demo, adapter, myopic, expected):
+)  # fmt: skip
+def test_the_verdict_against_token_temperature_is_plain(demo, adapter, myopic, expected):
     rows = {
         "tempered": {"t_eff": adapter[0], "kendall_tau": adapter[1], "nll_per_token": 5.0},
         "myopic": {"t_eff": myopic[0], "kendall_tau": myopic[1], "nll_per_token": 4.5},
@@ -52,3 +47,26 @@ def test_the_verdict_is_plain(demo, adapter, myopic, expected):
     text = "\n".join(demo.verdict(rows, 0.5))
     assert expected in text
     assert ("adapter MET" in text) == (abs(adapter[0] / 0.5 - 1) <= 0.1 and adapter[1] >= 0.9)
+    assert "no best one to compare" in text  # no tuned row given
+
+
+@pytest.mark.parametrize(
+    ("adapter", "tuned", "beats"),
+    [
+        ((0.52, 0.93), (0.50, 0.91), True),  # both meet, the adapter ranks better
+        ((0.52, 0.91), (0.50, 0.92), False),  # both meet, the best token temperature ranks better
+        ((0.52, 0.91), (0.50, 0.88), True),  # only the adapter meets
+        ((0.538, 0.852), (0.502, 0.854), False),  # neither meets (the demo's run on its unseen prompts)
+        ((0.538, 0.86), (0.502, 0.854), False),  # a higher τ that misses the bar does not beat it
+    ],
+)
+def test_the_verdict_against_the_best_token_temperature_is_plain(demo, adapter, tuned, beats):
+    rows = {
+        "tempered": {"t_eff": adapter[0], "kendall_tau": adapter[1], "nll_per_token": 5.0},
+        "myopic": {"t_eff": 0.57, "kendall_tau": 0.86, "nll_per_token": 4.5},
+        "tuned_myopic": {"t_eff": tuned[0], "kendall_tau": tuned[1], "nll_per_token": 6.0, "token_temperature": 0.44},
+    }
+    text = "\n".join(demo.verdict(rows, 0.5))
+    assert ("The adapter beats the best token temperature here." in text) == beats
+    assert ("does NOT beat the best token temperature" in text) == (not beats)
+    assert "best token temperature 6.000" in text
