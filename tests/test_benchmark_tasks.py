@@ -166,3 +166,32 @@ def test_answer_distance_is_per_prompt_and_across_seeds():
     assert answer_distance(noisy, noisy) == 0.25  # (0.5 + 0 + 0.5 + 0) / 4: its floor
     table = answer_agreement([mh, same, swapped, {"family": "g", "row": "smc α=4", "answers": swapped["answers"]}])
     assert table == {"f: mcmc α=4 vs mcmc α=4": 0.0, "f: smc α=4 vs mcmc α=4": 0.0, "f: ancestral vs mcmc α=4": 1.0}
+
+
+def test_task_summary_pools_the_trained_rows_over_training_seeds_per_prompt(tmp_path):
+    import json
+
+    from task_summary import load, pooled_per_prompt, summary
+
+    def row(name, per_prompt, **extra):
+        return {"family": "f", "row": name, "pass@1": sum(per_prompt) / len(per_prompt), "pass@1_ci95": [0, 1],
+                "pass@1_per_seed": [0.5], "pass@1_per_prompt": per_prompt, "pass@8": None, "t_eff": 0.3,
+                "kendall_tau": 0.8, "calls": 4, "token_forwards_per_answer": 9, "seconds_per_answer": 0.1,
+                "target_T": 0.25, **extra}  # fmt: skip
+
+    settings = {"alphas": [4.0], "held_out_prompts": 2, "samples": 2, "seeds": [0], "wall_seconds": 1.0}
+    full = {"settings": {**settings, "train_seed": 0}, "rows": [
+        row("token T=0.25", [0.5, 0.5]), row("ours T=0.25", [1.0, 0.0], train_seconds=1, train_steps=1)]}  # fmt: skip
+    other = {"settings": {**settings, "train_seed": 1, "trained_only": True},
+             "rows": [row("ours T=0.25", [0.0, 1.0], train_seconds=1, train_steps=1)]}  # fmt: skip
+    paths = []
+    for name, payload in (("full", full), ("seed1", other)):
+        paths.append(str(tmp_path / f"{name}.json"))
+        (tmp_path / f"{name}.json").write_text(json.dumps(payload))
+    table, trained = load(paths)
+    assert [r["row"] for r in table["f"]["rows"]] == ["token T=0.25", "ours T=0.25"]  # the seed-1 run adds no row
+    assert sorted(trained[("f", "ours T=0.25")]) == [0, 1]
+    assert pooled_per_prompt(list(trained[("f", "ours T=0.25")].values())) == [0.5, 0.5]  # per prompt, not pooled
+    text = summary(paths)
+    assert "| f | ours T=0.25 (seeds [0, 1]) | 0.500 / 0.500 |" in text
+    assert "| f: ours T=0.25 − token T=0.25 | +0.000 [+0.000, +0.000] |" in text

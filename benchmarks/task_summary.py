@@ -1,0 +1,127 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""The task tables of several runs in one Markdown summary: the trained rows over their training seeds.
+
+`task_table.py` trains each adapter once (its `--train_seed`); with 8 training steps the trained rows move with the
+training run far more than with the sampling seed. This script reads one full run per family (all rows, training
+seed 0) and any `--trained_only` runs of the same family and settings with other training seeds, and prints:
+
+1. per family, every row of the full run (the samplers, and the trained rows of training seed 0);
+2. per family and trained row, pass@1 / T_eff / τ per training seed, and pass@1 pooled over the training seeds with a
+   95 % interval (bootstrap over held-out prompts of each prompt's mean over training and sampling seeds);
+3. the pooled rows paired with the samplers and with each other: `ours T` minus `token T`, `mcmc`, `smc` and
+   `rloo T`, pass@1 difference with a paired bootstrap over prompts (the adapter rows pooled over training seeds).
+
+Usage:
+    python benchmarks/task_summary.py RUN.json [RUN.json ...] > summary.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _task_report import cells
+
+BOOTSTRAP = 2000
+
+
+def load(paths: list[str]) -> tuple[dict, dict]:
+    """`(full, trained)`: the rows of each family's full run, and `trained[(family, row)][train_seed]` rows."""
+    full, trained = {}, defaultdict(dict)
+    for path in paths:
+        payload = json.loads(Path(path).read_text())
+        settings = payload["settings"]
+        seed = settings.get("train_seed", 0)
+        for row in payload["rows"]:
+            if row["row"].startswith(("ours", "rloo")):
+                trained[(row["family"], row["row"])][seed] = row
+            if not settings.get("trained_only"):
+                full.setdefault(row["family"], {"settings": settings, "rows": []})["rows"].append(row)
+    return full, trained
+
+
+def interval(values: list[float], rng: random.Random) -> tuple[float, float]:
+    means = sorted(statistics.fmean(rng.choices(values, k=len(values))) for _ in range(BOOTSTRAP))
+    return means[int(0.025 * BOOTSTRAP)], means[int(0.975 * BOOTSTRAP) - 1]
+
+
+def pooled_per_prompt(rows: list[dict]) -> list[float]:
+    """Each prompt's pass@1 averaged over the given rows (one per training seed)."""
+    return [statistics.fmean(values) for values in zip(*(r["pass@1_per_prompt"] for r in rows))]
+
+
+def summary(paths: list[str]) -> str:
+    full, trained = load(paths)
+    rng, out = random.Random(0), []
+    for family, run in full.items():
+        s = run["settings"]
+        head = (
+            f"**{family}** (`--cpu`, α ∈ {s['alphas']}, {s['held_out_prompts']} held-out prompts × {s['samples']} "
+            f"samples × sampling seeds {s['seeds']}, training seed {s.get('train_seed', 0)}, wall "
+            f"{s['wall_seconds']:.0f} s)"
+        )
+        out += [
+            head,
+            "",
+            "| row | pass@1 [95% CI] | per seed | pass@8 | T_eff | τ | calls | token-fwd/answer | s/answer | train s |",
+            "| --- |" + " --- |" * 9,
+        ]
+        out += ["| " + " | ".join(cells(row)[1:]) + " |" for row in run["rows"]]
+        out.append("")
+    out += [
+        "| family | row | pass@1 per training seed | T_eff per seed | τ per seed | pass@1 pooled [95% CI] |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    pooled = {}
+    for (family, name), by_seed in sorted(trained.items()):
+        rows = [by_seed[k] for k in sorted(by_seed)]
+        values = pooled_per_prompt(rows)
+        pooled[(family, name)] = values
+        low, high = interval(values, rng)
+        seeds = " / ".join(f"{r['pass@1']:.3f}" for r in rows)
+        t_eff = " / ".join(f"{r['t_eff']:.3f}" for r in rows)
+        tau = " / ".join(f"{r['kendall_tau']:.3f}" for r in rows)
+        out.append(
+            f"| {family} | {name} (seeds {sorted(by_seed)}) | {seeds} | {t_eff} | {tau} | "
+            f"{statistics.fmean(values):.3f} [{low:.3f}, {high:.3f}] |"
+        )
+    out += ["", "| pass@1 difference, paired over prompts (trained rows pooled over seeds) | mean [95% CI] |"]
+    out.append("| --- | --- |")
+    for (family, name), values in pooled.items():
+        if not name.startswith("ours"):
+            continue
+        temperature = name.split("=")[1]
+        alpha = f"{1 / float(temperature):g}"
+        others = {r["row"]: r["pass@1_per_prompt"] for r in full.get(family, {"rows": []})["rows"]}
+        others = {k: v for k, v in others.items() if not k.startswith(("ours", "rloo"))}
+        others[f"rloo T={temperature}"] = pooled.get((family, f"rloo T={temperature}"))
+        for other in (
+            "ancestral",
+            f"token T={temperature}",
+            f"mcmc α={alpha}",
+            f"smc α={alpha}",
+            f"rloo T={temperature}",
+        ):
+            if others.get(other) is None:
+                continue
+            diffs = [a - b for a, b in zip(values, others[other])]
+            low, high = interval(diffs, rng)
+            out.append(f"| {family}: {name} − {other} | {statistics.fmean(diffs):+.3f} [{low:+.3f}, {high:+.3f}] |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", help="task_table.json files (full runs and --trained_only runs)")
+    print(summary(parser.parse_args(argv).runs), end="")
+
+
+if __name__ == "__main__":
+    main()
