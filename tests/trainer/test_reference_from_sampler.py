@@ -110,9 +110,7 @@ def test_sampled_prompt_only_datasets_take_the_reference_from_the_sampler(tmp_pa
             seed=0,
             disable_tqdm=True,
         )
-        trainer = SeqTempTrainer(
-            model, args, train_dataset=data, eval_dataset=data, processing_class=_eos_tokenizer()
-        )
+        trainer = SeqTempTrainer(model, args, train_dataset=data, eval_dataset=data, processing_class=_eos_tokenizer())
         for dataset in (trainer.train_dataset, trainer.eval_dataset):
             assert len({sum(row["completion_mask"]) for row in dataset}) > 1  # variable lengths (EOS "z")
             for row in dataset:
