@@ -137,10 +137,11 @@ def against_best_token_temperature(adapter: dict, tuned: dict, temperature: floa
     )
     if beats:
         return head + "The adapter beats the best token temperature here."
-    return head + (
-        "The adapter does NOT beat the best token temperature in this run: at this budget it matches the temperature "
-        "but not a better ranking of each prompt's completions (README, Quick start, says why)."
-    )
+    if abs(adapter["t_eff"] / temperature - 1) > BAR[0]:
+        reason = "its T_eff misses the bar"
+    else:
+        reason = "it reaches the temperature but does not rank each prompt's completions better"
+    return head + f"The adapter does NOT beat the best token temperature in this run: {reason} (README, Quick start)."
 
 
 def verdict(reports: dict, temperature: float) -> list[str]:

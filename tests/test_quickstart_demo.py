@@ -58,6 +58,7 @@ def test_the_verdict_against_token_temperature_is_plain(demo, adapter, myopic, e
         ((0.52, 0.91), (0.50, 0.88), True),  # only the adapter meets
         ((0.538, 0.852), (0.502, 0.854), False),  # neither meets (the demo's run on its unseen prompts)
         ((0.538, 0.86), (0.502, 0.854), False),  # a higher τ that misses the bar does not beat it
+        ((0.58, 0.95), (0.50, 0.91), False),  # the adapter misses T_eff
     ],
 )
 def test_the_verdict_against_the_best_token_temperature_is_plain(demo, adapter, tuned, beats):
@@ -69,4 +70,8 @@ def test_the_verdict_against_the_best_token_temperature_is_plain(demo, adapter, 
     text = "\n".join(demo.verdict(rows, 0.5))
     assert ("The adapter beats the best token temperature here." in text) == beats
     assert ("does NOT beat the best token temperature" in text) == (not beats)
+    if not beats:  # the reason given is the one that holds
+        reaches = abs(adapter[0] / 0.5 - 1) <= 0.1
+        assert ("it reaches the temperature but does not rank" in text) == reaches
+        assert ("its T_eff misses the bar" in text) == (not reaches)
     assert "best token temperature 6.000" in text
