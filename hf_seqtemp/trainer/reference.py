@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import torch
 from datasets import Dataset
@@ -16,6 +17,8 @@ from ..peft_compat import peft_model_of
 from .distributed import sampling_seed, seeded
 from .prompt_only import pad_token_id_of, reference_from_sampler
 
+logger = logging.getLogger(__name__)
+
 
 class ReferenceMixin:
     """The reference p of a [`SeqTempTrainer`] and its precomputed values.
@@ -27,6 +30,7 @@ class ReferenceMixin:
     """
 
     _ref_model = None
+    _scored_by_sampler: frozenset[str] = frozenset()  # splits whose sampled rows took their reference from the sampler
 
     @contextlib.contextmanager
     def _reference_model(self):
@@ -109,18 +113,14 @@ class ReferenceMixin:
         if not self.args.precompute_ref_logps:
             return
         # a completion pool scores its fresh rows as it draws them; sampled prompt-only rows took theirs from the sampler
-        if self._pool is None and not self._has_reference_columns(self.train_dataset):
+        if self._pool is None and "train" not in self._scored_by_sampler:
             self.train_dataset = self._add_reference_columns(self.train_dataset, "train")
-        if self.eval_dataset is not None and not self._has_reference_columns(self.eval_dataset):
+        if self.eval_dataset is not None and "eval" not in self._scored_by_sampler:
             self.eval_dataset = self._add_reference_columns(self.eval_dataset, "eval")
 
     def _reference_column_names(self) -> set[str]:
         token = {self.family.reference_column} if self.objective.needs_ref_token_logps else set()
         return {"ref_logps"} | token | set(self.family.extra_reference_columns([]))
-
-    def _has_reference_columns(self, dataset: Dataset) -> bool:
-        """Whether `dataset` already holds every reference column this objective reads."""
-        return self._reference_column_names() <= set(dataset.column_names)
 
     def _add_sampler_reference_columns(self, dataset: Dataset, token_logps: list[list[float]]) -> Dataset:
         """The reference columns of completions sampled from p, from the sampler's own log-probabilities
@@ -136,7 +136,9 @@ class ReferenceMixin:
     def _add_reference_columns(self, dataset: Dataset, split: str) -> Dataset:
         """Scores the dataset under the reference once; each rank scores its share, then all ranks gather."""
         stale = [name for name in self._reference_column_names() if name in dataset.column_names]
-        dataset = dataset.remove_columns(stale) if stale else dataset  # some, not all: scored again, together
+        if stale:  # the reference is this trainer's p: values a dataset brings are computed again, not trusted
+            logger.warning(f"{split}_dataset: replacing its columns {sorted(stale)} by the reference's own values.")
+            dataset = dataset.remove_columns(stale)
         indices = list(range(len(dataset)))
         with self.accelerator.split_between_processes(indices) as mine:
             loader = DataLoader(

@@ -228,6 +228,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
                     )
                 if from_sampler:  # the sampler's logits are p's: no second forward pass to score the rows
                     dataset = self._add_sampler_reference_columns(*dataset)
+                    self._scored_by_sampler = self._scored_by_sampler | {split}
                 setattr(self, f"{split}_dataset", dataset)
         if self.eval_dataset is not None:
             require_pairs(
