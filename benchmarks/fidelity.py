@@ -160,6 +160,8 @@ class SharedPreparation:
                 if shared.completed is None:
                     super()._complete_prompt_only_datasets()
                     shared.completed = self.train_dataset
+                    if "train" in self._scored_by_sampler:  # its reference columns came with the samples
+                        shared.reference = self.train_dataset
                 self.train_dataset = shared.completed
 
             def _add_reference_columns(self, dataset, split):

@@ -91,8 +91,7 @@ def build_pool(folder: Path, args, device) -> None:
     train = Dataset.from_dict({"prompt": conversations(train_prompts)})
     with tempfile.TemporaryDirectory() as workdir:
         train_adapter("ssts", 0.5, settings, train, tokenizer, device, shared, workdir)  # one step: fills the pool
-    # the sampled rows carry the reference log p from the sampler's logits; a separate scoring pass only if not
-    (shared.reference if shared.reference is not None else shared.completed).save_to_disk(str(folder / "pool"))
+    shared.reference.save_to_disk(str(folder / "pool"))  # the sampled rows with their reference columns
     held_out = sample_held_out(base, tokenizer, held_prompts, {**settings, "held_out_generations": 16})
     held_out.save_to_disk(str(folder / "held_out"))
 

@@ -69,3 +69,47 @@ def test_flags_and_summary(fidelity):
     assert summary["myopic_mean_rel_t_eff_error"] == pytest.approx(0.31)
     assert summary["myopic_min_kendall_tau"] == 0.8 and summary["myopic_mean_nll_per_token"] == 4.0
     assert summary["ratio_min_kendall_tau"] == 0.89
+
+
+def test_shared_preparation_reuses_the_samples_and_their_reference_across_runs(fidelity, tmp_path, monkeypatch):
+    """The benchmark's runs share one sampled pool: the first run's samples carry the sampler's reference columns, a
+    later run with the same objective scores nothing, and one that needs more columns (SSTS's per-token values)
+    gets them, equal to a rescoring."""
+    import torch
+    from datasets import Dataset
+    from tiny_models import conditional_lm
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    from hf_seqtemp import SeqTempConfig
+    from hf_seqtemp.likelihood import AutoregressiveScorer
+    from hf_seqtemp.trainer.reference import ReferenceMixin
+
+    backend = Tokenizer(models.WordLevel({"<s>": 0, "x": 1, "y": 2, "z": 3}, unk_token="<s>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="z")
+    scored = []
+    original = ReferenceMixin._reference_values
+    monkeypatch.setattr(ReferenceMixin, "_reference_values", lambda self, b: scored.append(1) or original(self, b))
+    shared, data = fidelity.SharedPreparation(), Dataset.from_dict({"prompt": ["x", "x y", "y x y"]})
+    model = conditional_lm(4)
+
+    def trainer(loss_type):
+        args = SeqTempConfig(output_dir=str(tmp_path), target_temperature=0.5, loss_type=loss_type, num_generations=4,
+                             max_completion_length=4, per_device_train_batch_size=12, save_strategy="no",
+                             use_cpu=True, seed=0, disable_tqdm=True)  # fmt: skip
+        return shared.trainer_class()(model, args, train_dataset=data, processing_class=tokenizer)
+
+    first = trainer("ratio")
+    assert shared.reference is shared.completed and not scored  # the sampler's reference, no scoring pass
+    assert trainer("ratio").train_dataset is shared.completed and not scored
+    ssts = trainer("ssts").train_dataset
+    assert scored and "ref_token_logps" in ssts.column_names and len(ssts) == len(first.train_dataset)
+    for row in ssts:
+        ids = torch.tensor([row["input_ids"]])
+        with torch.no_grad():
+            token_logps, _ = AutoregressiveScorer().token_logps(
+                model, ids, torch.ones_like(ids), torch.tensor([row["completion_mask"]]).bool()
+            )
+        torch.testing.assert_close(torch.tensor(row["ref_logps"]), token_logps.sum(), atol=1e-5, rtol=0)
