@@ -121,4 +121,3 @@ def test_sampled_prompt_only_datasets_take_the_reference_from_the_sampler(tmp_pa
                     _assert_close(row["ref_token_logps"], rescored)
                 else:
                     assert "ref_token_logps" not in dataset.column_names
-
