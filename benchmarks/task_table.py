@@ -218,25 +218,21 @@ def trained_rows(tokenizer, family, train, held_out, settings, device, scores) -
 
     prompts = [conversation(q) for q, _ in train]
     rows = []
+
+    def row(name, model, temperature, **extra):
+        """pass@1 and costs of the trained `model` sampled at token temperature 1, with its T_eff / τ against p."""
+        result = evaluate(samplers.ancestral(1.0), model, tokenizer, family, held_out, settings, settings["seeds"],
+                          settings["samples"])  # fmt: skip
+        rows.append({"row": name, "target_T": temperature, **result, **scores.report(model), **extra})
+        print(f"  {name}: pass@1 {result['pass@1']:.3f}", flush=True)
+
     with tempfile.TemporaryDirectory() as workdir:
         for alpha in settings["alphas"]:
             temperature = 1.0 / alpha
             model, seconds, log = train_ours(temperature, prompts, tokenizer, settings, device, workdir)
             print(f"  ours T={temperature:g}: trained {seconds:.0f} s", flush=True)
-            result = evaluate(
-                samplers.ancestral(1.0),
-                model,
-                tokenizer,
-                family,
-                held_out,
-                settings,
-                settings["seeds"],
-                settings["samples"],
-            )
-            rows.append({"row": f"ours T={temperature:g}", "target_T": temperature, **result,
-                         **scores.report(model), "train_seconds": seconds, "train_steps": settings["max_steps"],
-                         "train_log": log})  # fmt: skip
-            print(f"  ours T={temperature:g}: pass@1 {result['pass@1']:.3f}", flush=True)
+            row(f"ours T={temperature:g}", model, temperature, train_seconds=seconds,
+                train_steps=settings["max_steps"], train_log=log)  # fmt: skip
             del model
             if not settings["rl"]:
                 continue
@@ -244,20 +240,8 @@ def trained_rows(tokenizer, family, train, held_out, settings, device, scores) -
                 temperature, prompts, tokenizer, settings, device, workdir, budget=seconds
             )
             print(f"  rloo T={temperature:g}: trained {rl_seconds:.0f} s, {steps} steps", flush=True)
-            result = evaluate(
-                samplers.ancestral(1.0),
-                model,
-                tokenizer,
-                family,
-                held_out,
-                settings,
-                settings["seeds"],
-                settings["samples"],
-            )
-            rows.append({"row": f"rloo T={temperature:g}", "target_T": temperature, **result,
-                         **scores.report(model), "train_seconds": rl_seconds, "train_steps": steps,
-                         "beta": 1.0 / (alpha - 1.0), "train_log": log})  # fmt: skip
-            print(f"  rloo T={temperature:g}: pass@1 {result['pass@1']:.3f}", flush=True)
+            row(f"rloo T={temperature:g}", model, temperature, train_seconds=rl_seconds, train_steps=steps,
+                beta=1.0 / (alpha - 1.0), train_log=log)  # fmt: skip
             del model
     return rows
 
