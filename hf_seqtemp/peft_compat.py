@@ -56,3 +56,44 @@ def peft_deprecations_silenced():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
         yield
+
+
+# (transformers version from which, peft version it needs for its own adapter loading): known breaks only.
+_TRANSFORMERS_NEEDS_PEFT = (("5.24.0", "0.22.0"),)
+
+
+def transformers_peft_mismatch() -> str | None:
+    """Why transformers' own PEFT integration (`model.load_adapter`, `from_pretrained` of an adapter folder) cannot
+    load adapters with the installed versions, or `None` when it can (or PEFT is not installed).
+
+    `PeftModel.from_pretrained` and [`load_tempered`] do not go through that integration and work either way.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.version import Version
+
+    try:
+        installed_peft = Version(version("peft"))
+    except PackageNotFoundError:
+        return None
+    installed_transformers = Version(version("transformers"))
+    for since, needs in _TRANSFORMERS_NEEDS_PEFT:
+        if installed_transformers >= Version(since) and installed_peft < Version(needs):
+            return (
+                f"transformers {installed_transformers} loads PEFT adapters only with peft>={needs}, and peft "
+                f"{installed_peft} is installed. Fix: `pip install 'peft>={needs}'` if it is released, else "
+                f"`pip install 'transformers<{since}'` (hf_seqtemp's tested versions: requirements/lock.txt); "
+                "`hf_seqtemp.load_tempered(folder)` and `peft.PeftModel.from_pretrained` work either way."
+            )
+    return None
+
+
+def check_transformers_loads_adapter(path) -> None:
+    """Raises a clear `ImportError` when `path` is a PEFT adapter folder that transformers' own integration would be
+    asked to load with versions that cannot (see [`transformers_peft_mismatch`])."""
+    import os
+
+    if isinstance(path, (str, os.PathLike)) and os.path.isfile(os.path.join(path, "adapter_config.json")):
+        reason = transformers_peft_mismatch()
+        if reason:
+            raise ImportError(f"cannot load the adapter folder {str(path)!r} through transformers: {reason}")

@@ -29,7 +29,7 @@ from ..losses import LossInputs, scale_gradient
 from ..models.base import wrapped_model
 from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.validation import check_model_kind
-from ..peft_compat import peft_model_of
+from ..peft_compat import check_transformers_loads_adapter, peft_model_of
 from .checkpoints import CheckpointMixin
 from .config import SeqTempConfig
 from .distributed import check_launch, gather_rows, rows_to_keep, token_mean_over_ranks
@@ -171,6 +171,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
     def _prepare_model(model, processing_class):
         """The model to train: loaded from a Hub id or path, checked, and a raw diffusion model wrapped."""
         if isinstance(model, str):
+            check_transformers_loads_adapter(model)
             model = AutoModelForCausalLM.from_pretrained(model)
         check_model_kind(model)
         return wrap_diffusion_model(model, processing_class) if is_raw_diffusion_model(model) else model
