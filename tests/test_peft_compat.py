@@ -8,8 +8,7 @@ from importlib.metadata import version
 
 import pytest
 
-from hf_seqtemp import SeqTempTrainer
-from hf_seqtemp import peft_compat
+from hf_seqtemp import SeqTempTrainer, peft_compat
 from hf_seqtemp.peft_compat import check_transformers_loads_adapter, transformers_peft_mismatch
 
 
