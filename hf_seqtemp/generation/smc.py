@@ -41,8 +41,10 @@ from transformers.utils import ModelOutput
 from ..checks import check_int, check_temperature
 from ..likelihood.autoregressive import _accepts_position_ids, position_ids_from_attention_mask
 from .answers import resolve_eos_and_pad
+from .smc_adapter import AdapterStep, proposal_adapter_name, run_adapter_proposal
 
 RESAMPLING = ("systematic", "multinomial")
+PROPOSALS = ("token", "adapter")
 
 
 @dataclass
@@ -57,7 +59,10 @@ class SMCOutput(ModelOutput):
         log_normalizer (`torch.FloatTensor` of shape `(batch,)`): the SMC estimate of `log sum_x p(x | prompt)^alpha`
             over the answers of at most `max_new_tokens` tokens (unbiased in `Z`, not in `log Z`).
         num_resamples (`torch.LongTensor` of shape `(batch,)`): resampling steps per prompt.
-        model_calls (`int`): sequential forward passes (each one batch over every particle of every prompt).
+        model_calls (`int`): sequential forward passes (each one batch over every particle of every prompt; two per
+            token with `proposal="adapter"`: the adapter's and the base's).
+        ess (`torch.FloatTensor` of shape `(batch, steps)`): the effective sample size of each prompt's particles
+            after each step's weight update, before any resampling (`N` when the weights are equal).
         particles (`torch.LongTensor` of shape `(batch, num_particles, prompt_length + max_new_tokens)`, *optional*):
             every particle, with `return_particles=True`.
         particle_log_weights (`torch.FloatTensor` of shape `(batch, num_particles)`, *optional*): their normalised
@@ -70,6 +75,7 @@ class SMCOutput(ModelOutput):
     log_normalizer: torch.FloatTensor | None = None
     num_resamples: torch.LongTensor | None = None
     model_calls: int | None = None
+    ess: torch.FloatTensor | None = None
     particles: torch.LongTensor | None = None
     particle_log_weights: torch.FloatTensor | None = None
     particle_logps: torch.FloatTensor | None = None
@@ -121,11 +127,14 @@ class _Particles:
     logp: torch.Tensor  # log p of the answer so far
     done: torch.Tensor  # the answer ended at an EOS
     log_weights: torch.Tensor  # (batch, N)
+    proposal_past: object = None  # the adapter's cache, with `proposal="adapter"`
 
     def reorder(self, index: torch.Tensor, next_logp: torch.Tensor) -> torch.Tensor:
         self.ids, self.attn = self.ids[index], self.attn[index]
         self.logp, self.done = self.logp[index], self.done[index]
         self.past.reorder_cache(index)
+        if self.proposal_past is not None:
+            self.proposal_past.reorder_cache(index)
         return next_logp[index]
 
 
@@ -187,9 +196,11 @@ def _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, al
         raise ValueError(f"`resampling` must be one of {list(RESAMPLING)}, got {resampling!r}.")
 
 
-def _start(model, input_ids, attention_mask, num_particles):
-    """Prefills each prompt once, then copies its cache and logits to its `num_particles` particles."""
-    logits, past = _forward(model, input_ids, attention_mask, None)
+def _start(model, input_ids, attention_mask, num_particles, logits=None, past=None):
+    """Prefills each prompt once (unless its `logits` and `past` are given), then copies its cache and logits to its
+    `num_particles` particles."""
+    if past is None:
+        logits, past = _forward(model, input_ids, attention_mask, None)
     past.batch_repeat_interleave(num_particles)
     rows = input_ids.shape[0] * num_particles
     state = _Particles(
@@ -208,7 +219,7 @@ def _run(model, state, logits, settings, max_new_tokens, generator):
     alpha, ramp, processors, method, threshold, eos, pad = settings
     batch, n = state.log_weights.shape
     calls, resamples, alpha_prev = 1, torch.zeros(batch, dtype=torch.long), ramp_exponent(0, alpha, ramp)
-    token = None
+    token, ess = None, []
     for step in range(max_new_tokens):
         if step:
             logits, state.past = _forward(model, token, state.attn, state.past)
@@ -217,6 +228,7 @@ def _run(model, state, logits, settings, max_new_tokens, generator):
         alpha_t = ramp_exponent(step, alpha, ramp)
         log_norm = incremental_log_weight(next_logp, alpha_t).masked_fill(state.done, 0.0)
         state.log_weights += (log_norm + (alpha_t - alpha_prev) * state.logp).view(batch, n)
+        ess.append(effective_sample_size(state.log_weights))
         next_logp, low = _resample(state, next_logp, method, threshold, generator)
         resamples += low.long().cpu()
         token = _propose(state, next_logp, alpha_t, eos, pad, generator)
@@ -224,7 +236,7 @@ def _run(model, state, logits, settings, max_new_tokens, generator):
         if bool(state.done.all()):
             break
     state.log_weights += ((alpha - alpha_prev) * state.logp).view(batch, n)  # the rest of a ramp: target p^alpha
-    return calls, resamples
+    return calls, resamples, torch.stack(ess, dim=1)
 
 
 @torch.no_grad()
@@ -244,11 +256,15 @@ def smc_sample(
     return_particles: bool = False,
     eos_token_id: int | Sequence[int] | None = None,
     pad_token_id: int | None = None,
+    proposal: str = "token",
+    adapter_name: str | None = None,
 ) -> SMCOutput | torch.LongTensor:
     """Samples answers approximately from `p(answer | prompt)^(1/T)` by sequential Monte Carlo (Power-SMC).
 
     See the module docstring for the algorithm. The cost is one sequential forward pass per generated token, as for
-    plain sampling, on a batch `num_particles` times wider.
+    plain sampling, on a batch `num_particles` times wider. With `proposal="adapter"` the particles are drawn from a
+    tempered adapter and weighed by the base model ([`~hf_seqtemp.generation.smc_adapter`]): two forward passes per
+    token, and `p` is the model with every adapter off.
 
     Args:
         model (`torch.nn.Module`): a causal LM (any `transformers` `...ForCausalLM`, PEFT-wrapped or not).
@@ -271,6 +287,11 @@ def smc_sample(
             `generation_config.eos_token_id` (none: fixed length).
         pad_token_id (`int`, *optional*): written after an answer's EOS; defaults to the generation config's pad
             id, else the first EOS id.
+        proposal (`str`, *optional*, defaults to `"token"`): `"token"` (token temperature `1 / alpha` of `p`, the
+            model as it is) or `"adapter"` (a PEFT adapter of `model` proposes; the target `p` is `model` with every
+            adapter off).
+        adapter_name (`str`, *optional*): the proposing adapter with `proposal="adapter"`; defaults to the one active
+            adapter.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or an [`SMCOutput`].
@@ -287,15 +308,29 @@ def smc_sample(
     ```
     """
     _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, alpha_ramp_tokens, resampling)
+    if proposal not in PROPOSALS:
+        raise ValueError(f"`proposal` must be one of {list(PROPOSALS)}, got {proposal!r}.")
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
     eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
     eos = eos.to(input_ids.device)
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
     batch, prompt_length = input_ids.shape
-    state, logits = _start(model, input_ids, attention_mask, num_particles)
     settings = (alpha, alpha_ramp_tokens, logits_processor, resampling, ess_threshold, eos, pad)
-    calls, resamples = _run(model, state, logits, settings, max_new_tokens, generator)
+    if proposal == "adapter":
+        step = AdapterStep(model, proposal_adapter_name(model, adapter_name), _forward)
+        logits_p, past_p, logits_q, past_q = step(input_ids, attention_mask, None, None)
+        past_q.batch_repeat_interleave(num_particles)
+        state, logits_p = _start(model, input_ids, attention_mask, num_particles, logits_p, past_p)
+        state.proposal_past = past_q
+        helpers = (ramp_exponent, _next_logp, _resample, effective_sample_size)
+        logits_q = logits_q.repeat_interleave(num_particles, dim=0)
+        calls, resamples, ess = run_adapter_proposal(
+            state, logits_p, logits_q, step, settings, max_new_tokens, generator, helpers
+        )
+    else:
+        state, logits = _start(model, input_ids, attention_mask, num_particles)
+        calls, resamples, ess = _run(model, state, logits, settings, max_new_tokens, generator)
     ids = state.ids
     if ids.shape[1] < prompt_length + max_new_tokens:  # every answer ended early
         ids = torch.cat([ids, ids.new_full((ids.shape[0], prompt_length + max_new_tokens - ids.shape[1]), pad)], 1)
@@ -313,5 +348,6 @@ def smc_sample(
         log_normalizer=state.log_weights.logsumexp(dim=1) - math.log(num_particles),
         num_resamples=resamples,
         model_calls=calls,
+        ess=ess,
         **extra,
     )

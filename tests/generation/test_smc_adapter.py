@@ -1,0 +1,212 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""SMC with a tempered adapter as the proposal (`smc_sample(..., proposal="adapter")`) against the exact tempered
+answer law of the *base* model, on the enumerable toy of `test_smc.py` (|V| = 4, EOS 3, three prompts of which two
+are left-padded, at most 3 new tokens: 40 answers per prompt).
+
+The adapter is a randomly initialised LoRA (every linear layer, B != 0) plus a `modules_to_save` copy of the final
+norm scaled by 2 (so both kinds of PEFT module must be switched off for `p`): a poor proposal, far from the target,
+which the weights `alpha log p(x_t) - log q(x_t)` must correct. A perfect adapter is built by enumeration: its
+next-token law is the tempered target's own conditional.
+"""
+
+import math
+
+import pytest
+import torch
+from distribution_checks import cell_counts, chi_square_pvalue
+from generation.test_smc import EOS, NEW, PAD, PROMPT_MASK, PROMPTS, T, V, _oracle, _processed_target
+from peft import LoraConfig, get_peft_model
+from tiny_models import tiny_llama
+
+from hf_seqtemp.generation import smc_adapter
+from hf_seqtemp.generation.answers import answer_mask
+from hf_seqtemp.generation.smc import smc_sample
+from hf_seqtemp.likelihood import AutoregressiveScorer
+
+ALPHA = 1 / T
+
+
+def _adapted(seed=1):
+    base = tiny_llama(vocab_size=V, seed=0, head_scale=3.0)
+    config = LoraConfig(
+        r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False, modules_to_save=["model.norm"]
+    )
+    torch.manual_seed(seed)
+    model = get_peft_model(base, config).eval()
+    with torch.no_grad():
+        model.base_model.model.model.norm.modules_to_save["default"].weight.mul_(2.0)
+    return model
+
+
+@pytest.fixture(scope="module")
+def adapted():
+    return _adapted()
+
+
+def _run(model, runs, num_particles, seed=0, **kwargs):
+    return smc_sample(
+        model,
+        PROMPTS.repeat_interleave(runs, dim=0),
+        PROMPT_MASK.repeat_interleave(runs, dim=0),
+        max_new_tokens=NEW,
+        seq_temperature=T,
+        num_particles=num_particles,
+        generator=torch.Generator().manual_seed(seed),
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        return_dict_in_generate=True,
+        proposal="adapter",
+        **kwargs,
+    )
+
+
+def _pvalues(out, runs, targets, answers):
+    return [
+        chi_square_pvalue(cell_counts(out.sequences[b * runs : (b + 1) * runs], answers[b]), targets[b])[1]
+        for b in range(len(answers))
+    ]
+
+
+def test_a_random_adapter_proposal_samples_the_base_target(adapted):
+    """Chi-square of 1500 returned answers per prompt (N = 128) against the base's p^(1/T) passes on every prompt;
+    against the adapter's own tempered law (what forgetting to switch the adapter off would target) it fails."""
+    runs = 1500
+    out = _run(adapted, runs, 128)
+    with adapted.disable_adapter():
+        answers, targets = _oracle(adapted)
+    assert min(_pvalues(out, runs, targets, answers)) > 1e-3
+    _, adapter_targets = _oracle(adapted)  # the adapter on: q's own p^(1/T)
+    assert max(_pvalues(out, runs, adapter_targets, answers)) < 1e-6
+    assert out.model_calls <= 2 * NEW and adapted.active_adapter == "default"
+
+
+def test_the_token_proposal_weight_with_the_adapter_proposal_fails(adapted, monkeypatch):
+    """The weight of the wrong proposal (Power-SMC's `log sum_v p(v)^alpha`, right only for token temperature)
+    makes the returned answers miss the target: the chi-square test has power."""
+    runs = 1500
+    monkeypatch.setattr(
+        smc_adapter, "adapter_log_weight", lambda logp, logq, token, alpha: (alpha * logp).logsumexp(dim=-1)
+    )
+    out = _run(adapted, runs, 128)
+    with adapted.disable_adapter():
+        answers, targets = _oracle(adapted)
+    assert min(_pvalues(out, runs, targets, answers)) < 1e-6
+
+
+def test_the_adapter_proposal_keeps_the_processors_in_p(adapted):
+    """A repetition penalty (depends on the prefix) is part of p, in the weights, and of the proposal; the prompts
+    are sampled in one batch, so the penalty sees the left padding as `generate` lays it out."""
+    from transformers.generation.logits_process import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
+
+    runs = 1000
+    per_prompt = []
+    for b in range(len(PROMPTS)):
+        padding = int((PROMPT_MASK[b] == 0).sum())
+        processors = LogitsProcessorList([RepetitionPenaltyLogitsProcessor(3.0, prompt_ignore_length=padding)])
+        out = smc_sample(
+            adapted,
+            PROMPTS[b : b + 1].repeat(runs, 1),
+            PROMPT_MASK[b : b + 1].repeat(runs, 1),
+            max_new_tokens=NEW,
+            seq_temperature=T,
+            num_particles=128,
+            generator=torch.Generator().manual_seed(b),
+            eos_token_id=EOS,
+            pad_token_id=PAD,
+            proposal="adapter",
+            logits_processor=processors,
+        )
+        with adapted.disable_adapter():
+            answers, plain = _oracle(adapted)
+            target = _processed_target(adapted, answers[b], PROMPT_MASK[b], processors)
+        counts = cell_counts(out, answers[b])
+        assert chi_square_pvalue(counts, target)[1] > 1e-3
+        per_prompt.append(chi_square_pvalue(counts, plain[b])[1])
+    assert sorted(per_prompt)[0] < 1e-8 and sorted(per_prompt)[1] < 1e-2, per_prompt  # measured 1e-12, 1e-4, 3e-4
+
+
+class _Prefixes:
+    """A stand-in KV cache for the perfect adapter: the rows' token ids so far, reordered like a cache."""
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    def batch_repeat_interleave(self, n):
+        self.ids = self.ids.repeat_interleave(n, dim=0)
+
+    def reorder_cache(self, index):
+        self.ids = self.ids[index]
+
+
+@torch.no_grad()
+def _tempered_prefix_masses(model):
+    """Per prompt: `pi(prefix)`, the mass of the tempered target `pi = p^alpha / Z` on the answers that start with
+    each answer prefix (a finished answer is its own only continuation), and `log Z`."""
+    answers, _ = _oracle(model)
+    tables, log_normalizers = [], []
+    for b, cells in enumerate(answers):
+        completion = torch.zeros_like(cells, dtype=torch.bool)
+        completion[:, 2:] = True
+        in_answer = answer_mask(cells, completion, torch.tensor([EOS]))
+        attention = torch.cat(
+            [PROMPT_MASK[b].expand(len(cells), -1), torch.ones(len(cells), NEW, dtype=torch.long)], 1
+        )
+        logp = AutoregressiveScorer()(model, cells, attention, in_answer).double()
+        log_normalizers.append(torch.logsumexp(ALPHA * logp, 0).item())
+        table = {}
+        for cell, mass in zip(cells[:, 2:].tolist(), (ALPHA * logp).softmax(0).tolist()):
+            answer = cell[: cell.index(EOS) + 1] if EOS in cell else cell
+            for k in range(len(answer) + 1):
+                table[tuple(answer[:k])] = table.get(tuple(answer[:k]), 0.0) + mass
+        tables.append(table)
+    return tables, log_normalizers
+
+
+def test_a_perfect_adapter_gives_equal_final_weights_and_the_exact_normaliser(adapted, monkeypatch):
+    """The adapter replaced by the tempered target's own conditionals `q(v | x_<t) = pi(x_<t v) / pi(x_<t)`
+    (enumerated): with no resampling every final weight of a prompt is equal (ESS = N) and the normaliser estimate
+    is `log Z` exactly, on every prompt. Along the way the log-weight after t tokens is `log Z - log V(x_<=t)`
+    (`V` the tempered mass of the prefix's futures), which differs across particles: the prefix targets `p^alpha`
+    of Power-SMC ignore the futures that a perfect adapter anticipates, so the ESS dips before the answers end."""
+    with adapted.disable_adapter():
+        tables, log_normalizers = _tempered_prefix_masses(adapted)
+
+    def perfect(self, ids, attn, past_p, past_q):
+        with smc_adapter.active_adapter(self.model, None):
+            logits_p, past_p = self.forward(self.model, ids, attn, past_p)
+        if past_q is None:
+            past_q = _Prefixes(ids.clone())
+        else:
+            past_q.ids = torch.cat([past_q.ids, ids], dim=1)
+        logq = torch.full((past_q.ids.shape[0], V), -1e9)
+        for r, row in enumerate(past_q.ids):
+            table = tables[int((PROMPTS == row[:2]).all(1).nonzero()[0])]
+            prefix = tuple(row[2:].tolist())
+            if EOS in prefix:
+                logq[r, PAD] = 0.0  # finished: the token is padding, unweighted
+                continue
+            for v in range(V):
+                if prefix + (v,) in table:
+                    logq[r, v] = math.log(table[prefix + (v,)] / table[prefix])
+        return logits_p, past_p, logq, past_q
+
+    monkeypatch.setattr(smc_adapter.AdapterStep, "__call__", perfect)
+    out = smc_sample(
+        adapted,
+        PROMPTS,
+        PROMPT_MASK,
+        max_new_tokens=NEW,
+        seq_temperature=T,
+        num_particles=16,
+        ess_threshold=0.0,
+        generator=torch.Generator().manual_seed(0),
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        return_dict_in_generate=True,
+        return_particles=True,
+        proposal="adapter",
+    )
+    assert torch.allclose(out.ess[:, -1], torch.full((3,), 16.0), atol=1e-3), out.ess
+    assert torch.allclose(out.particle_log_weights, torch.full((3, 16), -math.log(16.0)), atol=1e-4)
+    assert torch.allclose(out.log_normalizer.double(), torch.tensor(log_normalizers, dtype=torch.float64), atol=1e-4)
+    assert bool((out.ess[:, 0] < 15.0).any()), out.ess  # not equal along the way (see the docstring)
