@@ -70,6 +70,8 @@ def seqtemp_generate(
     num_particles: int = 16,
     alpha_ramp_tokens: int = 0,
     return_particles: bool = False,
+    proposal: str | None = None,
+    ess_threshold: float = 0.5,
     generator: torch.Generator | None = None,
     allow_active_adapters: bool = False,
     **model_kwargs,
@@ -90,7 +92,9 @@ def seqtemp_generate(
     - `"smc"`: training-free Power-SMC ([`smc_sample`]): `num_particles` particles per prompt in one batch,
       proposed at token temperature `T`, weighted by `sum_v p(v | x_<t)^(1/T)` and resampled (systematic) when
       their effective sample size drops below half; one answer per prompt is drawn by the final weights. One
-      sequential forward per token, like plain sampling; consistent as `num_particles` grows.
+      sequential forward per token, like plain sampling; consistent as `num_particles` grows. With a loaded
+      adapter trained for `seq_temperature`, the adapter proposes (`proposal="adapter"`, the default then) and the
+      base model (adapters off) weighs: two forward passes per token.
 
     `"mcmc"`, `"glauber"` and `"smc"` work on any causal LM (on a model with sequence-temperature adapters they run with
     the adapters off, so that `p` is the base model on every route) and target `p(answer)^(1/T)` over *answers*:
@@ -128,6 +132,13 @@ def seqtemp_generate(
             over this many tokens (the weights correct for it: the target stays `p^(1/T)`).
         return_particles (`bool`, *optional*, defaults to `False`): `"smc"` with `return_dict_in_generate=True`
             only: also return every particle with its normalised log-weight.
+        proposal (`str`, *optional*): `"smc"` only: `"token"` (token temperature `T` of the base model) or
+            `"adapter"` (the loaded sequence-temperature adapter trained for `seq_temperature` proposes, the base
+            model weighs: [`~hf_seqtemp.generation.smc_adapter`]). Defaults to `"adapter"` when such an adapter is
+            loaded, `"token"` otherwise.
+        ess_threshold (`float`, *optional*, defaults to `0.5`): `"smc"` only: resample a prompt's particles when
+            their effective sample size falls below this fraction of `num_particles` (0: never, i.e. importance
+            sampling from the proposal).
         generator (`torch.Generator`, *optional*): randomness of `"mcmc"`, `"glauber"` and `"smc"` (other
             strategies use the global RNG).
         allow_active_adapters (`bool`, *optional*, defaults to `False`): `"mcmc"` / `"glauber"` on a model with an
@@ -174,6 +185,7 @@ def seqtemp_generate(
     options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
     options.update(num_candidates=num_candidates, generator=generator, num_particles=num_particles)
     options.update(alpha_ramp_tokens=alpha_ramp_tokens, return_particles=return_particles)
+    options.update(proposal=proposal, ess_threshold=ess_threshold)
     options.update(allow_active_adapters=allow_active_adapters)
     call = GenerateCall(*sampling_args, model_kwargs, seq_temperature, adapters, options)
     if strategy == "auto":

@@ -171,12 +171,43 @@ def _mcmc_strategy(call: GenerateCall):
         )
 
 
+def _smc_proposal(call: GenerateCall) -> tuple[str, str | None]:
+    """The SMC proposal and its adapter: the loaded adapter trained for `seq_temperature` when `proposal` is
+    `"adapter"`, or by default when there is one; else token temperature."""
+    proposal = call.options.get("proposal")
+    if proposal not in (None, "token", "adapter"):
+        raise ValueError(
+            f"`proposal` must be 'token' or 'adapter' (or None: 'adapter' when one is loaded), got {proposal!r}."
+        )
+    if proposal == "token":
+        return "token", None
+    matching = [
+        n for n, c in call.adapters.items() if math.isclose(c.target_temperature, call.seq_temperature, rel_tol=1e-6)
+    ]
+    if proposal is None:
+        return ("adapter", matching[0]) if matching else ("token", None)
+    if not call.adapters:
+        raise ValueError(
+            "`proposal='adapter'` needs a sequence-temperature adapter trained for `seq_temperature` (load one with "
+            "`hf_seqtemp.load_tempered`); without one use `proposal='token'`."
+        )
+    name = _matching_adapter(call.adapters, call.seq_temperature)
+    if name is None:
+        raise ValueError(
+            "`proposal='adapter'` at `seq_temperature=1`: the target is the base model itself; sample it."
+        )
+    return "adapter", name
+
+
 def _smc_strategy(call: GenerateCall):
-    """Training-free Power-SMC ([`smc_sample`]) of the base model; the user's processors (token-level warpers
-    removed) are part of `p`, in the proposal and in the weights."""
+    """Power-SMC ([`smc_sample`]) of the base model, proposing from token temperature or from the loaded adapter
+    trained for `seq_temperature`; the user's processors (token-level warpers removed) are part of `p`, in the
+    proposal and in the weights."""
     eos_token_id, pad_token_id = call.eos_and_pad()
     processors = call.target_processors()
-    with call.on_base_model("smc"):
+    proposal, name = _smc_proposal(call)
+    # the adapter proposal switches adapters itself (q on, p off) and restores them
+    with call.on_base_model("smc") if proposal == "token" else contextlib.nullcontext():
         return smc_sample(
             call.model,
             call.input_ids,
@@ -184,6 +215,7 @@ def _smc_strategy(call: GenerateCall):
             max_new_tokens=call.max_new_tokens,
             seq_temperature=call.seq_temperature,
             num_particles=call.options.get("num_particles", 16),
+            ess_threshold=call.options.get("ess_threshold", 0.5),
             alpha_ramp_tokens=call.options.get("alpha_ramp_tokens", 0),
             logits_processor=processors,
             generator=call.options["generator"],
@@ -191,6 +223,8 @@ def _smc_strategy(call: GenerateCall):
             return_particles=call.options.get("return_particles", False),
             eos_token_id=eos_token_id,
             pad_token_id=pad_token_id,
+            proposal=proposal,
+            adapter_name=name,
         )
 
 

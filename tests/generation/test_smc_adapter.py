@@ -210,3 +210,52 @@ def test_a_perfect_adapter_gives_equal_final_weights_and_the_exact_normaliser(ad
     assert torch.allclose(out.particle_log_weights, torch.full((3, 16), -math.log(16.0)), atol=1e-4)
     assert torch.allclose(out.log_normalizer.double(), torch.tensor(log_normalizers, dtype=torch.float64), atol=1e-4)
     assert bool((out.ess[:, 0] < 15.0).any()), out.ess  # not equal along the way (see the docstring)
+
+
+def test_generate_with_a_loaded_adapter_proposes_from_it_by_default():
+    """`generate(seq_temperature=T, strategy="smc")` on a model whose registered adapter was trained for T proposes
+    from that adapter (two calls per token) and still samples the base target (chi-square per prompt); asking for an
+    adapter proposal at a temperature no adapter was trained for is refused by name."""
+    import hf_seqtemp
+    from hf_seqtemp import SequenceTemperatureConfig
+    from hf_seqtemp.generation.adapters import register_tempered_adapter
+
+    model = _adapted(seed=2)
+    register_tempered_adapter(model, SequenceTemperatureConfig(target_temperature=T), "default")
+    runs = 1000
+    out = model.generate(
+        PROMPTS.repeat_interleave(runs, dim=0),
+        attention_mask=PROMPT_MASK.repeat_interleave(runs, dim=0),
+        max_new_tokens=NEW,
+        custom_generate=hf_seqtemp.seqtemp_generate,
+        seq_temperature=T,
+        strategy="smc",
+        num_particles=64,
+        generator=torch.Generator().manual_seed(0),
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        return_dict_in_generate=True,
+    )
+    assert out.model_calls == 2 * NEW  # the adapter proposal's two passes per token
+    with model.disable_adapter():
+        answers, targets = _oracle(model)
+    assert min(_pvalues(out, runs, targets, answers)) > 1e-3
+    with pytest.raises(ValueError, match=r"No loaded adapter was trained for `seq_temperature=0.25`"):
+        model.generate(
+            PROMPTS,
+            attention_mask=PROMPT_MASK,
+            max_new_tokens=NEW,
+            custom_generate=hf_seqtemp.seqtemp_generate,
+            seq_temperature=0.25,
+            strategy="smc",
+            proposal="adapter",
+            eos_token_id=EOS,
+            pad_token_id=PAD,
+        )
+
+
+def test_adapter_proposal_errors():
+    with pytest.raises(ValueError, match=r"`proposal` must be one of \['token', 'adapter'\], got 'lora'"):
+        smc_sample(tiny_llama(), PROMPTS, proposal="lora")
+    with pytest.raises(ValueError, match=r"samples from the model's active PEFT adapter, and 0 are active"):
+        smc_sample(tiny_llama(), PROMPTS, proposal="adapter")
