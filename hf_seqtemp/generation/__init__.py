@@ -9,6 +9,7 @@ from .imh import imh_chain, imh_transition_matrix, lookahead_correction
 from .logits_process import PowerLogitsWarper
 from .policies import POSITION_POLICIES, select_positions
 from .power_sampling import PowerSamplingOutput, power_sample
+from .proposal_ess import ProposalESS, proposal_ess
 from .routing import STRATEGIES, generate_tempered, seqtemp_generate
 from .smc import SMCOutput, smc_sample
 from .strategies import STRATEGY_REGISTRY, GenerateCall
@@ -23,6 +24,7 @@ __all__ = [
     "GlauberOutput",
     "PowerLogitsWarper",
     "PowerSamplingOutput",
+    "ProposalESS",
     "SMCOutput",
     "diffusion_generate",
     "generate_tempered",
@@ -31,6 +33,7 @@ __all__ = [
     "imh_transition_matrix",
     "lookahead_correction",
     "power_sample",
+    "proposal_ess",
     "register_tempered_adapter",
     "select_positions",
     "seqtemp_generate",
