@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 from _common import OUTPUTS
 from _paired import format_summary, is_paired_summary
 
-COSTS = ("online_step", "scoring", "train_step", "decode", "samplers", "block_dp")
+COSTS = ("online_step", "scoring", "train_step", "decode", "samplers", "smc_proposals", "block_dp")
 BENCHMARKS = (*COSTS, "fidelity", "fidelity_diffusion")
 
 

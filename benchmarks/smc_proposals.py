@@ -1,0 +1,233 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""SMC's two proposals on an enumerable model: token temperature (Power-SMC) against a tempered adapter.
+
+The model and prompts are those of `samplers.py` (one-layer Llama, |V| = 4 with EOS = 3, three prompts, two of them
+left-padded, answers of at most 4 tokens: 121 per prompt), the target `p(answer | prompt)^alpha / Z` per prompt, at
+alpha = 2 (T = 0.5) and 4 (T = 0.25). The adapter is a LoRA (r = 4, every linear layer, plus a trainable copy of
+the output layer) fitted to that target by minimising the exact forward KL over the enumerated answers of the
+three prompts, stopped once the mean KL is at most `fit_kl` (0.05): a good, imperfect tempered adapter, like a
+trained one. A randomly initialised LoRA is the poor adapter.
+
+For N in {4, 16, 64} particles, `runs` independent SMC runs per prompt give, per prompt:
+
+- `kl`: KL(law of the returned answer || target), the law estimated from the weighted particles of all runs
+  (Rao-Blackwellised), then averaged over the prompts: how far SMC with N particles is from exact;
+- `ess_fraction`: ESS / N of the final weights (before drawing the answer), mean over runs and prompts;
+- `sequential_calls` and `token_forwards` per answer, counted by a forward pre-hook: the adapter proposal runs two
+  passes per token (adapter on and off), so twice the calls and forwards of the token proposal at the same N.
+
+Each proposal is run with resampling at ESS < N/2 (`token`, `adapter`) and without (`token_is`, `adapter_is`:
+importance sampling of whole answers, whose final ESS / N is `proposal_ess`'s figure). ESS / N and KL can
+disagree: a forward-KL fit leaves some answers of small target mass with a far smaller adapter mass (weights of
+60-140 times the mean), drawn rarely and then overweighted; ESS at N = 16 does not see them, the KL of the answer law
+does, and it falls slowly with N. The figures below say which wins on this toy. The question it answers: does the adapter proposal reach the token proposal's KL at N = 64 with at
+most 16 particles?
+
+Usage:
+    python benchmarks/smc_proposals.py [--quick] [--output outputs/bench/smc_proposals.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _common import default_output, print_device, write_json
+from samplers import EOS, PAD, PROMPT_MASK, PROMPTS, CallCounter, enumerable_model, exact_targets
+
+SETTINGS = {
+    "quick": {"runs": 256, "new_tokens": 4, "particles": (4, 16, 64), "fit_steps": 300, "fit_kl": 0.05},
+    "full": {"runs": 1024, "new_tokens": 4, "particles": (4, 16, 64), "fit_steps": 300, "fit_kl": 0.05},
+}
+ALPHAS = (2.0, 4.0)
+
+
+def with_adapter(seed: int = 0, head: bool = False):
+    """A random LoRA (r = 4, every linear layer); with `head`, also a trainable copy of the output layer: on this
+    one-layer model a LoRA of the trunk alone cannot fit the tempered target (its exact fit stalls at KL 0.4-0.7)."""
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(seed)
+    modules = ["lm_head"] if head else None
+    config = LoraConfig(
+        r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False, modules_to_save=modules
+    )
+    return get_peft_model(enumerable_model(), config)
+
+
+def answer_logps(model, answers, new_tokens: int) -> list[torch.Tensor]:
+    """`log model(answer | prompt)` of every enumerated answer of every prompt (grad flows)."""
+    from hf_seqtemp.generation.answers import answer_mask
+    from hf_seqtemp.likelihood import AutoregressiveScorer
+
+    out = []
+    for cells, mask in zip(answers, PROMPT_MASK):
+        completion = torch.zeros_like(cells, dtype=torch.bool)
+        completion[:, PROMPTS.shape[1] :] = True
+        in_answer = answer_mask(cells, completion, torch.tensor([EOS]))
+        attention = torch.cat([mask.expand(len(cells), -1), torch.ones(len(cells), new_tokens).long()], dim=1)
+        out.append(AutoregressiveScorer()(model, cells, attention, in_answer))
+    return out
+
+
+def fit_adapter(model, answers, targets, new_tokens: int, steps: int, goal: float) -> list[float]:
+    """Minimises the mean over prompts of the exact KL(target || q) until it is at most `goal` (or `steps` Adam
+    steps); returns the final KL per prompt."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimiser = torch.optim.Adam(params, lr=2e-2)
+    entropy = sum(-(t * t.log()).sum().item() for t in targets) / len(targets)
+    model.train()
+    for _ in range(steps):
+        logq = answer_logps(model, answers, new_tokens)
+        loss = sum(-(t.float() * lq).sum() for t, lq in zip(targets, logq)) / len(targets)
+        if loss.item() - entropy <= goal:
+            break
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    model.eval()
+    with torch.no_grad():
+        logq = answer_logps(model, answers, new_tokens)
+    return [float((t * (t.log() - lq.double())).sum()) for t, lq in zip(targets, logq)]
+
+
+@torch.no_grad()
+def run_smc(model, settings, alpha, n, proposal, threshold, counter, seed=0) -> dict:
+    from hf_seqtemp.generation import smc_sample
+
+    runs = settings["runs"]
+    counter.reset()
+    start = time.perf_counter()
+    out = smc_sample(
+        model,
+        PROMPTS.repeat_interleave(runs, 0),
+        PROMPT_MASK.repeat_interleave(runs, 0),
+        max_new_tokens=settings["new_tokens"],
+        seq_temperature=1 / alpha,
+        num_particles=n,
+        ess_threshold=threshold,
+        generator=torch.Generator().manual_seed(seed),
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        return_dict_in_generate=True,
+        return_particles=True,
+        proposal=proposal,
+    )
+    seconds = time.perf_counter() - start
+    final_ess = out.ess[:, -1] / n
+    return {
+        "out": out,
+        "ess_fraction": float(final_ess.mean()),
+        "ess_fraction_per_prompt": [float(final_ess[b * runs : (b + 1) * runs].mean()) for b in range(len(PROMPTS))],
+        "sequential_calls_per_answer": counter.calls,
+        "token_forwards_per_answer": counter.tokens / (runs * len(PROMPTS)),
+        "seconds_per_answer": seconds / (runs * len(PROMPTS)),
+    }
+
+
+def law_kl(out, answers, targets, runs: int) -> list[float]:
+    """Per prompt, KL(law of the returned answer || target), the law from the weighted particles of all runs."""
+    kls = []
+    for b, (cells, target) in enumerate(zip(answers, targets)):
+        rows = slice(b * runs, (b + 1) * runs)
+        particles = out.particles[rows].flatten(0, 1)
+        weights = out.particle_log_weights[rows].flatten().double().exp() / runs
+        index = (particles[:, None, :] == cells[None]).all(-1).long().argmax(dim=1)
+        law = torch.zeros(len(cells), dtype=torch.float64).index_add_(0, index, weights)
+        seen = law > 0
+        kls.append(float((law[seen] * (law[seen] / target[seen]).log()).sum()))
+    return kls
+
+
+def measure(settings: dict, alpha: float) -> tuple[list[dict], dict]:
+    base = enumerable_model()
+    answers, targets = exact_targets(base, settings["new_tokens"], alpha)
+    fitted = with_adapter(0, head=True)
+    fit_kl = fit_adapter(fitted, answers, targets, settings["new_tokens"], settings["fit_steps"], settings["fit_kl"])
+    poor = with_adapter(1).eval()
+    with torch.no_grad():
+        poor_kl = [
+            float((t * (t.log() - lq.double())).sum())
+            for t, lq in zip(targets, answer_logps(poor, answers, settings["new_tokens"]))
+        ]
+    proposals = {
+        "token": (base, "token", 0.5),
+        "token_is": (base, "token", 0.0),
+        "adapter": (fitted, "adapter", 0.5),
+        "adapter_is": (fitted, "adapter", 0.0),
+        "random_adapter": (poor, "adapter", 0.5),
+    }
+    rows = []
+    for name, (model, proposal, threshold) in proposals.items():
+        counter = CallCounter(model)
+        for n in settings["particles"]:
+            result = run_smc(model, settings, alpha, n, proposal, threshold, counter)
+            kls = law_kl(result.pop("out"), answers, targets, settings["runs"])
+            rows.append({"alpha": alpha, "proposal": name, "num_particles": n, "kl": sum(kls) / len(kls),
+                         "kl_per_prompt": kls, **result})  # fmt: skip
+    return rows, {"adapter_fit_kl_per_prompt": fit_kl, "random_adapter_kl_per_prompt": poor_kl}
+
+
+def summary_of(rows: list[dict], settings: dict) -> dict:
+    summary = {}
+    for alpha in ALPHAS:
+        by = {(r["proposal"], r["num_particles"]): r for r in rows if r["alpha"] == alpha}
+        token_64 = by[("token", 64)]["kl"]
+        tag = f"_alpha{alpha:g}"
+        for name in ("adapter", "adapter_is"):
+            fewest = [n for n in settings["particles"] if n <= 16 and by[(name, n)]["kl"] <= token_64]
+            summary[f"{name}_reaches_token64_kl_with{tag}"] = min(fewest) if fewest else None
+        summary[f"ess_fraction_n16{tag}"] = {
+            name: by[(name, 16)]["ess_fraction"]
+            for name in ("token", "token_is", "adapter", "adapter_is", "random_adapter")
+        }
+        summary[f"ess_ratio_adapter_over_token_is_n16{tag}"] = (
+            by[("adapter_is", 16)]["ess_fraction"] / by[("token_is", 16)]["ess_fraction"]
+        )
+        summary[f"kl{tag}"] = {f"{p}_N{n}": by[(p, n)]["kl"] for (p, n) in by}
+    return summary
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="256 runs per prompt, a shorter adapter fit")
+    parser.add_argument("--output", default=default_output("smc_proposals"))
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings = dict(SETTINGS["quick" if args.quick else "full"], alphas=ALPHAS, prompts=len(PROMPTS))
+    info = print_device(torch.device("cpu"))
+    rows, fits = [], {}
+    for alpha in ALPHAS:
+        alpha_rows, fits[f"alpha{alpha:g}"] = measure(settings, alpha)
+        rows += alpha_rows
+        fit = ", ".join(f"{k:.4f}" for k in fits[f"alpha{alpha:g}"]["adapter_fit_kl_per_prompt"])
+        poor = ", ".join(f"{k:.3f}" for k in fits[f"alpha{alpha:g}"]["random_adapter_kl_per_prompt"])
+        print(f"\nalpha {alpha:g} (T = {1 / alpha:g}); {settings['runs']} runs per prompt, 3 prompts")
+        print(f"adapter fit: KL(target || q) per prompt {fit}; random adapter: {poor}")
+        print(f"{'proposal':<15} | {'N':>3} | {'KL to p^alpha':>13} | {'final ESS/N':>11} | {'calls/answer':>12} | "
+              f"{'token-fwd/answer':>16}")  # fmt: skip
+        for r in alpha_rows:
+            print(f"{r['proposal']:<15} | {r['num_particles']:>3} | {r['kl']:>13.5f} | {r['ess_fraction']:>11.3f} | "
+                  f"{r['sequential_calls_per_answer']:>12} | {r['token_forwards_per_answer']:>16.1f}")  # fmt: skip
+    summary = summary_of(rows, settings)
+    summary.update(fits)
+    print()
+    for key, value in summary.items():
+        if "reaches" in key:
+            print(f"{key:<48} {'N = ' + str(value) if value else 'no (not with N <= 16)'}")
+    write_json(args.output, "smc_proposals", info, settings, rows, summary)
+
+
+if __name__ == "__main__":
+    main()
