@@ -18,11 +18,15 @@ def add_flags(rows: list[dict]) -> list[dict]:
 
 
 def print_table(rows: list[dict], title: str = "") -> None:
-    """Method × T rows with the target, T_eff, its relative miss, Kendall τ, NLL per token and, for diffusion, the
-    schedule variance (Tables 4-5 layout)."""
+    """Method × T rows with the target, T_eff, its relative miss, Kendall τ, NLL per token, for diffusion the
+    schedule variance (Tables 4-5 layout), and for a trained adapter the medians over held-out prompts of ESS / N of
+    SMC's token and adapter proposals with the median per-prompt ratio."""
     variance = any("schedule_variance" in r for r in rows)
     header = f"{'method':<8}{'target T':>10}{'T_eff':>10}{'|ΔT|/T':>10}{'τ':>9}{'NLL/tok':>10}"
-    header += f"{'Var_π':>10}   flags" if variance else "   flags"
+    ess = any("ess_ratio_adapter_over_token" in r for r in rows)
+    header += f"{'Var_π':>10}" if variance else ""
+    header += f"{'ESS/N tok':>10}{'ESS/N ad':>10}{'ratio':>7}" if ess else ""
+    header += "   flags"
     print(f"\n{title}\n{header}\n{'-' * len(header)}" if title else f"\n{header}\n{'-' * len(header)}")
     for r in rows:
         flags = (
@@ -35,12 +39,17 @@ def print_table(rows: list[dict], title: str = "") -> None:
             f"{r['nll_per_token']:>10.4f}"
         )
         line += f"{r['schedule_variance']:>10.3f}" if variance else ""
+        if ess and "ess_ratio_adapter_over_token" in r:
+            line += f"{r['median_token_ess_fraction']:>10.3f}{r['median_adapter_ess_fraction']:>10.3f}"
+            line += f"{r['ess_ratio_adapter_over_token']:>7.2f}"
+        elif ess:
+            line += " " * 27
         print(f"{line}   {', '.join(flags)}")
 
 
 def summarise(rows: list[dict], prefix: str = "") -> dict:
     """Per method: mean relative T_eff miss, runs within ±10 %, lowest τ and mean NLL per token (keys `prefix` +
-    method + statistic; diffusion rows also give the mean schedule variance)."""
+    method + statistic; diffusion rows also give the mean schedule variance, trained rows their ESS ratio per T)."""
     summary = {}
     for method in dict.fromkeys(r["method"] for r in rows if r["method"] != "base"):
         mine = [r for r in rows if r["method"] == method]
@@ -51,6 +60,9 @@ def summarise(rows: list[dict], prefix: str = "") -> dict:
         summary[f"{key}_mean_nll_per_token"] = statistics.mean(r["nll_per_token"] for r in mine)
         if "schedule_variance" in mine[0]:
             summary[f"{key}_mean_schedule_variance"] = statistics.mean(r["schedule_variance"] for r in mine)
+        for r in mine:
+            if "ess_ratio_adapter_over_token" in r:
+                summary[f"{key}_T{r['target']:g}_ess_ratio_adapter_over_token"] = r["ess_ratio_adapter_over_token"]
     return summary
 
 

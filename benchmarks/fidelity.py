@@ -77,6 +77,7 @@ MODES = {
         "max_completion_length": 10,
         "max_steps": 20,
         "batch_size": 16,
+        "ess_samples": 16,
     },
     "default": {
         "temperatures": [0.25, 0.5, 0.8, 2.0],
@@ -87,6 +88,7 @@ MODES = {
         "max_completion_length": 10,
         "max_steps": 64,
         "batch_size": 16,
+        "ess_samples": 16,
     },
     "full": {
         "temperatures": [0.25, 0.5, 0.8, 2.0],
@@ -97,6 +99,7 @@ MODES = {
         "max_completion_length": 16,
         "max_steps": 1000,
         "batch_size": 64,
+        "ess_samples": 16,
     },
 }
 TRAINING = {"learning_rate": 1e-3, "nll_weight": 0.1, "lora_r": 16, "lr_scheduler_type": "cosine"}
@@ -212,6 +215,22 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
     return trainer.model, logged
 
 
+def proposal_figures(model, tokenizer, prompts: list[str], temperature: float, settings: dict) -> dict:
+    """SMC's two proposals on the held-out prompts (`proposal_ess.py`): per prompt, ESS / N of `N = ess_samples`
+    whole answers drawn from token temperature T and from this adapter, weighed against the base's `p^(1/T)`; the
+    row keeps the medians and `ess_ratio_adapter_over_token` (the median over prompts of adapter / token)."""
+    if not settings.get("ess_samples"):
+        return {}
+    from proposal_ess import compare_proposals
+
+    per_prompt, summary = compare_proposals(
+        model, tokenizer, prompts, SYSTEM_PROMPT, temperature, num_samples=settings["ess_samples"], repeats=1,
+        max_new_tokens=settings["max_completion_length"], seed=settings["seed"],
+    )  # fmt: skip
+    keep = ("ess_ratio_adapter_over_token", "median_token_ess_fraction", "median_adapter_ess_fraction")
+    return {**{key: summary[key] for key in keep}, "ess_per_prompt": per_prompt}
+
+
 def sample_held_out(model, tokenizer, prompts: list[str], settings: dict) -> Dataset:
     """`held_out_generations` completions of every held-out prompt, sampled exactly from the base model."""
     return sample_dataset(
@@ -269,6 +288,7 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
                         method, temperature, settings, train, tokenizer, device, shared, workdir
                     )
                     logps[method], _ = score(model)
+                    extra = proposal_figures(model, tokenizer, held_prompts, temperature, settings)
                     del model
                 report = temperature_report(base_logps, logps[method], lengths, groups)
                 rows.append({"method": method, "target": temperature, **report, **extra})

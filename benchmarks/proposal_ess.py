@@ -1,0 +1,168 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""ESS of SMC's two proposals on the embedded SmolLM2, per held-out prompt: token temperature against an adapter.
+
+A tempered adapter folder (default: the one `make demo` writes, `outputs/quickstart/hub`, trained at T = 0.5 on the
+demo's training prompts) is loaded with `load_tempered`. On prompts it never saw (the demo's held-out prompts,
+rendered as the demo renders them), `proposal_ess` draws `N` whole answers per prompt from each proposal and
+weighs them by `alpha log p - log r` (p the base model, adapter off): the ESS / N of those importance weights and
+the variance of the log-weights, within each prompt, tell how far each proposal is from `p^alpha / Z` with no
+enumeration and no partition function. Each prompt's figure is the mean over `--repeats` independent draws of `N`.
+
+The JSON gives every prompt's figures for both proposals, their ratio, and
+`ess_ratio_adapter_over_token`: the median over prompts of (adapter ESS / token ESS) at that N (goal: >= 2).
+
+Usage:
+    make demo   # once, if outputs/quickstart/hub does not exist
+    python benchmarks/proposal_ess.py [--adapter outputs/quickstart/hub] [--num_samples 16] [--output ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _common import default_output, print_device, write_json
+
+
+def render(tokenizer, prompts: list[str], system: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded chat prompts with the generation prompt, as the demo's samples are drawn."""
+    texts = [
+        tokenizer.apply_chat_template(
+            [{"role": "system", "content": system}, {"role": "user", "content": p}],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        for p in prompts
+    ]
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    try:
+        batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    finally:
+        tokenizer.padding_side = side
+    return batch["input_ids"], batch["attention_mask"]
+
+
+def per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, pad) -> dict[str, list[float]]:
+    from hf_seqtemp.generation import proposal_ess
+
+    ess, variance = torch.zeros(len(ids)), torch.zeros(len(ids))
+    repeats, batch = settings["repeats"], settings["prompts_per_batch"]
+    for repeat in range(repeats):
+        for start in range(0, len(ids), batch):
+            rows = slice(start, start + batch)
+            out = proposal_ess(
+                model,
+                ids[rows],
+                mask[rows],
+                max_new_tokens=settings["max_new_tokens"],
+                seq_temperature=temperature,
+                num_samples=settings["num_samples"],
+                proposal=proposal,
+                generator=torch.Generator().manual_seed(settings["seed"] + 1000 * repeat + start),
+                eos_token_id=eos,
+                pad_token_id=pad,
+            )
+            ess[rows] += out.ess_fraction / repeats
+            variance[rows] += out.log_weight_variance / repeats
+    return {"ess_fraction": ess.tolist(), "log_weight_variance": variance.tolist()}
+
+
+def compare_proposals(model, tokenizer, prompts: list[str], system: str, temperature: float, **settings):
+    """Per prompt, ESS/N and log-weight variance of the token-temperature and adapter proposals of `model` (a
+    PeftModel whose active adapter is tempered at `temperature`); returns `(rows, summary)`."""
+    from hf_seqtemp.data.sampling import eos_ids_of
+
+    settings = {"num_samples": 16, "repeats": 4, "max_new_tokens": 10, "prompts_per_batch": 8, "seed": 0, **settings}
+    ids, mask = render(tokenizer, prompts, system)
+    eos, pad = sorted(eos_ids_of(model, tokenizer)), tokenizer.pad_token_id
+    figures = {
+        proposal: per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, pad)
+        for proposal in ("token", "adapter")
+    }
+    ratios = [a / t for a, t in zip(figures["adapter"]["ess_fraction"], figures["token"]["ess_fraction"])]
+    rows = [
+        {
+            "prompt": prompt,
+            "token_ess_fraction": figures["token"]["ess_fraction"][i],
+            "adapter_ess_fraction": figures["adapter"]["ess_fraction"][i],
+            "token_log_weight_variance": figures["token"]["log_weight_variance"][i],
+            "adapter_log_weight_variance": figures["adapter"]["log_weight_variance"][i],
+            "ess_ratio_adapter_over_token": ratios[i],
+        }
+        for i, prompt in enumerate(prompts)
+    ]
+    summary = {
+        "ess_ratio_adapter_over_token": statistics.median(ratios),
+        "ess_ratio_min": min(ratios),
+        "ess_ratio_max": max(ratios),
+        "prompts_with_ratio_at_least_2": sum(r >= 2 for r in ratios),
+        "prompts": len(prompts),
+        "num_samples": settings["num_samples"],
+        "median_token_ess_fraction": statistics.median(figures["token"]["ess_fraction"]),
+        "median_adapter_ess_fraction": statistics.median(figures["adapter"]["ess_fraction"]),
+        "median_token_log_weight_variance": statistics.median(figures["token"]["log_weight_variance"]),
+        "median_adapter_log_weight_variance": statistics.median(figures["adapter"]["log_weight_variance"]),
+    }
+    return rows, summary
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--adapter", default="outputs/quickstart/hub", help="a tempered adapter folder (make demo)")
+    parser.add_argument("--num_samples", type=int, default=16, help="answers per prompt and proposal (N)")
+    parser.add_argument("--repeats", type=int, default=4, help="independent draws of N per prompt, averaged")
+    parser.add_argument("--max_new_tokens", type=int, default=10, help="the demo's max_completion_length")
+    parser.add_argument("--prompts", type=int, default=None, help="only the first held-out prompts")
+    parser.add_argument("--prompts_per_batch", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", default=default_output("proposal_ess"))
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if not (Path(args.adapter) / "seqtemp_config.json").is_file():
+        parser.error(f"--adapter {args.adapter!r} is not a tempered adapter folder; run `make demo` first.")
+    from quickstart import SYSTEM, demo_prompts
+
+    from hf_seqtemp import load_default_model, load_tempered
+    from hf_seqtemp.config import SequenceTemperatureConfig
+
+    info = print_device(torch.device("cpu"))
+    started = time.perf_counter()
+    base, tokenizer = load_default_model()
+    temperature = SequenceTemperatureConfig.from_pretrained(args.adapter).target_temperature
+    model = load_tempered(args.adapter, base_model=base).eval()
+    prompts = demo_prompts()[1][: args.prompts]
+    settings = {k: getattr(args, k) for k in ("num_samples", "repeats", "max_new_tokens", "prompts_per_batch", "seed")}
+    rows, summary = compare_proposals(model, tokenizer, prompts, SYSTEM, temperature, **settings)
+    print(f"T = {temperature}, N = {args.num_samples}, {args.repeats} draws per prompt, {len(prompts)} unseen prompts")
+    print(f"{'prompt':44s} | token ESS/N | adapter ESS/N | ratio | token var | adapter var")
+    for row in rows:
+        print(
+            f"{row['prompt'][:44]:44s} | {row['token_ess_fraction']:11.3f} | {row['adapter_ess_fraction']:13.3f} | "
+            f"{row['ess_ratio_adapter_over_token']:5.2f} | {row['token_log_weight_variance']:9.2f} | "
+            f"{row['adapter_log_weight_variance']:11.2f}"
+        )
+    print(
+        f"median ESS ratio adapter/token {summary['ess_ratio_adapter_over_token']:.2f} "
+        f"[{summary['ess_ratio_min']:.2f}, {summary['ess_ratio_max']:.2f}] over {len(prompts)} prompts; "
+        f"{summary['prompts_with_ratio_at_least_2']} prompts at >= 2"
+    )
+    settings = {**vars(args), "temperature": temperature, "wall_seconds": round(time.perf_counter() - started, 1)}
+    write_json(args.output, "proposal_ess", info, settings, rows, summary)
+
+
+if __name__ == "__main__":
+    main()
