@@ -13,9 +13,10 @@ import pytest
 from transformers import TrainingArguments
 
 import hf_seqtemp
-from hf_seqtemp import LOSSES, SeqTempConfig, cli_parser, hub
+from hf_seqtemp import LOSSES, SeqTempConfig, hub
 from hf_seqtemp.cli import main
-from hf_seqtemp.cli_arguments import GENERATE_STRATEGIES, TrainScriptArguments
+from hf_seqtemp.cli import parser as cli_parser
+from hf_seqtemp.cli.arguments import GENERATE_STRATEGIES, TrainScriptArguments
 from hf_seqtemp.generation.routing import STRATEGIES
 
 HEAVY = ("torch", "transformers", "datasets", "peft", "trl")

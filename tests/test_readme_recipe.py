@@ -22,7 +22,7 @@ from datasets import Dataset
 from transformers import AutoTokenizer
 
 from hf_seqtemp import cli
-from hf_seqtemp.cli_parser import SeqTempArgumentParser
+from hf_seqtemp.cli.parser import SeqTempArgumentParser
 from hf_seqtemp.data import GROUP_ID, prepare_dataset
 from hf_seqtemp.models.default import default_model_path
 

@@ -1,14 +1,8 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""`hf-seqtemp` command line: `train`, `eval`, `generate`, `audit` and `bench`.
-
-Each command parses its own flags with [`~transformers.HfArgumentParser`] (as TRL's CLI does), so every field of
-its dataclasses, including every [`SeqTempConfig`] field for `train`, is a flag; `hf-seqtemp <command> --help`
-lists them.
-"""
+"""The `hf-seqtemp` commands `train`, `eval`, `generate` and `bench`, each given its parsed flags."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
@@ -16,23 +10,14 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from .checks import check_int, check_temperature
-from .cli_arguments import (
-    AuditArguments,
+from ..checks import check_int, check_temperature
+from .arguments import (
     EvalArguments,
     GenerateArguments,
     ModelArguments,
     TrainScriptArguments,
 )
-from .cli_data import _check_one_source, _eval_data, _read_dataset, _read_prompts, _sample
-
-COMMANDS = {
-    "train": "fine-tune a LoRA adapter to a sequence temperature and save it",
-    "eval": "measure T_eff, Kendall tau and NLL of a tempered adapter against its base model",
-    "generate": "sample completions of a prompt at a sequence temperature",
-    "audit": "what a decoding setting (temperature, top-p, min-p, ...) does to whole answers, against exact p",
-    "bench": "run the benchmarks (python benchmarks/run_all.py, arguments passed through)",
-}
+from .data import _check_one_source, _eval_data, _read_dataset, _read_prompts, _sample
 
 
 def _flagged(message: str, dataclass_types) -> str:
@@ -46,7 +31,7 @@ def _load_base(model_args: ModelArguments, required: bool = True):
     if model_args.default_model and model_args.model_name_or_path:
         raise ValueError("pass either `--default_model` or `--model_name_or_path`, not both.")
     if model_args.default_model:
-        from .models.default import load_default_model
+        from ..models.default import load_default_model
 
         return load_default_model()
     if model_args.model_name_or_path is None:
@@ -62,8 +47,8 @@ def _load_base(model_args: ModelArguments, required: bool = True):
 # ---------------------------------------------------------------------------------------------------- commands
 def run_train(script_args: TrainScriptArguments, training_args) -> int:
     """Trains a LoRA adapter with [`SeqTempTrainer`] and saves it to `--output_dir` (and pushes with --push_to_hub)."""
-    from .cli_parser import missing_integration
-    from .hub import check_can_push
+    from ..hub import check_can_push
+    from .parser import missing_integration
 
     missing = missing_integration(training_args.report_to)
     if missing:
@@ -72,7 +57,7 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         check_can_push(training_args.hub_token)  # before hours of training, not after
     from peft import LoraConfig
 
-    from .trainer import SeqTempTrainer
+    from ..trainer import SeqTempTrainer
 
     if not 0.0 <= script_args.eval_fraction < 1.0:
         raise ValueError(f"`--eval_fraction` must be in [0, 1), got {script_args.eval_fraction}.")
@@ -95,7 +80,7 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         data = _read_dataset(script_args.dataset_path, script_args.dataset_split)
     train, held_out, unseen = data, None, False
     if script_args.eval_fraction > 0:
-        from .data import split_by_prompt
+        from ..data import split_by_prompt
 
         train, held_out, unseen = split_by_prompt(
             data, script_args.eval_fraction, training_args.seed, training_args.dataset_text_field
@@ -144,7 +129,7 @@ def _count(number: int, noun: str) -> str:
 def _saved_summary(folder: str, unseen_prompts: bool = False) -> str:
     """What `train` saved, with the held-out figures its `seqtemp_config.json` records (or why there are none);
     "never trained on" only when the held-out prompts are unseen prompts."""
-    from .config import SequenceTemperatureConfig
+    from ..config import SequenceTemperatureConfig
 
     config = SequenceTemperatureConfig.from_pretrained(folder)
     where = f"adapter saved to {folder} (seqtemp_config.json, model card README.md)"
@@ -164,11 +149,11 @@ def _saved_summary(folder: str, unseen_prompts: bool = False) -> str:
 
 def run_eval(args: EvalArguments) -> int:
     """Prints a table of T_eff, Kendall τ and NLL per token (base, myopic baseline, adapter) and writes JSON."""
-    from .config import SequenceTemperatureConfig
-    from .hub import ROW_NAMES, measure_held_out
-    from .loading import load_tempered
-    from .measure import format_table
-    from .models.default import DEFAULT_MODEL_ID
+    from ..config import SequenceTemperatureConfig
+    from ..hub import ROW_NAMES, measure_held_out
+    from ..loading import load_tempered
+    from ..measure import format_table
+    from ..models.default import DEFAULT_MODEL_ID
 
     if args.adapter_path is None:
         raise ValueError("`--adapter_path` is required: the tempered adapter folder or Hub repo id to evaluate.")
@@ -218,9 +203,9 @@ def run_generate(args: GenerateArguments) -> int:
     """Samples `--num_samples` completions per prompt at `--seq_temperature` and prints them."""
     import torch
 
-    from .data import as_conversation, tokenize_prompt
-    from .generation.routing import generate_tempered
-    from .loading import load_tempered
+    from ..data import as_conversation, tokenize_prompt
+    from ..generation.routing import generate_tempered
+    from ..loading import load_tempered
 
     if not args.prompt:
         raise ValueError("`--prompt` is required: give one or more prompts.")
@@ -271,7 +256,7 @@ def _bench_candidates() -> list[Path]:
     """Where `benchmarks/run_all.py` is looked for: the working directory, then the source checkout."""
     return [
         Path.cwd() / "benchmarks" / "run_all.py",
-        Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py",
+        Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py",
     ]
 
 
@@ -287,87 +272,3 @@ def run_bench(argv: list[str]) -> int:
     if not any(arg.split("=", 1)[0] == "--results" for arg in argv):  # the results go where the command runs
         argv = [*argv, "--results", str(Path.cwd() / "outputs" / "bench")]
     return subprocess.call([sys.executable, str(script), *argv])
-
-
-# ---------------------------------------------------------------------------------------------------- entry point
-def _dataclass_types(command: str):
-    if command == "train":
-        from .trainer import SeqTempConfig
-
-        return (TrainScriptArguments, SeqTempConfig)
-    return {"eval": (EvalArguments,), "generate": (GenerateArguments,), "audit": (AuditArguments,)}[command]
-
-
-def _check_train_flags(rest: list[str], prog: str) -> None:
-    """Rejects a mistyped `train` flag before the trainer (and torch) is imported, from the fields' source."""
-    from .cli_parser import SeqTempArgumentParser, train_config_fields, unknown_flags
-
-    names = train_config_fields()
-    if names is None or {"-h", "--help"} & set(rest):
-        return  # the full parser decides
-    names |= {field.name for field in fields(TrainScriptArguments)}
-    unknown = unknown_flags(rest, names)
-    if unknown:
-        parser = SeqTempArgumentParser((TrainScriptArguments,), prog=prog, description=COMMANDS["train"])
-        parser.error(parser._unknown(unknown, [f"--{name}" for name in sorted(names)]))
-
-
-def _run(command: str, rest: list[str]) -> int:
-    from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
-
-    from .cli_parser import SeqTempArgumentParser, renamed_flags
-
-    prog = f"hf-seqtemp {command}"
-    if command in ("train", "eval"):  # one vocabulary, TRL's: --num_generations, --max_completion_length
-        rest = renamed_flags(rest, prog)
-    if command == "train":
-        _check_train_flags(rest, prog)
-    types = _dataclass_types(command)
-    parser = SeqTempArgumentParser(types, prog=prog, description=COMMANDS[command])
-    try:
-        parsed = parser.parse_flags(rest)
-        if command == "train":
-            return run_train(*parsed)
-        if command == "audit":
-            from .cli_audit import run_audit
-
-            return run_audit(*parsed, load_base=_load_base, read_dataset=_read_dataset)
-        return run_eval(*parsed) if command == "eval" else run_generate(*parsed)
-    except (ValueError, TypeError, FileNotFoundError, LocalTokenNotFoundError, OfflineModeIsEnabled) as error:
-        parser.error(_flagged(str(error), types))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `hf-seqtemp` console script.
-
-    Example:
-    ```python
-    >>> from hf_seqtemp.cli import main
-    >>> main(["eval", "--adapter_path", "outputs/quickstart/adapter", "--default_model",
-    ...       "--sample_prompts_file", "prompts.txt"])  # doctest: +SKIP
-    ```
-    """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
-        prog="hf-seqtemp",
-        description="Sequence-level temperature for Hugging Face language models.",
-        epilog="Run `hf-seqtemp <command> --help` for the flags of a command.",
-    )
-    subparsers = parser.add_subparsers(dest="command", title="commands", metavar="{" + ",".join(COMMANDS) + "}")
-    for name, help_text in COMMANDS.items():
-        subparsers.add_parser(name, help=help_text, add_help=False)
-    args, _ = parser.parse_known_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
-    rest = argv[argv.index(args.command) + 1 :]
-    if args.command == "bench":
-        try:
-            return run_bench(rest)
-        except FileNotFoundError as error:
-            parser.error(str(error))
-    return _run(args.command, rest)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -42,7 +42,7 @@ class SeqTempArgumentParser(HfArgumentParser):
 
     Example:
     ```python
-    >>> from hf_seqtemp.cli_arguments import GenerateArguments
+    >>> from hf_seqtemp.cli.arguments import GenerateArguments
     >>> parser = SeqTempArgumentParser(GenerateArguments, prog="hf-seqtemp generate")
     >>> parser.format_usage().strip()
     'usage: hf-seqtemp generate [--flag VALUE ...]'
@@ -130,7 +130,7 @@ def train_config_fields() -> set[str] | None:
     try:
         spec = importlib.util.find_spec("transformers.training_args")
         inherited = _source_fields(spec.origin, "TrainingArguments")
-        return inherited | _source_fields(str(Path(__file__).parent / "trainer" / "config.py"), "SeqTempConfig")
+        return inherited | _source_fields(str(Path(__file__).parents[1] / "trainer" / "config.py"), "SeqTempConfig")
     except (LookupError, OSError, SyntaxError, AttributeError, ImportError):
         return None
 

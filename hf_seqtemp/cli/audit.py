@@ -9,8 +9,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from .checks import check_int
-from .cli_arguments import AuditArguments
+from ..checks import check_int
+from .arguments import AuditArguments
 
 SINGLE_FLAGS = (
     "temperature",
@@ -47,7 +47,7 @@ def audit_prompts(args: AuditArguments, read_dataset: Callable) -> list:
 
 def audit_settings(args: AuditArguments) -> list[dict]:
     """The settings of --grid, or the one setting of the single-setting flags (no flag: p itself)."""
-    from .audit import parse_grid
+    from ..audit import parse_grid
 
     single = {name: getattr(args, name) for name in SINGLE_FLAGS if getattr(args, name) is not None}
     if args.grid and single:
@@ -57,7 +57,7 @@ def audit_settings(args: AuditArguments) -> list[dict]:
 
 def run_audit(args: AuditArguments, load_base: Callable, read_dataset: Callable) -> int:
     """Audits the settings, prints the Markdown table and writes audit.json / audit.md / audit.png."""
-    from .audit import audit_grid, markdown_table, write_audit
+    from ..audit import audit_grid, markdown_table, write_audit
 
     check_int(args.num_samples, "num_samples")
     check_int(args.max_new_tokens, "max_new_tokens")
