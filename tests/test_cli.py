@@ -323,8 +323,12 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
     assert "exactly one of `--dataset_path` and `--sample_prompts_file`" in _error(
         ["train", "--output_dir", str(tmp_path), *base], capsys
     )
+    (tmp_path / "data.csv").write_text("text\na b\n", encoding="utf-8")
     assert "`--dataset_path` must be a `load_from_disk` folder or a .json/.jsonl file" in _error(
-        ["train", "--output_dir", str(tmp_path), *base, "--dataset_path", "nope.csv"], capsys
+        ["train", "--output_dir", str(tmp_path), *base, "--dataset_path", str(tmp_path / "data.csv")], capsys
+    )
+    assert "`--dataset_path` 'nope.jsonl' not found" in _error(
+        ["train", "--output_dir", str(tmp_path), *base, "--dataset_path", "nope.jsonl"], capsys
     )
     assert "`--eval_fraction` must be in [0, 1), got 1.5" in _error(
         ["train", "--output_dir", str(tmp_path), *base, *data, "--eval_fraction", "1.5"], capsys

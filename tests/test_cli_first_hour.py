@@ -148,7 +148,7 @@ def test_eval_with_one_completion_per_prompt_fails_before_loading_a_model(adapte
 # ---------------------------------------------------------------------------------------------------- bench, flags
 def test_bench_writes_under_the_current_folder(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(cli_commands.subprocess, "call", lambda cmd: calls.append(cmd) or 0)
+    monkeypatch.setattr(cli_commands.subprocess, "call", lambda cmd, **kwargs: calls.append(cmd) or 0)
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--quick"]) == 0
     assert calls[0][-3:] == ["--quick", "--results", str(tmp_path / "outputs" / "bench")]

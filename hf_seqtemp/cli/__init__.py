@@ -45,20 +45,29 @@ def _check_train_flags(rest: list[str], prog: str) -> None:
         parser.error(parser._unknown(unknown, [f"--{name}" for name in sorted(names)]))
 
 
+def _check_output_dir(rest: list[str], parser) -> None:
+    """`train` needs `--output_dir`: without it transformers would write to `./trainer_output` unannounced."""
+    if not any(arg.split("=", 1)[0].replace("-", "_") == "__output_dir" for arg in rest):
+        parser.error(
+            "`--output_dir` is required: the folder the adapter is saved to, e.g. `--output_dir out/adapter`."
+        )
+
+
 def _run(command: str, rest: list[str]) -> int:
     from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 
     from .parser import SeqTempArgumentParser, renamed_flags
 
     prog = f"hf-seqtemp {command}"
-    if command in ("train", "eval"):  # one vocabulary, TRL's: --num_generations, --max_completion_length
-        rest = renamed_flags(rest, prog)
+    rest = renamed_flags(rest, prog)  # one vocabulary, TRL's: --num_generations, --max_completion_length, ...
     if command == "train":
         _check_train_flags(rest, prog)
     types = _dataclass_types(command)
     parser = SeqTempArgumentParser(types, prog=prog, description=COMMANDS[command])
     try:
         parsed = parser.parse_flags(rest)
+        if command == "train":
+            _check_output_dir(rest, parser)
         from . import commands
 
         if command == "train":

@@ -34,7 +34,7 @@ def audit_prompts(args: AuditArguments, read_dataset: Callable) -> list:
         with open(args.prompts_file, encoding="utf-8") as handle:
             prompts += [line.strip() for line in handle if line.strip()]
     if args.dataset_path is not None:
-        data = read_dataset(args.dataset_path, args.dataset_split)
+        data = read_dataset(args.dataset_path, args.dataset_train_split)
         if "prompt" not in data.column_names:
             raise ValueError(f"`dataset_path` {args.dataset_path!r} has no `prompt` column ({data.column_names}).")
         prompts += list(data["prompt"])
@@ -59,8 +59,8 @@ def run_audit(args: AuditArguments, load_base: Callable, read_dataset: Callable)
     """Audits the settings, prints the Markdown table and writes audit.json / audit.md / audit.png."""
     from ..audit import audit_grid, markdown_table, write_audit
 
-    check_int(args.num_samples, "num_samples")
-    check_int(args.max_new_tokens, "max_new_tokens")
+    check_int(args.num_generations, "num_generations")
+    check_int(args.max_completion_length, "max_completion_length")
     settings = audit_settings(args)
     started = time.perf_counter()
     model, tokenizer = load_base(args)
@@ -71,9 +71,9 @@ def run_audit(args: AuditArguments, load_base: Callable, read_dataset: Callable)
         prompts,
         settings,
         target_temperatures=args.target_temperature,
-        num_samples=args.num_samples,
+        num_samples=args.num_generations,
         reference_samples=check_int(args.reference_samples, "reference_samples"),
-        max_new_tokens=args.max_new_tokens,
+        max_new_tokens=args.max_completion_length,
         seed=args.seed,
         chat_template=args.chat_template,
         system_prompt=args.system_prompt,
@@ -82,7 +82,7 @@ def run_audit(args: AuditArguments, load_base: Callable, read_dataset: Callable)
     result["wall_time_s"] = time.perf_counter() - started
     paths = write_audit(result, args.output_dir, plot=args.plot)
     print(
-        f"{len(prompts)} prompts x {args.num_samples} samples, up to {args.max_new_tokens} new tokens; T_eff and "
+        f"{len(prompts)} prompts x {args.num_generations} samples, up to {args.max_completion_length} new tokens; T_eff and "
         "Kendall tau within prompts over distinct answers (p itself: T_eff 1, tau 1); 'rare under p': log p below "
         "the 5 % quantile of log p over "
         f"{args.reference_samples} samples of p for the prompt"

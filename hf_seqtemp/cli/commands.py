@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -69,15 +70,19 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
             file=sys.stderr,
         )
     check_int(script_args.lora_r, "lora_r")
+    prompts_only = script_args.sample_prompts_file is not None and script_args.dataset_path is None
+    if not prompts_only:  # read and check the data before loading a model
+        from ..data import detect_format
+
+        _check_one_source(script_args)
+        data = _read_dataset(script_args.dataset_path, script_args.dataset_train_split)
+        detect_format(data.column_names, training_args.dataset_text_field, "--dataset_path")
     model, tokenizer = _load_base(script_args)
-    if script_args.sample_prompts_file is not None and script_args.dataset_path is None:
+    if prompts_only:
         # prompt only: the trainer samples `--num_generations` completions per prompt from the base model
         from datasets import Dataset
 
         data = Dataset.from_dict({"prompt": _read_prompts(script_args, tokenizer)})
-    else:
-        _check_one_source(script_args)
-        data = _read_dataset(script_args.dataset_path, script_args.dataset_split)
     train, held_out, unseen = data, None, False
     if script_args.eval_fraction > 0:
         from ..data import split_by_prompt
@@ -176,7 +181,12 @@ def run_eval(args: EvalArguments) -> int:
     check_temperature(myopic_t, "token_temperature")
     model = load_tempered(args.adapter_path, base_model=base)
     reports, logps = measure_held_out(
-        model, data, myopic_t, tokenizer=tokenizer, batch_size=args.batch_size, max_length=args.max_length
+        model,
+        data,
+        myopic_t,
+        tokenizer=tokenizer,
+        batch_size=args.per_device_eval_batch_size,
+        max_length=args.max_length,
     )
     prompts = len(set(logps["groups"]))
     print(
@@ -200,46 +210,47 @@ def run_eval(args: EvalArguments) -> int:
 
 
 def run_generate(args: GenerateArguments) -> int:
-    """Samples `--num_samples` completions per prompt at `--seq_temperature` and prints them."""
+    """Samples `--num_generations` completions per prompt at `--seq_temperature` and prints them."""
     import torch
 
     from ..data import as_conversation, tokenize_prompt
     from ..generation.routing import generate_tempered
-    from ..loading import load_tempered
 
     if not args.prompt:
         raise ValueError("`--prompt` is required: give one or more prompts.")
     check_temperature(args.seq_temperature, "seq_temperature")
-    check_int(args.num_samples, "num_samples")
-    check_int(args.max_new_tokens, "max_new_tokens")
-    base, tokenizer = _load_base(args, required=args.adapter_path is None)
-    if args.adapter_path is not None:
-        model = load_tempered(args.adapter_path, base_model=base)
-        if tokenizer is None:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(args.adapter_path)
-    else:
-        model = base.eval()
+    check_int(args.num_generations, "num_generations")
+    check_int(args.max_completion_length, "max_completion_length")
+    if args.strategy != "smc":
+        smc_only = [f"--{name}" for name, default in SMC_FLAGS.items() if getattr(args, name) != default]
+        if smc_only:
+            raise ValueError(
+                f"{', '.join(smc_only)} only apply to `--strategy smc` (got `--strategy {args.strategy}`)."
+            )
+    model, tokenizer = _load_generate_model(args)
     torch.manual_seed(args.seed)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    smc = {name: getattr(args, name) for name in SMC_FLAGS} if args.strategy == "smc" else {}
+    if smc:
+        smc["return_dict_in_generate"] = args.return_particles
     results = []
     template = args.chat_template and getattr(tokenizer, "chat_template", None)
     for prompt in args.prompt:
         ids = tokenize_prompt(tokenizer, as_conversation(prompt, None) if template else prompt)
-        ids = torch.tensor([ids]).repeat(args.num_samples, 1)
+        ids = torch.tensor([ids]).repeat(args.num_generations, 1)
         out = generate_tempered(
             model,
             ids,
             torch.ones_like(ids),
             seq_temperature=args.seq_temperature,
             strategy=args.strategy,
-            max_new_tokens=args.max_new_tokens,
+            max_new_tokens=args.max_completion_length,
             mcmc_steps=args.mcmc_steps,
             block_size=args.block_size,
             glauber_rounds=args.glauber_rounds,
             num_candidates=args.num_candidates,
             pad_token_id=pad,
+            **smc,
         )
         sequences = out.sequences if hasattr(out, "sequences") else out
         completions = tokenizer.batch_decode(sequences[:, ids.shape[1] :], skip_special_tokens=True)
@@ -247,9 +258,48 @@ def run_generate(args: GenerateArguments) -> int:
         print(f"### {prompt}")
         for completion in completions:
             print(f"- {completion}")
+        if args.return_particles:
+            results[-1]["particles"] = _particles(out, tokenizer, ids.shape[1])
+            for row, particles in enumerate(results[-1]["particles"]):
+                print(f"  particles of completion {row + 1} (normalised log-weight, text):")
+                for particle in particles:
+                    print(f"    {particle['log_weight']:8.3f}  {particle['text']}")
     if args.output_json:
         Path(args.output_json).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0
+
+
+SMC_FLAGS = {
+    f.name: f.default
+    for f in fields(GenerateArguments)
+    if f.name in ("num_particles", "ess_threshold", "alpha_ramp_tokens", "resampling", "proposal", "return_particles")
+}
+"""The `generate` flags of `--strategy smc` and their defaults."""
+
+
+def _load_generate_model(args: GenerateArguments):
+    """(model, tokenizer) of `generate`: the tempered adapter on its base, or the base model alone."""
+    from ..loading import load_tempered
+
+    base, tokenizer = _load_base(args, required=args.adapter_path is None)
+    if args.adapter_path is None:
+        return base.eval(), tokenizer
+    model = load_tempered(args.adapter_path, base_model=base)
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(args.adapter_path)
+    return model, tokenizer
+
+
+def _particles(out, tokenizer, prompt_length: int) -> list[list[dict]]:
+    """Per returned completion: every SMC particle as `{"text", "log_weight"}`, heaviest first."""
+    rows = []
+    for particles, weights in zip(out.particles, out.particle_log_weights):
+        texts = tokenizer.batch_decode(particles[:, prompt_length:], skip_special_tokens=True)
+        pairs = sorted(zip(weights.tolist(), texts), key=lambda pair: -pair[0])
+        rows.append([{"text": text, "log_weight": weight} for weight, text in pairs])
+    return rows
 
 
 def _bench_candidates() -> list[Path]:
@@ -271,4 +321,5 @@ def run_bench(argv: list[str]) -> int:
         )
     if not any(arg.split("=", 1)[0] == "--results" for arg in argv):  # the results go where the command runs
         argv = [*argv, "--results", str(Path.cwd() / "outputs" / "bench")]
-    return subprocess.call([sys.executable, str(script), *argv])
+    env = {**os.environ, "HF_SEQTEMP_PROG": "hf-seqtemp bench"}
+    return subprocess.call([sys.executable, str(script), *argv], env=env)

@@ -10,9 +10,14 @@ from ..checks import check_int
 from .arguments import DataArguments, EvalArguments
 
 
-def _read_dataset(path: str, split: str):
+def _read_dataset(path: str, split: str, split_flag: str = "--dataset_train_split"):
     import datasets
 
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"`--dataset_path` {path!r} not found (working directory {os.getcwd()!r}): give an existing "
+            "`load_from_disk` folder or .json/.jsonl file."
+        )
     if os.path.isdir(path):
         loaded = datasets.load_from_disk(path)
     elif path.endswith((".json", ".jsonl")) and os.path.isfile(path):
@@ -24,7 +29,7 @@ def _read_dataset(path: str, split: str):
         )
     if isinstance(loaded, datasets.DatasetDict):
         if split not in loaded:
-            raise ValueError(f"`--dataset_split` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
+            raise ValueError(f"`{split_flag}` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
         loaded = loaded[split]
     return loaded
 
@@ -74,7 +79,7 @@ def _eval_data(args: EvalArguments):
     if args.dataset_path is not None:
         from ..data import detect_format
 
-        data = _read_dataset(args.dataset_path, args.dataset_split)
+        data = _read_dataset(args.dataset_path, args.dataset_test_split, "--dataset_test_split")
         fmt = detect_format(data.column_names, args.dataset_text_field, "--dataset_path")
         if fmt != "prompt_only":
             _check_pairs(data, fmt, args.dataset_path)
