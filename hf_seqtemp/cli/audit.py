@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -55,6 +56,40 @@ def audit_settings(args: AuditArguments) -> list[dict]:
     return parse_grid(args.grid) if args.grid else [single]
 
 
+class Progress:
+    """Prints each phase as it starts and, from a background thread, a line every `every` seconds while one runs,
+    so that a long audit is never silent for longer than that (to stderr: stdout keeps the table).
+
+    `wait` is how the thread waits between lines (an `Event.wait`-like callable returning `True` to stop).
+    """
+
+    def __init__(self, every: float = 25.0, stream=None, wait: Callable[[float], bool] | None = None):
+        self.start, self.every, self.phase = time.perf_counter(), every, "loading the model"
+        self.stream = stream if stream is not None else sys.stderr
+        self._stop = threading.Event()
+        self._wait = wait if wait is not None else self._stop.wait
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _line(self, text: str) -> None:
+        print(f"[{time.perf_counter() - self.start:5.0f} s] {text}", file=self.stream, flush=True)
+
+    def _run(self) -> None:
+        while not self._wait(self.every):
+            self._line(f"still {self.phase} …")
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def __call__(self, phase: str) -> None:
+        self.phase = phase
+        self._line(f"{phase} …")
+
+
 def run_audit(args: AuditArguments, load_base: Callable, read_dataset: Callable) -> int:
     """Audits the settings, prints the Markdown table and writes audit.json / audit.md / audit.png."""
     from ..audit import audit_grid, markdown_table, write_audit
@@ -63,21 +98,23 @@ def run_audit(args: AuditArguments, load_base: Callable, read_dataset: Callable)
     check_int(args.max_completion_length, "max_completion_length")
     settings = audit_settings(args)
     started = time.perf_counter()
-    model, tokenizer = load_base(args)
-    prompts = audit_prompts(args, read_dataset)
-    result = audit_grid(
-        model.eval(),
-        tokenizer,
-        prompts,
-        settings,
-        target_temperatures=args.target_temperature,
-        num_samples=args.num_generations,
-        reference_samples=check_int(args.reference_samples, "reference_samples"),
-        max_new_tokens=args.max_completion_length,
-        seed=args.seed,
-        chat_template=args.chat_template,
-        system_prompt=args.system_prompt,
-    )
+    with Progress() as progress:
+        model, tokenizer = load_base(args)
+        prompts = audit_prompts(args, read_dataset)
+        result = audit_grid(
+            model.eval(),
+            tokenizer,
+            prompts,
+            settings,
+            target_temperatures=args.target_temperature,
+            num_samples=args.num_generations,
+            reference_samples=check_int(args.reference_samples, "reference_samples"),
+            max_new_tokens=args.max_completion_length,
+            seed=args.seed,
+            chat_template=args.chat_template,
+            system_prompt=args.system_prompt,
+            progress=progress,
+        )
     result["command"] = "hf-seqtemp audit " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["audit"] else [])
     result["wall_time_s"] = time.perf_counter() - started
     paths = write_audit(result, args.output_dir, plot=args.plot)
