@@ -171,3 +171,38 @@ def test_plain_peft_as_the_card_says_gives_the_log_probs_of_load_tempered_offlin
         assert torch.allclose(plain(input_ids=ids).logits, expected, atol=1e-5)
         with plain.disable_adapter():  # and the adapter does something
             assert not torch.allclose(plain(input_ids=ids).logits, expected, atol=1e-3)
+
+
+def test_fourteen_prompts_get_distinct_saturated_styles_and_the_audit_line_is_labelled(tmp_path, monkeypatch):
+    """14 prompts (the demo's held-out set) get 14 distinct (colour, marker) pairs from the saturated `tab10`
+    colours; the card plot draws each prompt in its own style; audit.png names its dashed line in a legend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_rgb
+    from matplotlib.figure import Figure
+
+    from hf_seqtemp.audit.output import plot_audit, prompt_style
+
+    styles = [prompt_style(i) for i in range(14)]
+    assert len(set(styles)) == 14
+    for colour, _ in styles:  # no pale shade: some channel below 0.5 (tab20's light halves have none)
+        assert min(to_rgb(colour)) < 0.5, colour
+    figures = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, path, *a, **k: figures.append(self))
+    groups = [g for g in range(14) for _ in range(3)]
+    base = torch.arange(42, dtype=torch.float64) % 5
+    logps = {"base": base, "myopic": 1.5 * base, "tempered": 2.0 * base, "groups": groups}
+    reports = {n: {"t_eff": 0.5, "kendall_tau": 1.0} for n in ("myopic", "tempered")}
+    plot_log_likelihoods(logps, reports, 0.5, str(tmp_path / "card.png"))
+    drawn = [
+        (tuple(c.get_facecolor()[0][:3]), c.get_paths()[0].vertices.shape[0]) for c in figures[0].axes[0].collections
+    ]
+    assert len(drawn) == 14 and len(set(drawn)) == 14  # one collection per prompt, each its own colour or marker
+    sequences = [{"prompt": g, "ref_logp": float(b), "policy_logp": float(b)} for g, b in zip(groups, base)]
+    result = {
+        "rows": [{"setting": {"top_p": 0.9}, "summary": {"t_eff": 1.0, "kendall_tau": 1.0}, "sequences": sequences}]
+    }
+    plot_audit(result, tmp_path / "audit.png")
+    legend = figures[1].axes[0].get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["log q = log p (p itself)"]
