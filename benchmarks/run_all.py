@@ -60,7 +60,11 @@ def _format(value) -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    # `hf-seqtemp bench` runs this script and names itself in HF_SEQTEMP_PROG, so that the usage line is the one typed
+    parser = argparse.ArgumentParser(
+        prog=os.environ.get("HF_SEQTEMP_PROG", "python benchmarks/run_all.py"),
+        description=" ".join(__doc__.split("\n\n")[0].split()),
+    )
     parser.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these benchmarks")
     parser.add_argument(

@@ -20,11 +20,17 @@ prompts (`benchmarks/results/FIDELITY.md`: T_eff 0.522, τ 0.916): 128 prompts �
 tokens, 32 steps of four prompts' 32 completions (every prompt once), lr 1e-3 cosine, λ_NLL = 0.1, LoRA r = 16 on
 all linear layers, started at token temperature T. About 200 s on 2 idle CPU cores; a line is printed at least
 every 30 s while it runs. Run with `make demo` (or `python examples/quickstart.py --help`).
+
+Threads: torch's default (one thread per core) is 4-7× slower than one thread on cores that other jobs keep busy.
+Unless `OMP_NUM_THREADS` says otherwise, the demo uses the cores the 1-minute load average leaves free, shared out
+between its processes, and at least one; it prints its choice. Under `accelerate launch` only the main process
+prints.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -45,6 +51,35 @@ from hf_seqtemp.models.default import cached_model_folder
 SYSTEM = "Answer briefly."
 BAR = (0.10, 0.9)  # |T_eff / T - 1| ≤ 10 % and Kendall τ ≥ 0.9, within prompts, on unseen prompts
 SWEEP_PROMPTS = (128, 16)  # (training, held-out) prompts of the fidelity benchmark and its sweep
+TUNED = "best token temperature"  # the token temperature whose T_eff on the held-out completions is T: one name
+DEMO_ROWS = {**ROW_NAMES, "tuned_myopic": f"{TUNED} (its T_eff is T)"}
+MAIN_PROCESS = True  # under `accelerate launch`, only the main process prints (set in `main`)
+
+
+def say(*args, **kwargs) -> None:
+    """`print` on the main process only."""
+    if MAIN_PROCESS:
+        print(*args, **kwargs)
+
+
+def torch_threads(environ, cpu_count: int, load_average: float, processes: int = 1) -> tuple[int, str]:
+    """How many torch threads each process uses, and why: `OMP_NUM_THREADS` when set; otherwise the cores the
+    1-minute load average leaves free (other jobs' load, the demo not started yet), shared between `processes`,
+    at least one. One thread per core on busy cores is several times slower than one thread.
+
+    Example:
+    ```python
+    >>> torch_threads({}, 2, 0.1)
+    (2, '2 of 2 cores free (load 0.1)')
+    >>> torch_threads({}, 2, 3.5)[0], torch_threads({}, 8, 2.0, processes=2)[0], torch_threads({"OMP_NUM_THREADS": "3"}, 8, 0)[0]
+    (1, 3, 3)
+    ```
+    """
+    if environ.get("OMP_NUM_THREADS", "").strip().isdigit() and int(environ["OMP_NUM_THREADS"]) > 0:
+        return int(environ["OMP_NUM_THREADS"]), "OMP_NUM_THREADS"
+    free = max(1, cpu_count - round(load_average))
+    share = f", shared by {processes} processes" if processes > 1 else ""
+    return max(1, free // processes), f"{free} of {cpu_count} cores free (load {load_average:.1f}){share}"
 
 
 def parse_args() -> argparse.Namespace:
@@ -62,6 +97,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--lora_r", type=int, default=16, help="LoRA rank")
     parser.add_argument("--output_dir", default="outputs/quickstart", help="where the adapter is saved")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--model_name_or_path", default=None, help="a local causal LM folder (with a chat template) instead of SmolLM2"
+    )
     parser.add_argument(
         "--train_prompts", type=int, default=None, help="use only the first N training prompts (smoke runs)"
     )
@@ -82,7 +120,7 @@ class Heartbeat:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
-            print(f"[{time.time() - self.start:4.0f} s] still {self.phase} …", flush=True)
+            say(f"[{time.time() - self.start:4.0f} s] still {self.phase} …", flush=True)
 
     def __enter__(self):
         self._thread.start()
@@ -93,7 +131,7 @@ class Heartbeat:
 
     def to(self, phase: str) -> None:
         self.phase = phase
-        print(f"[{time.time() - self.start:4.0f} s] {phase} …", flush=True)
+        say(f"[{time.time() - self.start:4.0f} s] {phase} …", flush=True)
 
 
 def demo_prompts() -> tuple[list[str], list[str]]:
@@ -127,21 +165,24 @@ def against_token_temperature(adapter: dict, myopic: dict, temperature: float) -
 
 def against_best_token_temperature(adapter: dict, tuned: dict, temperature: float) -> str:
     """The adapter against the best token temperature: the one whose T_eff on these very completions is T (found by
-    a search a user could only run with samples of every new prompt), so the comparison is on τ (and the bar)."""
+    a search a user could only run with samples of every new prompt), so the comparison is on τ (and the bar). Each
+    reason given is read off the figures it quotes."""
     met, tuned_met = meets_bar(adapter, temperature), meets_bar(tuned, temperature)
-    beats = met and (not tuned_met or adapter["kendall_tau"] > tuned["kendall_tau"])
+    tau, tuned_tau = adapter["kendall_tau"], tuned["kendall_tau"]
+    beats = met and (not tuned_met or tau > tuned_tau)
     head = (
-        f"Best token temperature ({tuned['token_temperature']:.3g}, T_eff {tuned['t_eff']:.3f}, bar "
-        f"{'met' if tuned_met else 'not met'}): τ {tuned['kendall_tau']:.3f} against the adapter's "
-        f"{adapter['kendall_tau']:.3f}. "
+        f"The {TUNED} is {tuned['token_temperature']:.3g} (T_eff {tuned['t_eff']:.3f}, bar "
+        f"{'met' if tuned_met else 'not met'}): its τ is {tuned_tau:.3f}, the adapter's {tau:.3f}. "
     )
     if beats:
-        return head + "The adapter beats the best token temperature here."
+        return head + f"The adapter beats the {TUNED} here."
     if abs(adapter["t_eff"] / temperature - 1) > BAR[0]:
         reason = "its T_eff misses the bar"
+    elif tau > tuned_tau:
+        reason = f"it ranks each prompt's completions better (τ {tau:.3f} > {tuned_tau:.3f}) but its τ misses the bar"
     else:
-        reason = "it reaches the temperature but does not rank each prompt's completions better"
-    return head + f"The adapter does NOT beat the best token temperature in this run: {reason} (README, Quick start)."
+        reason = f"it reaches the temperature but does not rank better (τ {tau:.3f} ≤ {tuned_tau:.3f})"
+    return head + f"The adapter does NOT beat the {TUNED} in this run: {reason} (README, Quick start)."
 
 
 def verdict(reports: dict, temperature: float) -> list[str]:
@@ -165,9 +206,9 @@ def verdict(reports: dict, temperature: float) -> list[str]:
     if tuned is not None:
         lines.append(against_best_token_temperature(adapter, tuned, temperature))
     else:
-        lines.append("No token temperature reaches T_eff = T on these completions: there is no best one to compare.")
+        lines.append(f"No token temperature reaches T_eff = T on these completions: there is no {TUNED} to compare.")
     nll = f"NLL/token: adapter {adapter['nll_per_token']:.3f}, token temperature {myopic['nll_per_token']:.3f}"
-    lines.append(nll + (f", best token temperature {tuned['nll_per_token']:.3f}." if tuned is not None else "."))
+    lines.append(nll + (f", {TUNED} {tuned['nll_per_token']:.3f}." if tuned is not None else "."))
     return lines
 
 
@@ -200,7 +241,7 @@ def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, bea
     )
     sample = trainer.train_dataset[0]
     completion = tokenizer.decode(sample["input_ids"][sample["completion_mask"].index(1) :])
-    print(
+    say(
         f"sampled {len(trainer.train_dataset)} train / {len(trainer.eval_dataset)} held-out completions, e.g. {completion!r}"
     )
     beat.to(
@@ -212,13 +253,31 @@ def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, bea
 
 
 def main() -> None:
+    global MAIN_PROCESS
+
     args = parse_args()
+    # `accelerate launch` and `torchrun` give every process its rank and the number of processes on this machine
+    MAIN_PROCESS = int(os.environ.get("RANK", "0")) == 0
+    processes = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    threads, why = torch_threads(os.environ, os.cpu_count() or 1, load, processes)
+    torch.set_num_threads(threads)
+    say(f"torch threads per process: {threads} ({why}; set OMP_NUM_THREADS to choose)")
     torch.manual_seed(args.seed)
     with Heartbeat() as beat:
-        if not (cached_model_folder() / "config.json").is_file():
-            beat.to(f"first run: converting the embedded GGUF model to safetensors in {cached_model_folder()} (once)")
-        beat.to("loading SmolLM2-135M-Instruct")
-        model, tokenizer = load_default_model()
+        if args.model_name_or_path is not None:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            beat.to(f"loading {args.model_name_or_path}")
+            model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
+            tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+        else:
+            if not (cached_model_folder() / "config.json").is_file():
+                beat.to(
+                    f"first run: converting the embedded GGUF model to safetensors in {cached_model_folder()} (once)"
+                )
+            beat.to("loading SmolLM2-135M-Instruct")
+            model, tokenizer = load_default_model()
         train_prompts, held_prompts = demo_prompts()
         train_prompts, held_prompts = train_prompts[: args.train_prompts], held_prompts[: args.held_out_prompts]
         conversation = lambda p: [{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}]
@@ -239,12 +298,12 @@ def main() -> None:
 
         beat.to("measuring base model, token temperature and adapter on the held-out prompts")
         reports, logps = trainer.measure_held_out()  # what save_for_hub writes below: measured once
-        print(
+        say(
             f"\nHeld-out: {len(logps['groups'])} completions of {len(set(logps['groups']))} prompts never seen in "
             f"training nor used to choose the settings; T_eff and τ within prompts. Target T = {args.temperature:g}."
         )
-        print(format_table({ROW_NAMES[name]: report for name, report in reports.items()}))
-        print("\n".join(verdict(reports, args.temperature)))
+        say(format_table({DEMO_ROWS[name]: report for name, report in reports.items()}))
+        say("\n".join(verdict(reports, args.temperature)))
 
         beat.to("writing the Hub folder (adapter, seqtemp_config.json, model card, plot) and loading it back")
         hub_dir = f"{args.output_dir}/hub"
@@ -253,11 +312,11 @@ def main() -> None:
         probe = trainer.eval_dataset.select(range(min(8, len(trainer.eval_dataset))))
         again = score_dataset(reloaded, probe, batch_size=8)[0]
         first = score_dataset(trainer.model, probe, batch_size=8)[0]
-        print(
+        say(
             f"\nHub folder: {hub_dir} (model card README.md, plot seqtemp_loglik.png); reloaded with load_tempered: "
             f"max |Δ log q| = {(again - first).abs().max().item():.2e} over {len(probe)} held-out completions"
         )
-        print(f"wall time: {time.time() - beat.start:.0f} s")
+        say(f"wall time: {time.time() - beat.start:.0f} s")
 
 
 if __name__ == "__main__":

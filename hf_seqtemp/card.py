@@ -215,6 +215,25 @@ def _usage_lines(chat_template: bool) -> dict[str, str]:
     }
 
 
+def _peft_usage(config: SequenceTemperatureConfig, repo_id: str) -> str:
+    """How to load the folder with PEFT alone: on the very base weights the adapter was tempered against."""
+    from .models.default import DEFAULT_MODEL_ID
+
+    if config.base_model_id == DEFAULT_MODEL_ID:
+        return (
+            "With PEFT alone, put the adapter on the embedded base model yourself (offline): "
+            f'`base, tokenizer = hf_seqtemp.load_default_model()`, then `PeftModel.from_pretrained(base, "{repo_id}")`. '
+            "Not `AutoPeftModelForCausalLM.from_pretrained`: it would load the Hub checkpoint "
+            f"`{DEFAULT_MODEL_ID}` named in `adapter_config.json` (online only), whose weights are not the "
+            "Q4_1-dequantised ones the adapter was tempered against, and skip the base fingerprint check."
+        )
+    base = config.base_model_id or "<base model>"
+    return (
+        f'With PEFT alone: `PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained("{base}"), "{repo_id}")` '
+        "(or `AutoPeftModelForCausalLM.from_pretrained`); `load_tempered` also checks the base weights' fingerprint."
+    )
+
+
 def _has_chat_template(folder, config: SequenceTemperatureConfig) -> bool:
     """Whether the tokenizer saved in `folder` (else the base model's, for the embedded default model) has a chat
     template."""
@@ -244,6 +263,7 @@ def render_model_card(
     reason: str | None = None,
     existing_tags: list[str] | tuple = (),
     chat_template: bool = False,
+    tokenizer_in_repo: bool = False,
 ) -> str:
     """Fills `hf_seqtemp/templates/seqtemp_card.md` (`string.Template`) with a config and measured reports.
 
@@ -261,6 +281,8 @@ def render_model_card(
         existing_tags (`list` of `str`, *optional*): tags of the card being replaced (PEFT's), all kept.
         chat_template (`bool`, *optional*, defaults to `False`): the tokenizer has a chat template, so the usage
             example renders its prompt with it (as the model was trained).
+        tokenizer_in_repo (`bool`, *optional*, defaults to `False`): the folder ships the tokenizer, so the usage
+            example loads it from `repo_id` (offline for a local folder) rather than from the base model's id.
 
     Example:
     ```python
@@ -282,7 +304,8 @@ def render_model_card(
         "base_model_url": f"https://huggingface.co/{base}" if config.base_model_id else "#",
         "temperature": f"{config.target_temperature:g}",
         "repo_id": repo_id or "<user>/<repo>",
-        "tokenizer_id": config.base_model_id or repo_id or "<user>/<repo>",
+        "tokenizer_id": (repo_id if tokenizer_in_repo else config.base_model_id) or repo_id or "<user>/<repo>",
+        "peft_usage": _peft_usage(config, repo_id or "<user>/<repo>"),
         "training_table": "\n".join(f"| {key} | {value} |" for key, value in hyper.items()),
         **_usage_lines(chat_template),
         "evaluation": _evaluation_section(
@@ -348,8 +371,19 @@ def write_card(
     config.save_pretrained(folder)
     tags = _existing_tags(folder)
     chat = _has_chat_template(folder, config)
+    ships_tokenizer = os.path.isfile(os.path.join(folder, "tokenizer_config.json"))
     card = render_model_card(
-        config, reports, num_sequences, repo_id, dataset_names, plot_name, source, reason, tags, chat_template=chat
+        config,
+        reports,
+        num_sequences,
+        repo_id or str(folder),  # no repository named: the folder itself, which the usage example then loads
+        dataset_names,
+        plot_name,
+        source,
+        reason,
+        tags,
+        chat_template=chat,
+        tokenizer_in_repo=ships_tokenizer,
     )
     with open(os.path.join(folder, CARD_NAME), "w", encoding="utf-8") as handle:
         handle.write(card)

@@ -46,14 +46,19 @@ def plot_log_likelihoods(
 
     base = logps["base"].double()
     codes, base_c, _ = within_prompt_points(logps, "base")
-    colours = plt.get_cmap("tab20")(codes.numpy() % 20)
+    from .audit.output import prompt_style
+
     span = torch.linspace(base_c.min().item(), base_c.max().item(), 2, dtype=torch.float64)
     figure, panels = plt.subplots(1, 2, figsize=(10, 4.4), dpi=100, sharex=True, sharey=True)
     for axes, (name, label) in zip(
         panels, (("myopic", "myopic baseline (token T)"), ("tempered", "tempered adapter"))
     ):
         t_eff, tau = reports[name]["t_eff"], reports[name]["kendall_tau"]
-        axes.scatter(base_c, within_prompt_points(logps, name)[2], s=12, c=colours, alpha=0.8)
+        model_c = within_prompt_points(logps, name)[2]
+        for prompt in torch.unique(codes).tolist():  # a colour and marker per prompt (`prompt_style`)
+            colour, marker = prompt_style(prompt)
+            mask = codes == prompt
+            axes.scatter(base_c[mask], model_c[mask], s=12, color=colour, marker=marker, alpha=0.8)
         axes.plot(
             span, span / t_eff, color="tab:red", linewidth=1.8, label=f"fitted slope 1/T_eff, T_eff = {t_eff:.3f}"
         )
@@ -69,8 +74,8 @@ def plot_log_likelihoods(
     panels[0].set_ylabel("log q(x|c) − prompt mean")
     prompts = int(codes.max().item()) + 1 if codes.numel() else 0
     figure.suptitle(
-        f"{base.numel()} held-out completions of {prompts} prompt{'s' if prompts != 1 else ''} (one colour per "
-        f"prompt), centred within prompts; target T = {target_temperature:g}",
+        f"{base.numel()} held-out completions of {prompts} prompt{'s' if prompts != 1 else ''} (one colour and "
+        f"marker per prompt), centred within prompts; target T = {target_temperature:g}",
         fontsize=10,
     )
     figure.tight_layout()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -259,16 +260,23 @@ class SequenceTemperatureConfig:
 
 
 def looks_like_local_path(path: str) -> bool:
-    """Whether `path` can only be a local path (absolute, `./`, `~`, a backslash, or more than one `/`), never a
-    Hub repo id (`name` or `user/name`)."""
-    return os.path.isabs(path) or path.startswith((".", "~")) or "\\" in path or path.count("/") > 1
+    """Whether `path` can only be a local path (absolute, `./`, `~`, a backslash, a final or more than one `/`), never a
+    Hub repo id (`name` or `user/name`), or is meant as one: `user/name` where a local folder `user` exists (a
+    mistyped `out/adaptr` next to `out/adapter` fails at once instead of after Hub retries)."""
+    if os.path.isabs(path) or path.startswith((".", "~")) or path.endswith("/") or "\\" in path or path.count("/") > 1:
+        return True
+    return "/" in path and os.path.isdir(path.split("/", 1)[0])
 
 
 def resolve_hub_file(path: str, filename: str, **hub_kwargs) -> str:
     """`hf_hub_download(path, filename)`, with "not found" for a path that is not there locally nor on the Hub."""
     not_found = f"not found: {path!r} is not a local folder"
     if looks_like_local_path(path):
-        raise FileNotFoundError(f"{not_found} (check the path).")
+        parent, name = os.path.split(os.path.normpath(os.path.expanduser(path)))
+        siblings = os.listdir(parent or ".") if os.path.isdir(parent or ".") else []
+        close = difflib.get_close_matches(name, siblings, n=1)
+        hint = f"; did you mean {os.path.join(parent, close[0])!r}?" if close else " (check the path)."
+        raise FileNotFoundError(f"{not_found}{hint}")
     from huggingface_hub import hf_hub_download
 
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 
 import pytest
 import torch
@@ -177,3 +178,28 @@ def test_a_sharpening_setting_reads_below_one_and_keeps_less_mass():
     assert 0.3 < audit["summary"]["t_eff"] < 0.7  # token temperature 0.5: sequence T_eff near, not at, 0.5
     top_p = audit_decoding(lm, None, [[BOS, 1], [BOS, 2, 5]], {"top_p": 0.6}, 24, 4, seed=1)
     assert top_p["summary"]["mean_log_kept_mass"] < -0.5
+
+
+def test_one_builder_makes_the_neutral_config_of_the_samplers_of_p_and_of_the_audit():
+    """`exact_generation_config` (the samplers of p) and `decoding_config` (the audit) both come from
+    `neutral_generation_config`, the only place either module fills a `GenerationConfig`; with no setting they
+    agree on every field but the ones pinned only where the model's config sets them."""
+    import ast
+    from pathlib import Path
+
+    from hf_seqtemp.data import ancestral
+    from hf_seqtemp.data.ancestral import NEUTRAL_WHEN_INHERITED, exact_generation_config
+
+    builders = []
+    for module in (ancestral, sys.modules[decoding_config.__module__]):
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        for function in [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]:
+            for call in [node for node in ast.walk(function) if isinstance(node, ast.Call)]:
+                if getattr(call.func, "id", None) == "GenerationConfig" and (call.keywords or call.args):
+                    builders.append(function.name)
+    assert builders == ["neutral_generation_config"]
+    model = tiny_causal_lm(VOCAB, seed=0)
+    audit = decoding_config(model, None, 5, eos_token_id=[3], pad_token_id=0).to_dict()
+    exact = exact_generation_config(5, [3], pad_token_id=0).to_dict()
+    differing = {key for key in set(audit) | set(exact) if audit.get(key) != exact.get(key)}
+    assert differing <= set(NEUTRAL_WHEN_INHERITED) | {"transformers_version"}

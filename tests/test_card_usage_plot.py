@@ -90,3 +90,119 @@ def test_the_plot_is_within_prompts_with_a_panel_per_model(tmp_path):
 
     width, height = Image.open(path).size
     assert width > 2 * height * 0.95  # two panels side by side: the two models' lines never overlap
+
+
+def test_without_a_repo_id_the_cards_example_runs_offline_from_the_folder_as_written(tmp_path, capsys, monkeypatch):
+    """No Hub repository named: the card's example loads the folder it was written to, model and tokenizer (the
+    folder ships one), and runs as printed, offline, from the folder the save was made in."""
+    base = tiny_causal_lm(6, seed=3)
+    base.config.pad_token_id = 5
+    base.save_pretrained(tmp_path / "base")
+    _tokenizer(True).save_pretrained(tmp_path / "base")
+    monkeypatch.chdir(tmp_path)
+    args = SeqTempConfig(
+        output_dir="run", use_cpu=True, max_steps=1, save_strategy="no", per_device_train_batch_size=8
+    )
+    trainer = SeqTempTrainer(
+        AutoModelForCausalLM.from_pretrained(tmp_path / "base"),
+        args,
+        train_dataset=Dataset.from_dict({"text": ["a b c d", "b c d a"] * 4}),
+        processing_class=_tokenizer(True),
+        peft_config=LoraConfig(r=2, target_modules=["q_proj"]),
+    )
+    trainer.save_model("out/adapter")
+    card = (tmp_path / "out" / "adapter" / "README.md").read_text(encoding="utf-8")
+    assert "<user>/<repo>" not in card and "pip install hf-seqtemp" not in card
+    code = re.search(r"## Usage\n\n```python\n(.*?)```", card, re.DOTALL).group(1)
+    assert 'load_tempered("out/adapter")' in code and 'AutoTokenizer.from_pretrained("out/adapter")' in code
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    exec(code, {})  # noqa: S102 (as printed)
+    assert set(capsys.readouterr().out.strip().splitlines()[-1].split()) <= {"a", "b", "c", "d"}
+
+
+def test_the_card_documents_every_generate_option():
+    """Every option `seqtemp_generate` adds to `generate` has a row in the card's options table."""
+    import inspect
+
+    import hf_seqtemp
+
+    card = render_model_card(SequenceTemperatureConfig(0.5, base_model_id="my/base"), repo_id="me/tempered")
+    rows = set(re.findall(r"^\| `(\w+)` \|", card.split("### `generate` options")[1], flags=re.MULTILINE))
+    names = list(inspect.signature(hf_seqtemp.seqtemp_generate).parameters)
+    ours = names[names.index("seq_temperature") : names.index("model_kwargs")]
+    assert set(ours) - rows == set() and {"num_particles", "proposal", "resampling"} <= rows
+
+
+def test_the_peft_recipe_of_the_card_names_the_base_to_load():
+    from hf_seqtemp.models.default import DEFAULT_MODEL_ID
+
+    embedded = render_model_card(SequenceTemperatureConfig(0.5, base_model_id=DEFAULT_MODEL_ID), repo_id="me/t")
+    assert 'hf_seqtemp.load_default_model()`, then `PeftModel.from_pretrained(base, "me/t")`' in embedded
+    assert "Not `AutoPeftModelForCausalLM.from_pretrained`" in embedded
+    other = render_model_card(SequenceTemperatureConfig(0.5, base_model_id="my/base"), repo_id="me/t")
+    assert 'PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained("my/base"), "me/t")' in other
+
+
+@pytest.mark.slow
+def test_plain_peft_as_the_card_says_gives_the_log_probs_of_load_tempered_offline(tmp_path, monkeypatch):
+    """A folder for the embedded model loads with `PeftModel` on `load_default_model()`'s base, as its card says,
+    to the logits of `load_tempered`, with the Hub off (AutoPeftModel would go to the Hub checkpoint instead)."""
+    from peft import PeftModel, get_peft_model
+
+    import hf_seqtemp
+    from hf_seqtemp import hub, load_tempered
+    from hf_seqtemp.fingerprint import base_fingerprint
+    from hf_seqtemp.models.default import DEFAULT_MODEL_ID
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    base, tokenizer = hf_seqtemp.load_default_model()
+    torch.manual_seed(0)
+    model = get_peft_model(base, LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
+    model.seqtemp_config = SequenceTemperatureConfig(0.5, base_model_id=DEFAULT_MODEL_ID)
+    model.seqtemp_config.base_model_fingerprint = base_fingerprint(model.get_base_model())
+    hub.save_for_hub(model, tmp_path / "folder", tokenizer=tokenizer)
+    card = (tmp_path / "folder" / "README.md").read_text(encoding="utf-8")
+    assert f'PeftModel.from_pretrained(base, "{tmp_path / "folder"}")' in card
+    ids = tokenizer("Name a colour. Blue", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        expected = load_tempered(tmp_path / "folder")(input_ids=ids).logits
+        fresh_base, _ = hf_seqtemp.load_default_model()
+        plain = PeftModel.from_pretrained(fresh_base, str(tmp_path / "folder")).eval()
+        assert torch.allclose(plain(input_ids=ids).logits, expected, atol=1e-5)
+        with plain.disable_adapter():  # and the adapter does something
+            assert not torch.allclose(plain(input_ids=ids).logits, expected, atol=1e-3)
+
+
+def test_fourteen_prompts_get_distinct_saturated_styles_and_the_audit_line_is_labelled(tmp_path, monkeypatch):
+    """14 prompts (the demo's held-out set) get 14 distinct (colour, marker) pairs from the saturated `tab10`
+    colours; the card plot draws each prompt in its own style; audit.png names its dashed line in a legend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_rgb
+    from matplotlib.figure import Figure
+
+    from hf_seqtemp.audit.output import plot_audit, prompt_style
+
+    styles = [prompt_style(i) for i in range(14)]
+    assert len(set(styles)) == 14
+    for colour, _ in styles:  # no pale shade: some channel below 0.5 (tab20's light halves have none)
+        assert min(to_rgb(colour)) < 0.5, colour
+    figures = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, path, *a, **k: figures.append(self))
+    groups = [g for g in range(14) for _ in range(3)]
+    base = torch.arange(42, dtype=torch.float64) % 5
+    logps = {"base": base, "myopic": 1.5 * base, "tempered": 2.0 * base, "groups": groups}
+    reports = {n: {"t_eff": 0.5, "kendall_tau": 1.0} for n in ("myopic", "tempered")}
+    plot_log_likelihoods(logps, reports, 0.5, str(tmp_path / "card.png"))
+    drawn = [
+        (tuple(c.get_facecolor()[0][:3]), c.get_paths()[0].vertices.shape[0]) for c in figures[0].axes[0].collections
+    ]
+    assert len(drawn) == 14 and len(set(drawn)) == 14  # one collection per prompt, each its own colour or marker
+    sequences = [{"prompt": g, "ref_logp": float(b), "policy_logp": float(b)} for g, b in zip(groups, base)]
+    result = {
+        "rows": [{"setting": {"top_p": 0.9}, "summary": {"t_eff": 1.0, "kendall_tau": 1.0}, "sequences": sequences}]
+    }
+    plot_audit(result, tmp_path / "audit.png")
+    legend = figures[1].axes[0].get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["log q = log p (p itself)"]

@@ -10,8 +10,9 @@ from tiny_models import tiny_causal_lm
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-from hf_seqtemp import SeqTempConfig, SequenceTemperatureConfig, cli, hub, load_tempered
+from hf_seqtemp import SeqTempConfig, SequenceTemperatureConfig, hub, load_tempered
 from hf_seqtemp.cli import COMMANDS, main
+from hf_seqtemp.cli import commands as cli_commands
 from hf_seqtemp.generation.routing import generate_tempered
 from hf_seqtemp.metrics.core import effective_temperature, kendall_tau
 
@@ -218,7 +219,7 @@ def test_train_from_sampled_prompts_and_push(workspace, tmp_path, monkeypatch, c
 
 
 def test_train_without_a_held_out_set_says_that_nothing_was_measured(trained):
-    assert cli._saved_summary(str(trained)) == (
+    assert cli_commands._saved_summary(str(trained)) == (
         f"adapter saved to {trained} (seqtemp_config.json, model card README.md); nothing measured: pass "
         "`--eval_fraction` to hold out prompts and measure on them."
     )
@@ -322,8 +323,12 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
     assert "exactly one of `--dataset_path` and `--sample_prompts_file`" in _error(
         ["train", "--output_dir", str(tmp_path), *base], capsys
     )
+    (tmp_path / "data.csv").write_text("text\na b\n", encoding="utf-8")
     assert "`--dataset_path` must be a `load_from_disk` folder or a .json/.jsonl file" in _error(
-        ["train", "--output_dir", str(tmp_path), *base, "--dataset_path", "nope.csv"], capsys
+        ["train", "--output_dir", str(tmp_path), *base, "--dataset_path", str(tmp_path / "data.csv")], capsys
+    )
+    assert "`--dataset_path` 'nope.jsonl' not found" in _error(
+        ["train", "--output_dir", str(tmp_path), *base, "--dataset_path", "nope.jsonl"], capsys
     )
     assert "`--eval_fraction` must be in [0, 1), got 1.5" in _error(
         ["train", "--output_dir", str(tmp_path), *base, *data, "--eval_fraction", "1.5"], capsys
@@ -355,7 +360,7 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
     assert "supports causal LMs only (schedule variance of diffusion models is not supported here" in _error(
         ["eval", "--adapter_path", str(diffusion), *base, *data], capsys
     )
-    monkeypatch.setattr(cli, "_bench_candidates", lambda: [tmp_path / "benchmarks" / "run_all.py"])
+    monkeypatch.setattr(cli_commands, "_bench_candidates", lambda: [tmp_path / "benchmarks" / "run_all.py"])
     assert "`hf-seqtemp bench` needs benchmarks/run_all.py" in _error(["bench"], capsys)
 
 

@@ -40,7 +40,17 @@ def test_cli_grid_matches_the_python_api(base, tmp_path, capsys):
     argv += ["--grid", "temperature=0.5,1.0", "+", "top_p=0.8", "--num_samples", "6", "--max_new_tokens", "4"]
     argv += ["--output_dir", str(out), "--no_plot"]
     assert main(argv) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    # each phase announced as it starts, on stderr (stdout keeps the table)
+    phases = [
+        "sampling p exactly",
+        "setting 1/3: temperature=0.5",
+        "setting 2/3: temperature=1",
+        "setting 3/3: top_p=0.8",
+    ]
+    positions = [captured.err.find(phase) for phase in phases]
+    assert -1 not in positions and positions == sorted(positions), captured.err
     assert "| temperature=0.5 |" in printed and "| top_p=0.8 |" in printed and "wall time" in printed
     written = json.loads((out / "audit.json").read_text())
     model, tokenizer = AutoModelForCausalLM.from_pretrained(base), AutoTokenizer.from_pretrained(base)
@@ -137,3 +147,26 @@ def test_an_unreachable_target_keeps_the_grid(base):
     model, tokenizer = AutoModelForCausalLM.from_pretrained(base).eval(), AutoTokenizer.from_pretrained(base)
     result = audit_grid(model, tokenizer, PROMPTS[:2], [{"top_p": 0.9}], [1e4], num_samples=4, max_new_tokens=3)
     assert len(result["rows"]) == 1 and "widen" in result["tuned_myopic"][0]["error"]
+
+
+def test_progress_prints_a_line_per_wait_while_a_phase_runs():
+    """The audit's progress thread prints one "still ..." line each time its wait (every 25 s) times out, naming
+    the phase that is running, and stops when the audit ends."""
+    import io
+    import threading
+
+    from hf_seqtemp.cli.audit import Progress
+
+    waits, phase_set = iter([False, False, False, True]), threading.Event()
+
+    def wait(seconds):  # three intervals pass while the phase runs, then the audit ends
+        phase_set.wait(5)
+        return next(waits)
+
+    stream = io.StringIO()
+    with Progress(every=25.0, stream=stream, wait=wait) as progress:
+        progress("setting 1/1: top_p=0.9")
+        phase_set.set()
+    lines = [line.split("] ", 1)[1] for line in stream.getvalue().splitlines()]
+    assert lines == ["setting 1/1: top_p=0.9 …"] + ["still setting 1/1: top_p=0.9 …"] * 3
+    assert Progress().every <= 30

@@ -13,9 +13,10 @@ import pytest
 from transformers import TrainingArguments
 
 import hf_seqtemp
-from hf_seqtemp import LOSSES, SeqTempConfig, cli_parser, hub
+from hf_seqtemp import LOSSES, SeqTempConfig, hub
 from hf_seqtemp.cli import main
-from hf_seqtemp.cli_arguments import GENERATE_STRATEGIES, TrainScriptArguments
+from hf_seqtemp.cli import parser as cli_parser
+from hf_seqtemp.cli.arguments import GENERATE_STRATEGIES, TrainScriptArguments
 from hf_seqtemp.generation.routing import STRATEGIES
 
 HEAVY = ("torch", "transformers", "datasets", "peft", "trl")
@@ -84,7 +85,7 @@ def test_a_mistake_prints_three_lines_not_the_whole_usage(capsys, argv, message)
 
 def test_report_to_an_uninstalled_integration_names_the_package_before_loading_anything(capsys, monkeypatch):
     monkeypatch.setitem(cli_parser.INTEGRATION_PACKAGES, "wandb", ("hf_seqtemp_no_such_module", "wandb"))
-    argv = ["train", "--model_name_or_path", "no/such-model", "--dataset_path", "missing.jsonl"]
+    argv = ["train", "--model_name_or_path", "no/such-model", "--dataset_path", "missing.jsonl", "--output_dir", "o"]
     code, _, err = _run([*argv, "--report_to", "wandb"], capsys)
     assert code == 2 and len(err.splitlines()) == 3  # no model or data was loaded: both are missing
     assert "`--report_to wandb` needs the `wandb` package, which is not installed: run `pip install wandb`" in err
@@ -93,7 +94,16 @@ def test_report_to_an_uninstalled_integration_names_the_package_before_loading_a
 
 def test_push_to_hub_offline_fails_before_training(capsys, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    argv = ["train", "--model_name_or_path", "no/such-model", "--dataset_path", "missing.jsonl", "--push_to_hub"]
+    argv = [
+        "train",
+        "--model_name_or_path",
+        "no/such-model",
+        "--dataset_path",
+        "missing.jsonl",
+        "--push_to_hub",
+        "--output_dir",
+        "o",
+    ]
     code, _, err = _run(argv, capsys)
     assert code == 2 and "cannot push to the Hub: offline mode is on (HF_HUB_OFFLINE=1)" in err
 

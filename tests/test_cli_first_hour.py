@@ -12,7 +12,7 @@ from tiny_models import tiny_causal_lm
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
-from hf_seqtemp import cli
+from hf_seqtemp.cli import commands as cli_commands
 from hf_seqtemp.cli import main
 
 WORDS = ["a", "b", "c", "d"]
@@ -138,7 +138,7 @@ def test_old_eval_flag_names_still_work_with_a_deprecation_message(adapter, root
 
 
 def test_eval_with_one_completion_per_prompt_fails_before_loading_a_model(adapter, root, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "_load_base", lambda *a, **k: pytest.fail("loaded a model before the check"))
+    monkeypatch.setattr(cli_commands, "_load_base", lambda *a, **k: pytest.fail("loaded a model before the check"))
     message = _error(_eval(adapter, root, "--dataset_path", str(root / "singles.jsonl")), capsys)
     assert "has a single completion" in message and "`--num_generations`" in message
     prompts = ["--sample_prompts_file", str(root / "prompts.txt"), "--num_generations", "1"]
@@ -148,7 +148,7 @@ def test_eval_with_one_completion_per_prompt_fails_before_loading_a_model(adapte
 # ---------------------------------------------------------------------------------------------------- bench, flags
 def test_bench_writes_under_the_current_folder(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd: calls.append(cmd) or 0)
+    monkeypatch.setattr(cli_commands.subprocess, "call", lambda cmd, **kwargs: calls.append(cmd) or 0)
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--quick"]) == 0
     assert calls[0][-3:] == ["--quick", "--results", str(tmp_path / "outputs" / "bench")]

@@ -112,7 +112,7 @@ def test_prompt_only_training_data_are_exact_samples_of_p_despite_the_generation
         max_completion_length=NEW,
         per_device_train_batch_size=draws,
         per_device_eval_batch_size=512,
-        precompute_ref_logps=False,
+        precompute_ref_log_probs=False,
         save_strategy="no",
         use_cpu=True,
         seed=0,

@@ -41,10 +41,6 @@ FLOORS = {
     "loading": 3,
     "trainer": 4,
     "cli": 5,
-    "cli_arguments": 5,
-    "cli_data": 5,
-    "cli_parser": 5,
-    "cli_audit": 5,
     ROOT: 5,  # `hf_seqtemp/__init__.py`: the public API, imported lazily by name
 }
 

@@ -47,7 +47,7 @@ def test_the_verdict_against_token_temperature_is_plain(demo, adapter, myopic, e
     text = "\n".join(demo.verdict(rows, 0.5))
     assert expected in text
     assert ("adapter MET" in text) == (abs(adapter[0] / 0.5 - 1) <= 0.1 and adapter[1] >= 0.9)
-    assert "no best one to compare" in text  # no tuned row given
+    assert "there is no best token temperature to compare" in text  # no tuned row given
 
 
 @pytest.mark.parametrize(
@@ -70,8 +70,95 @@ def test_the_verdict_against_the_best_token_temperature_is_plain(demo, adapter, 
     text = "\n".join(demo.verdict(rows, 0.5))
     assert ("The adapter beats the best token temperature here." in text) == beats
     assert ("does NOT beat the best token temperature" in text) == (not beats)
-    if not beats:  # the reason given is the one that holds
+    if not beats:  # the reason given is the one that holds, with the figures it is read from
         reaches = abs(adapter[0] / 0.5 - 1) <= 0.1
-        assert ("it reaches the temperature but does not rank" in text) == reaches
         assert ("its T_eff misses the bar" in text) == (not reaches)
+        if reaches and adapter[1] > tuned[1]:
+            assert f"it ranks each prompt's completions better (τ {adapter[1]:.3f} > {tuned[1]:.3f})" in text
+        assert ("does not rank better" in text) == (reaches and adapter[1] <= tuned[1])
+    assert_consistent(text)
     assert "best token temperature 6.000" in text
+
+
+def assert_consistent(text: str) -> None:
+    """Every `τ a > b` / `τ a ≤ b` the verdict states holds for its own figures, and the τ it quotes for the best
+    token temperature and the adapter are the ones it compares."""
+    import re
+
+    for left, sign, right in re.findall(r"τ (\d\.\d{3}) ([>≤]) (\d\.\d{3})", text):
+        assert (float(left) > float(right)) == (sign == ">"), text
+    quoted = re.search(r"its τ is (\d\.\d{3}), the adapter's (\d\.\d{3})", text)
+    compared = re.search(r"\(τ (\d\.\d{3}) [>≤] (\d\.\d{3})\)", text)
+    if quoted and compared:
+        assert compared.groups() == (quoted.group(2), quoted.group(1)), text
+
+
+@pytest.mark.parametrize(
+    ("environ", "cpus", "load", "processes", "threads"),
+    [
+        ({}, 2, 0.0, 1, 2),  # idle: every core
+        ({}, 2, 1.6, 1, 1),  # one core busy
+        ({}, 2, 7.9, 1, 1),  # a shared machine: one thread, never zero
+        ({}, 16, 4.0, 2, 6),  # 12 free cores shared by two ranks
+        ({"OMP_NUM_THREADS": "3"}, 2, 7.9, 1, 3),  # the user's choice wins
+        ({"OMP_NUM_THREADS": "x"}, 4, 0.0, 1, 4),  # an unreadable value is ignored
+    ],
+)
+def test_the_demo_picks_threads_from_the_free_cores(demo, environ, cpus, load, processes, threads):
+    count, why = demo.torch_threads(environ, cpus, load, processes)
+    assert count == threads and why
+
+
+def test_the_demo_uses_one_name_for_the_best_token_temperature(demo):
+    rows = {
+        "tempered": {"t_eff": 0.538, "kendall_tau": 0.856, "nll_per_token": 5.0},
+        "myopic": {"t_eff": 0.57, "kendall_tau": 0.86, "nll_per_token": 4.5},
+        "tuned_myopic": {"t_eff": 0.502, "kendall_tau": 0.854, "nll_per_token": 6.0, "token_temperature": 0.444},
+    }
+    text = "\n".join(demo.verdict(rows, 0.5)) + demo.DEMO_ROWS["tuned_myopic"]
+    assert "tuned" not in text.lower() and "Best token temperature" not in text
+    assert text.count("best token temperature") >= 3
+
+
+def _tiny_chat_model(folder: Path) -> None:
+    from tiny_models import tiny_causal_lm
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<s>": 0, "a": 1, "b": 2, "c": 3, "</s>": 4, "<pad>": 5}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="a"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['content'] }} {% endfor %}{% if add_generation_prompt %}b {% endif %}"
+    )
+    model = tiny_causal_lm(6, seed=1)
+    model.config.pad_token_id, model.config.eos_token_id = 5, 4
+    model.generation_config.pad_token_id, model.generation_config.eos_token_id = 5, 4
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def test_under_accelerate_launch_the_demo_prints_each_line_once_with_a_consistent_verdict(tmp_path):
+    """Two ranks (CPU, gloo) of the demo on a tiny chat model: every line once (the main process prints), the
+    table and a verdict whose stated comparisons hold for the figures it quotes."""
+    from launching import free_port, run_ranks
+
+    _tiny_chat_model(tmp_path / "tiny")
+    accelerate = Path(sys.executable).with_name("accelerate")
+    launch = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
+    launch += ["--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", free_port()]
+    demo_flags = ["--model_name_or_path", str(tmp_path / "tiny"), "--output_dir", str(tmp_path / "out")]
+    demo_flags += ["--train_prompts", "8", "--held_out_prompts", "3", "--num_generations", "4"]
+    demo_flags += ["--held_out_generations", "4", "--max_completion_length", "3", "--max_steps", "2"]
+    demo_flags += ["--batch_size", "8"]
+    output = run_ranks([*launch, str(ROOT / "examples" / "quickstart.py"), *demo_flags], timeout=600).stdout
+    ours = [
+        line for line in output.splitlines() if line.startswith(("torch threads", "Bar (", "How to read", "Held-out:"))
+    ]
+    assert len(ours) == 4 and len(set(ours)) == 4, output[-3000:]
+    assert "torch threads per process: 1 (OMP_NUM_THREADS" in output  # the launcher's environment sets it
+    assert output.count("Hub folder:") == 1 and output.count("wall time:") == 1
+    verdict = output[output.index("How to read") : output.index("Hub folder:")]
+    assert_consistent(verdict)
+    assert ("adapter MET" in verdict) != ("adapter NOT MET" in verdict)

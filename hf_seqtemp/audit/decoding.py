@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 from transformers import GenerationConfig, LogitsProcessorList
 
+from ..data.ancestral import NEUTRAL_GENERATION_VALUES, neutral_generation_config
 from ..data.formats import end_at_eos
 
 DECODING_FLAGS = (
@@ -35,29 +36,10 @@ DECODING_FLAGS = (
 )
 """The `GenerationConfig` fields a decoding setting is usually given by (any other field may be passed too)."""
 
-NEUTRAL_DECODING = {
-    "do_sample": True,
-    "num_beams": 1,
-    "temperature": 1.0,
-    "top_k": 0,  # the global default is 50: neutral only when set explicitly
-    "top_p": 1.0,
-    "typical_p": 1.0,
-    "epsilon_cutoff": 0.0,
-    "eta_cutoff": 0.0,
-    "repetition_penalty": 1.0,
-    "encoder_repetition_penalty": 1.0,
-    "no_repeat_ngram_size": 0,
-    "encoder_no_repeat_ngram_size": 0,
-    "min_length": 0,
-    "renormalize_logits": False,
-    "remove_invalid_values": False,
-    "guidance_scale": 1.0,
-}
-"""Values under which a processor leaves p unchanged. transformers 5 fills every field left `None` from the model's
-own `generation_config` (whose `top_k`, `top_p` or `temperature` may be set), so an audit sets them explicitly."""
-
-# fields whose neutral value is `None` (no processor); a model config that sets them is neutralised this way
-_NEUTRAL_WHEN_SET = {"min_p": 0.0, "min_new_tokens": 0, "suppress_tokens": [], "begin_suppress_tokens": []}
+NEUTRAL_DECODING = NEUTRAL_GENERATION_VALUES
+"""Values under which a processor leaves p unchanged (one table with the samplers of p,
+[`~hf_seqtemp.data.ancestral.NEUTRAL_GENERATION_VALUES`]). transformers 5 fills every field left `None` from the
+model's own `generation_config` (whose `top_k`, `top_p` or `temperature` may be set), so an audit sets them."""
 
 
 def all_eos_ids(model, tokenizer=None) -> list[int]:
@@ -91,7 +73,7 @@ def decoding_config(
     pad_token_id: int | None = None,
 ) -> GenerationConfig:
     """The `GenerationConfig` that samples a decoding setting and nothing else: the setting's fields, neutral values
-    ([`NEUTRAL_DECODING`]) for every other processor, `do_sample=True`, every EOS id.
+    ([`~hf_seqtemp.data.ancestral.neutral_generation_config`]) for every other processor, `do_sample=True`, every EOS id.
 
     Args:
         model: the causal LM (its `generation_config` names the EOS ids when `eos_token_id` is not given).
@@ -116,12 +98,8 @@ def decoding_config(
             "distribution a sampler draws from; greedy and beam search have none."
         )
     eos = list(eos_token_id) if eos_token_id is not None else all_eos_ids(model)
-    values = {**NEUTRAL_DECODING, "max_new_tokens": max_new_tokens, "eos_token_id": eos or None}
-    values["pad_token_id"] = pad_token_id if pad_token_id is not None else (eos[0] if eos else 0)
-    own = model.generation_config
-    values.update({k: v for k, v in _NEUTRAL_WHEN_SET.items() if getattr(own, k, None) is not None})
-    values.update(setting)
-    return GenerationConfig(**values)
+    pad = pad_token_id if pad_token_id is not None else (eos[0] if eos else 0)
+    return neutral_generation_config(max_new_tokens, eos, pad, inherited=model.generation_config, **setting)
 
 
 def logits_processors(model, config: GenerationConfig, prompt_ids: torch.Tensor) -> LogitsProcessorList:

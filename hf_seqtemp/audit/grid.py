@@ -12,6 +12,7 @@ import torch
 
 from ..metrics.core import effective_temperature
 from .decoding import decoding_config, score_completions
+from .output import setting_name
 from .report import audit_decoding, prompt_token_ids, rare_thresholds
 
 _INT_FLAGS = {"top_k", "no_repeat_ngram_size", "min_new_tokens", "min_length", "encoder_no_repeat_ngram_size"}
@@ -148,6 +149,7 @@ def audit_grid(
     chat_template: bool = True,
     system_prompt: str | None = None,
     reference_samples: int = 32,
+    progress: Callable[[str], None] | None = None,
 ) -> dict:
     """[`audit_decoding`] of every setting (same prompts, same seed), plus one *tuned myopic* row per target T.
 
@@ -157,23 +159,30 @@ def audit_grid(
     fresh samples), where its T_eff on its own samples may differ. T_eff measured on a decoding's own samples is not a
     monotone function of t at low t (few distinct answers, nearly tied under q), so it is not what is tuned.
 
+    `progress`, when given, is called with a line naming each phase as it starts (the reference samples, each
+    setting, each target's search), so that a long grid is not silent.
+
     Returns:
         `dict` with `rows` (one [`audit_decoding`] result per setting), `tuned_myopic` (per target: the search, with
         every `(t, T_eff)` it measured, and the audit at the tuned temperature) and the run's size.
     """
     common = {"num_samples": num_samples, "max_new_tokens": max_new_tokens, "chat_template": chat_template}
     common["system_prompt"] = system_prompt
+    say = progress if progress is not None else (lambda line: None)
     ids = prompt_token_ids(tokenizer, prompts, chat_template, system_prompt)
+    say(f"sampling p exactly: {reference_samples} answers per prompt, {len(ids)} prompts")
     thresholds, p_samples = rare_thresholds(model, ids, reference_samples, max_new_tokens, seed, return_samples=True)
-    rows = [
-        audit_decoding(model, tokenizer, ids, s, seed=seed, rare_thresholds_=thresholds, **common) for s in settings
-    ]
+    rows = []
+    for index, setting in enumerate(settings, 1):
+        say(f"setting {index}/{len(settings)}: {setting_name(setting)}")
+        rows.append(audit_decoding(model, tokenizer, ids, setting, seed=seed, rare_thresholds_=thresholds, **common))
     tuned = []
 
     def t_eff_at(t: float) -> float:
         return myopic_t_eff(model, ids, p_samples, t, max_new_tokens)
 
     for target in target_temperatures:
+        say(f"searching the token temperature whose T_eff is {target:g}")
         try:
             search = tune_token_temperature(t_eff_at, target, high=max(4.0, 4.0 * target))
         except ValueError as error:  # reported in the result, the grid is kept

@@ -18,6 +18,22 @@ COLUMNS = (
 )
 
 
+PROMPT_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def prompt_style(index: int) -> tuple[str, str]:
+    """`(colour, marker)` of the `index`-th prompt in a plot: the ten saturated colours of matplotlib's `tab10`, then
+    the same colours with the next marker, so that up to 60 prompts are told apart (`tab20`'s pale halves are not).
+
+    Example:
+    ```python
+    >>> prompt_style(0), prompt_style(11)
+    (('C0', 'o'), ('C1', 's'))
+    ```
+    """
+    return f"C{index % 10}", PROMPT_MARKERS[(index // 10) % len(PROMPT_MARKERS)]
+
+
 def setting_name(setting: dict) -> str:
     """`temperature=0.7, top_p=0.9`, or `p (temperature=1)` for no processor.
 
@@ -78,7 +94,6 @@ def plot_audit(result: dict, path: str | Path) -> str:
     columns = min(4, len(rows))
     lines = math.ceil(len(rows) / columns)
     figure, axes = plt.subplots(lines, columns, figsize=(3.6 * columns, 3.3 * lines), dpi=100, squeeze=False)
-    cmap = plt.get_cmap("tab10")
     for axis, row in zip(axes.flat, rows):
         by_prompt: dict[int, list] = {}
         for seq in row["sequences"]:
@@ -88,14 +103,16 @@ def plot_audit(result: dict, path: str | Path) -> str:
             mean_p = sum(p for p, _ in points) / len(points)
             mean_q = sum(q for _, q in points) / len(points)
             xs, ys = [p - mean_p for p, _ in points], [q - mean_q for _, q in points]
-            axis.scatter(xs, ys, s=9, color=cmap(prompt % 10), alpha=0.8)
+            colour, marker = prompt_style(prompt)
+            axis.scatter(xs, ys, s=9, color=colour, marker=marker, alpha=0.8)
         summary = row["summary"]
         name = setting_name(row["setting"]) if "target" not in row else f"tuned for T={row['target']:g}"
         axis.set_title(f"{name}\nT_eff {_cell(summary['t_eff'])}, τ {_cell(summary['kendall_tau'])}", fontsize=8)
-        axis.axline((0, 0), slope=1.0, color="k", linestyle="--", linewidth=0.8)
+        axis.axline((0, 0), slope=1.0, color="k", linestyle="--", linewidth=0.8, label="log q = log p (p itself)")
         axis.tick_params(labelsize=7)
     for axis in list(axes.flat)[len(rows) :]:
         axis.axis("off")
+    axes.flat[0].legend(fontsize=7, loc="upper left")  # the dashed line is the same in every panel
     figure.supxlabel("log p(x|c) − prompt mean", fontsize=9)
     figure.supylabel("log q(x|c) − prompt mean", fontsize=9)
     figure.tight_layout()

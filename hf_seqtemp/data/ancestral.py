@@ -39,6 +39,7 @@ NEUTRAL_GENERATION_VALUES = {
     "encoder_repetition_penalty": 1.0,
     "no_repeat_ngram_size": 0,
     "encoder_no_repeat_ngram_size": 0,
+    "min_length": 0,
     "min_new_tokens": 0,  # takes precedence over an inherited `min_length`
     "suppress_tokens": [],
     "begin_suppress_tokens": [],
@@ -55,6 +56,48 @@ NEUTRAL_GENERATION_VALUES = {
 }
 """The value of every `GenerationConfig` field that leaves ancestral sampling of the model untouched (fields whose
 only neutral value is `None` cannot be pinned in a config; [`exact_ancestral_sample`] ignores them)."""
+
+NEUTRAL_WHEN_INHERITED = ("min_p", "min_new_tokens", "suppress_tokens", "begin_suppress_tokens")
+"""Fields whose default, `None`, adds no processor at all: [`neutral_generation_config`] pins them to their neutral
+value only where `generate` would otherwise fill them from a generation config that sets them."""
+
+
+def neutral_generation_config(
+    max_new_tokens: int,
+    eos_token_ids: Iterable[int],
+    pad_token_id: int,
+    inherited: GenerationConfig | None = None,
+    **setting,
+) -> GenerationConfig:
+    """The one builder of a [`~transformers.GenerationConfig`] that samples the model with every processor neutral
+    ([`NEUTRAL_GENERATION_VALUES`]), then `setting` on top: exact sampling of p with no setting (the samplers of p),
+    one decoding setting and nothing else with one (the audit).
+
+    Args:
+        max_new_tokens (`int`): longest completion.
+        eos_token_ids (iterable of `int`): every id that ends a completion (empty: fixed-length completions).
+        pad_token_id (`int`): written after a completion's EOS.
+        inherited (`GenerationConfig`, *optional*): the config `generate` fills unset fields from (the model's);
+            the fields of [`NEUTRAL_WHEN_INHERITED`] are pinned only where it sets them (so that no neutral
+            processor shows up in the list `generate` builds). `None`: all of them are pinned.
+        **setting: `GenerationConfig` fields that override the neutral values, e.g. `top_p=0.9`.
+
+    Example:
+    ```python
+    >>> config = neutral_generation_config(8, {7, 2}, pad_token_id=0, top_p=0.9)
+    >>> config.eos_token_id, config.top_p, config.top_k, config.temperature
+    ([2, 7], 0.9, 0, 1.0)
+    ```
+    """
+    values = {
+        key: value
+        for key, value in NEUTRAL_GENERATION_VALUES.items()
+        if key not in NEUTRAL_WHEN_INHERITED or inherited is None or getattr(inherited, key, None) is not None
+    }
+    eos = sorted(int(i) for i in eos_token_ids)
+    values.update(max_new_tokens=max_new_tokens, eos_token_id=eos or None, pad_token_id=int(pad_token_id))
+    values.update(setting)
+    return GenerationConfig(**values)
 
 
 def exact_generation_config(max_new_tokens: int, eos_token_ids: Iterable[int], pad_token_id: int) -> GenerationConfig:
@@ -76,12 +119,7 @@ def exact_generation_config(max_new_tokens: int, eos_token_ids: Iterable[int], p
     ([2, 7], 0, 1.0, [])
     ```
     """
-    return GenerationConfig(
-        **NEUTRAL_GENERATION_VALUES,
-        max_new_tokens=max_new_tokens,
-        eos_token_id=sorted(int(i) for i in eos_token_ids),
-        pad_token_id=int(pad_token_id),
-    )
+    return neutral_generation_config(max_new_tokens, eos_token_ids, pad_token_id)
 
 
 @contextlib.contextmanager

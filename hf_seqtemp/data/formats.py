@@ -30,6 +30,7 @@ point where the two diverge). [`~hf_seqtemp.data.prepare_dataset`] warns once wi
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -61,8 +62,26 @@ def detect_format(columns: Sequence[str], text_field: str, name: str) -> str:
     raise ValueError(
         f"`{name}` has columns {sorted(columns)} but needs one of TRL's formats: `prompt` and `completion`, "
         f"`messages`, a text column `{text_field}` (set `dataset_text_field`), `prompt` only (completions are then "
-        "sampled from the model), or pre-tokenised `input_ids` (+ `completion_mask`)."
+        f"sampled from the model), or pre-tokenised `input_ids` (+ `completion_mask`).{_rename_hint(columns)}"
     )
+
+
+def _rename_hint(columns: set[str]) -> str:
+    """A rename that would fix a near miss (`Prompt`, `completions`, `message`), or nothing.
+
+    Example:
+    ```python
+    >>> _rename_hint({"Prompt", "completions"})
+    " Rename the near misses: `dataset.rename_columns({'Prompt': 'prompt', 'completions': 'completion'})`."
+    ```
+    """
+    expected = ("prompt", "completion", "messages", "text", "input_ids")
+    renames = {}
+    for column in sorted(columns):
+        close = difflib.get_close_matches(column.lower(), expected, n=1, cutoff=0.7)
+        if close and close[0] not in columns and close[0] not in renames.values():
+            renames[column] = close[0]
+    return f" Rename the near misses: `dataset.rename_columns({renames})`." if renames else ""
 
 
 def _eos_ids(tokenizer) -> set[int]:

@@ -30,7 +30,13 @@ import torch
 from transformers.utils import ModelOutput, logging
 
 from ..checks import check_int, check_temperature
-from ..likelihood.autoregressive import _accepts_position_ids, gather_token_logps, position_ids_from_attention_mask
+from ..likelihood.autoregressive import (
+    _accepts_position_ids,
+    cache_kwargs,
+    gather_token_logps,
+    output_cache,
+    position_ids_from_attention_mask,
+)
 from .answers import resolve_eos_and_pad
 from .processed import processed_conditionals
 
@@ -72,11 +78,11 @@ def _rollout(model, ids, attn, num_new, alpha, generator, ends, conditionals=Non
             logp.append(zeros[:, 0].float())
             logr.append(zeros[:, 0].float())
             continue
-        kwargs = {"attention_mask": attn, "past_key_values": past, "use_cache": True}
+        kwargs = {"attention_mask": attn, **cache_kwargs(model, past)}
         if _accepts_position_ids(model):
             kwargs["position_ids"] = position_ids_from_attention_mask(attn)[:, -step_ids.shape[1] :]
         out = model(input_ids=step_ids, **kwargs)
-        past = out.past_key_values
+        past = output_cache(out)
         logits = out.logits[:, -1:].float()
         if conditionals is not None:  # ended rows see pads: their (unused) scores are reset, never all -inf
             scores = conditionals.scores(prefix, logits[:, 0]).masked_fill(done[:, None], 0.0)

@@ -72,6 +72,7 @@ def seqtemp_generate(
     return_particles: bool = False,
     proposal: str | None = None,
     ess_threshold: float = 0.5,
+    resampling: str = "systematic",
     generator: torch.Generator | None = None,
     allow_active_adapters: bool = False,
     **model_kwargs,
@@ -139,6 +140,7 @@ def seqtemp_generate(
         ess_threshold (`float`, *optional*, defaults to `0.5`): `"smc"` only: resample a prompt's particles when
             their effective sample size falls below this fraction of `num_particles` (0: never, i.e. importance
             sampling from the proposal).
+        resampling (`str`, *optional*, defaults to `"systematic"`): `"smc"` only: `"systematic"` or `"multinomial"`.
         generator (`torch.Generator`, *optional*): randomness of `"mcmc"`, `"glauber"` and `"smc"` (other
             strategies use the global RNG).
         allow_active_adapters (`bool`, *optional*, defaults to `False`): `"mcmc"` / `"glauber"` on a model with an
@@ -185,7 +187,7 @@ def seqtemp_generate(
     options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
     options.update(num_candidates=num_candidates, generator=generator, num_particles=num_particles)
     options.update(alpha_ramp_tokens=alpha_ramp_tokens, return_particles=return_particles)
-    options.update(proposal=proposal, ess_threshold=ess_threshold)
+    options.update(proposal=proposal, ess_threshold=ess_threshold, resampling=resampling)
     options.update(allow_active_adapters=allow_active_adapters)
     call = GenerateCall(*sampling_args, model_kwargs, seq_temperature, adapters, options)
     if strategy == "auto":

@@ -39,7 +39,12 @@ import torch
 from transformers.utils import ModelOutput
 
 from ..checks import check_int, check_temperature
-from ..likelihood.autoregressive import _accepts_position_ids, position_ids_from_attention_mask
+from ..likelihood.autoregressive import (
+    _accepts_position_ids,
+    cache_kwargs,
+    output_cache,
+    position_ids_from_attention_mask,
+)
 from .answers import resolve_eos_and_pad
 from .smc_adapter import AdapterStep, proposal_adapter_name, run_adapter_proposal
 
@@ -139,11 +144,11 @@ class _Particles:
 
 
 def _forward(model, step_ids, attn, past):
-    kwargs = {"attention_mask": attn, "past_key_values": past, "use_cache": True}
+    kwargs = {"attention_mask": attn, **cache_kwargs(model, past)}
     if _accepts_position_ids(model):
         kwargs["position_ids"] = position_ids_from_attention_mask(attn)[:, -step_ids.shape[1] :]
     out = model(input_ids=step_ids, **kwargs)
-    return out.logits[:, -1].float(), out.past_key_values
+    return out.logits[:, -1].float(), output_cache(out)
 
 
 def _next_logp(state: _Particles, logits: torch.Tensor, processors) -> torch.Tensor:

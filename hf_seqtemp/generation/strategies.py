@@ -217,6 +217,7 @@ def _smc_strategy(call: GenerateCall):
             num_particles=call.options.get("num_particles", 16),
             ess_threshold=call.options.get("ess_threshold", 0.5),
             alpha_ramp_tokens=call.options.get("alpha_ramp_tokens", 0),
+            resampling=call.options.get("resampling", "systematic"),
             logits_processor=processors,
             generator=call.options["generator"],
             return_dict_in_generate=call.return_dict,

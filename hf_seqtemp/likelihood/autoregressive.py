@@ -78,6 +78,24 @@ def _accepts_position_ids(model: torch.nn.Module) -> bool:
         return False
 
 
+def cache_kwargs(model: torch.nn.Module, cache) -> dict:
+    """The keyword arguments that pass a KV cache (`None` at the first step) to the causal LM under `model`:
+    `cache=` from transformers 5.24 on (where `past_key_values=` is deprecated), `past_key_values=` before."""
+    target = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    target = target.get_base_model() if callable(getattr(target, "get_base_model", None)) else target
+    try:
+        name = "cache" if "cache" in inspect.signature(target.forward).parameters else "past_key_values"
+    except (TypeError, ValueError):
+        name = "past_key_values"
+    return {name: cache, "use_cache": True}
+
+
+def output_cache(output):
+    """The KV cache a forward pass returned (`output.cache` from transformers 5.24 on, `past_key_values` before)."""
+    cache = output.get("cache") if hasattr(output, "get") else None
+    return cache if cache is not None else output.past_key_values
+
+
 def _accepts_logits_to_keep(model: torch.nn.Module) -> bool:
     """Whether the causal LM under `model` (DDP and PEFT wrappers pass keyword arguments through) takes
     `logits_to_keep`, transformers' option to apply the LM head to some positions only."""

@@ -123,9 +123,9 @@ def check_output_dir(args, resume: str | None, is_main_process: bool) -> None:
     if not args.overwrite_output_dir:
         raise ValueError(
             f"`output_dir` {args.output_dir!r} already holds checkpoints of an earlier run "
-            f"({', '.join(os.path.basename(f) for f in found)}), which this run would overwrite. Continue that run "
-            "with `resume_from_checkpoint` True (the last complete checkpoint) or a checkpoint folder, or set "
-            "`overwrite_output_dir` True to delete them and start afresh."
+            f"({', '.join(os.path.basename(f) for f in found)}), which this run would overwrite. For a new run, "
+            "give another `output_dir` (or set `overwrite_output_dir` True to delete them); only if this is that "
+            "same run, interrupted, continue it with `resume_from_checkpoint` True (its last complete checkpoint)."
         )
     if is_main_process:
         warnings.warn(f"`overwrite_output_dir=True`: deleting {len(found)} checkpoint(s) in {args.output_dir}.")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
@@ -119,7 +120,7 @@ class SeqTempConfig(TrainingArguments):
             optional `completion_mask`). Chat templates apply to conversational examples, as in TRL. In every layout a
             completion ends with EOS (appended when missing, as TRL's SFT does, unless the row's boolean `truncated`
             column is `True`) and its prompt is what generation conditions on ([`~hf_seqtemp.data.formats`]).
-        precompute_ref_logps (`bool`, *optional*, defaults to `True`):
+        precompute_ref_log_probs (`bool`, *optional*, defaults to `True`):
             Compute the reference log-probabilities log p(x) once before training (in batches of
             `per_device_eval_batch_size`, with a progress bar) and store them as dataset columns keyed by example.
             With `False` they are recomputed at every step (the adapter disabled, or a frozen copy without PEFT).
@@ -131,6 +132,11 @@ class SeqTempConfig(TrainingArguments):
             of an earlier run raises an error instead of overwriting them. `True` deletes them first and starts
             afresh. Resuming (`trainer.train(resume_from_checkpoint=True)`, or the CLI's `--resume_from_checkpoint`)
             continues from the last complete checkpoint, with the pool of fresh samples and its random stream.
+
+        > Deprecated parameters
+
+        precompute_ref_logps (`bool`, *optional*):
+            Deprecated alias of `precompute_ref_log_probs`; removed in a later release.
 
     > [!NOTE]
     > Defaults that differ from [`~transformers.TrainingArguments`]: `logging_steps=10`,
@@ -218,9 +224,11 @@ class SeqTempConfig(TrainingArguments):
     dataset_text_field: str = field(
         default="text", metadata={"help": "Name of the plain-text column (used when there is no prompt/completion)."}
     )
-    precompute_ref_logps: bool = field(
+    precompute_ref_log_probs: bool = field(
         default=True,
-        metadata={"help": "Compute reference log p(x) once before training and store it keyed by example."},
+        metadata={
+            "help": "Compute reference log p(x) once before training and store it keyed by example (TRL's name)."
+        },
     )
     # Parameters that control checkpoints
     overwrite_output_dir: bool = field(
@@ -247,9 +255,21 @@ class SeqTempConfig(TrainingArguments):
         default="none", metadata={"help": "Integrations to report to, e.g. 'tensorboard'."}
     )
     learning_rate: float = field(default=1e-4, metadata={"help": "Initial learning rate (AdamW)."})
+    # Deprecated parameters
+    precompute_ref_logps: bool | None = field(
+        default=None, metadata={"help": "Deprecated: use `precompute_ref_log_probs` (TRL's name)."}
+    )
 
     def __post_init__(self):
         # normalise
+        if self.precompute_ref_logps is not None:
+            warnings.warn(
+                "`precompute_ref_logps` is deprecated and will be removed: use `precompute_ref_log_probs` (TRL's "
+                "name) instead.",
+                FutureWarning,
+                stacklevel=3,
+            )
+            self.precompute_ref_log_probs, self.precompute_ref_logps = self.precompute_ref_logps, None
         if isinstance(self.loss_type, str):
             self.loss_type = self.loss_type.strip().lower()
         if self.dataloader_pin_memory and (self.use_cpu or not _has_accelerator()):

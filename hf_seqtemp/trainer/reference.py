@@ -24,7 +24,7 @@ class ReferenceMixin:
     """The reference p of a [`SeqTempTrainer`] and its precomputed values.
 
     p is the model with its adapter disabled (PEFT), a frozen copy (`_ref_model`, full fine-tuning that needs one),
-    or the untouched model before training. With `precompute_ref_logps` its sequence log-probabilities (and the
+    or the untouched model before training. With `precompute_ref_log_probs` its sequence log-probabilities (and the
     per-token or per-step values the objective needs, [`~hf_seqtemp.trainer.families`]) are stored as dataset
     columns keyed by example, as TRL's DPO does, so shuffling keeps working.
     """
@@ -110,7 +110,7 @@ class ReferenceMixin:
         return rows
 
     def _prepare_reference(self):
-        if not self.args.precompute_ref_logps:
+        if not self.args.precompute_ref_log_probs:
             return
         # a completion pool scores its fresh rows as it draws them; sampled prompt-only rows took theirs from the sampler
         if self._pool is None and "train" not in self._scored_by_sampler:

@@ -128,7 +128,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
                 self._pool, data_collator, self._draw, self._score_rows, args.max_length, eos_ids
             )
         self._ref_model = None
-        if peft_model_of(model) is None and (not args.precompute_ref_logps or self._pool is not None):
+        if peft_model_of(model) is None and (not args.precompute_ref_log_probs or self._pool is not None):
             self._ref_model = copy.deepcopy(model).eval().requires_grad_(False)
         super().__init__(
             model=model,
@@ -222,7 +222,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
                     )
                 if online:
                     continue
-                from_sampler = self.args.precompute_ref_logps and self._reference_from_sampler()
+                from_sampler = self.args.precompute_ref_log_probs and self._reference_from_sampler()
                 with self._reference_model() as reference:
                     dataset = complete_prompts(
                         reference, dataset, self.args, self.processing_class, split, self.accelerator, from_sampler

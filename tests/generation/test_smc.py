@@ -218,3 +218,43 @@ def test_smc_errors():
     ]:
         with pytest.raises(ValueError, match=match):
             smc_sample(model, torch.tensor([[0]]), **kwargs)
+
+
+def test_generate_passes_resampling_and_ess_threshold_to_smc(model):
+    """`generate(..., strategy="smc", resampling=..., ess_threshold=...)` draws exactly what `smc_sample` draws with
+    the same settings and seed; multinomial and systematic resampling draw different answers from the same seed (so
+    the option reaches the sampler), and a bad value is the sampler's error."""
+
+    def through_generate(**kwargs):
+        return model.generate(
+            PROMPTS.repeat_interleave(50, dim=0),
+            attention_mask=PROMPT_MASK.repeat_interleave(50, dim=0),
+            max_new_tokens=NEW,
+            custom_generate=hf_seqtemp.seqtemp_generate,
+            seq_temperature=T,
+            strategy="smc",
+            num_particles=8,
+            generator=torch.Generator().manual_seed(3),
+            eos_token_id=EOS,
+            pad_token_id=PAD,
+            **kwargs,
+        )
+
+    direct = smc_sample(
+        model,
+        PROMPTS.repeat_interleave(50, dim=0),
+        PROMPT_MASK.repeat_interleave(50, dim=0),
+        max_new_tokens=NEW,
+        seq_temperature=T,
+        num_particles=8,
+        ess_threshold=1.0,
+        resampling="multinomial",
+        generator=torch.Generator().manual_seed(3),
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+    )
+    multinomial = through_generate(resampling="multinomial", ess_threshold=1.0)
+    assert torch.equal(multinomial, direct)
+    assert not torch.equal(through_generate(resampling="systematic", ess_threshold=1.0), multinomial)
+    with pytest.raises(ValueError, match="`resampling` must be one of"):
+        through_generate(resampling="stratified")

@@ -138,6 +138,8 @@ def test_an_earlier_runs_checkpoints_are_not_overwritten_without_saying_so(
     flag = "--" if mode == "cli" else ""
     assert out in message and "checkpoint-3, checkpoint-6" in message, message
     assert f"`{flag}resume_from_checkpoint`" in message and f"`{flag}overwrite_output_dir`" in message, message
+    # a new run is the likely case (the README's steps write one folder after another): another folder comes first
+    assert message.index(f"another `{flag}output_dir`") < message.index(f"`{flag}resume_from_checkpoint`"), message
     with pytest.warns(UserWarning, match="deleting 2 checkpoint"):
         adapter = RUNS[mode](workspace, out, "fixed", overwrite_output_dir=True)
     assert _same(load_file(adapter), full)  # afresh, with the same seed

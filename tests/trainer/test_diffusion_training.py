@@ -330,7 +330,7 @@ def test_ssts_reference_steps_equal_a_fresh_computation_for_the_stored_seeds(tmp
     # recomputing the reference at every step gives the same objective as the stored column
     fly = SeqTempTrainer(
         model,
-        _config(tmp_path, loss_type="ssts", seed=7, num_orders=3, nll_weight=0.0, precompute_ref_logps=False),
+        _config(tmp_path, loss_type="ssts", seed=7, num_orders=3, nll_weight=0.0, precompute_ref_log_probs=False),
         train_dataset=data,
     )
     with torch.no_grad():

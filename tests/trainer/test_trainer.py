@@ -161,7 +161,7 @@ def test_precompute_off_uses_a_frozen_copy_without_peft(tmp_path):
     )
     off = SeqTempTrainer(
         model,
-        _config(tmp_path, max_steps=20, per_device_train_batch_size=16, precompute_ref_logps=False),
+        _config(tmp_path, max_steps=20, per_device_train_batch_size=16, precompute_ref_log_probs=False),
         train_dataset=data,
     )
     assert off._ref_model is not None and "ref_logps" not in off.train_dataset.column_names

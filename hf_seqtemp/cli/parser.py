@@ -8,6 +8,7 @@ error and a pointer to `--help`, never the whole flag list.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import dataclasses
 import difflib
@@ -20,8 +21,15 @@ from transformers import HfArgumentParser
 
 USAGE = "%(prog)s [--flag VALUE ...]"
 INHERITED_GROUP = "training: inherited from transformers.TrainingArguments"
-RENAMED_FLAGS = {"--num_samples": "--num_generations", "--max_new_tokens": "--max_completion_length"}
-"""Old `eval` flags -> TRL's names, which `train` uses too; the old ones still work, with a deprecation message."""
+_TRL_NAMES = {"--num_samples": "--num_generations", "--max_new_tokens": "--max_completion_length"}
+RENAMED_FLAGS = {
+    "train": {"--dataset_split": "--dataset_train_split", "--precompute_ref_logps": "--precompute_ref_log_probs"},
+    "eval": {**_TRL_NAMES, "--dataset_split": "--dataset_test_split", "--batch_size": "--per_device_eval_batch_size"},
+    "generate": dict(_TRL_NAMES),
+    "audit": {**_TRL_NAMES, "--dataset_split": "--dataset_train_split"},
+}
+"""Per command, old flag names -> the names TRL / transformers use for the same thing (one vocabulary across the
+commands); the old ones still work, with a deprecation message."""
 
 # `--report_to` integration -> (module imported by its transformers callback, pip package that provides it)
 INTEGRATION_PACKAGES = {
@@ -42,7 +50,7 @@ class SeqTempArgumentParser(HfArgumentParser):
 
     Example:
     ```python
-    >>> from hf_seqtemp.cli_arguments import GenerateArguments
+    >>> from hf_seqtemp.cli.arguments import GenerateArguments
     >>> parser = SeqTempArgumentParser(GenerateArguments, prog="hf-seqtemp generate")
     >>> parser.format_usage().strip()
     'usage: hf-seqtemp generate [--flag VALUE ...]'
@@ -54,6 +62,9 @@ class SeqTempArgumentParser(HfArgumentParser):
     def __init__(self, dataclass_types, **kwargs):
         kwargs.setdefault("usage", USAGE)
         super().__init__(dataclass_types, **kwargs)
+        for action in self._actions:  # `--no_x` got the help of `--x`: say what it does instead
+            if isinstance(action, argparse._StoreFalseAction) and action.option_strings[0].startswith("--no_"):
+                action.help, action.default = f"Turn `--{action.dest}` off (it is on by default).", argparse.SUPPRESS
 
     def _add_dataclass_arguments(self, dtype) -> None:
         # a TrainingArguments subclass has imported transformers.training_args already; others need not import it
@@ -95,8 +106,8 @@ class SeqTempArgumentParser(HfArgumentParser):
 
 
 def renamed_flags(args: list[str], prog: str) -> list[str]:
-    """`args` with the old flag names of [`RENAMED_FLAGS`] replaced by TRL's, printing one deprecation line per
-    old name used.
+    """`args` with the old flag names of [`RENAMED_FLAGS`] (for the command of `prog`) replaced by the new ones,
+    printing one deprecation line per old name used.
 
     Example:
     ```python
@@ -104,13 +115,14 @@ def renamed_flags(args: list[str], prog: str) -> list[str]:
     ['--num_generations', '4']
     ```
     """
+    renames = RENAMED_FLAGS.get(prog.split()[-1], {})
     out, told = [], set()
     for arg in args:
         flag, sep, value = arg.partition("=")
-        new = RENAMED_FLAGS.get(flag.replace("-", "_").replace("__", "--", 1))
+        new = renames.get(flag.replace("-", "_").replace("__", "--", 1))
         if new is not None and flag not in told:
             told.add(flag)
-            print(f"{prog}: `{flag}` is deprecated and will be removed: use `{new}` (TRL's name).", file=sys.stderr)
+            print(f"{prog}: `{flag}` is deprecated and will be removed: use `{new}`.", file=sys.stderr)
         out.append(new + sep + value if new is not None else arg)
     return out
 
@@ -130,7 +142,7 @@ def train_config_fields() -> set[str] | None:
     try:
         spec = importlib.util.find_spec("transformers.training_args")
         inherited = _source_fields(spec.origin, "TrainingArguments")
-        return inherited | _source_fields(str(Path(__file__).parent / "trainer" / "config.py"), "SeqTempConfig")
+        return inherited | _source_fields(str(Path(__file__).parents[1] / "trainer" / "config.py"), "SeqTempConfig")
     except (LookupError, OSError, SyntaxError, AttributeError, ImportError):
         return None
 

@@ -1,38 +1,24 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""`hf-seqtemp` command line: `train`, `eval`, `generate`, `audit` and `bench`.
-
-Each command parses its own flags with [`~transformers.HfArgumentParser`] (as TRL's CLI does), so every field of
-its dataclasses, including every [`SeqTempConfig`] field for `train`, is a flag; `hf-seqtemp <command> --help`
-lists them.
-"""
+"""The `hf-seqtemp` commands `train`, `eval`, `generate` and `bench`, each given its parsed flags."""
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import re
 import subprocess
 import sys
 from dataclasses import fields
 from pathlib import Path
 
-from .checks import check_int, check_temperature
-from .cli_arguments import (
-    AuditArguments,
+from ..checks import check_int, check_temperature
+from .arguments import (
     EvalArguments,
     GenerateArguments,
     ModelArguments,
     TrainScriptArguments,
 )
-from .cli_data import _check_one_source, _eval_data, _read_dataset, _read_prompts, _sample
-
-COMMANDS = {
-    "train": "fine-tune a LoRA adapter to a sequence temperature and save it",
-    "eval": "measure T_eff, Kendall tau and NLL of a tempered adapter against its base model",
-    "generate": "sample completions of a prompt at a sequence temperature",
-    "audit": "what a decoding setting (temperature, top-p, min-p, ...) does to whole answers, against exact p",
-    "bench": "run the benchmarks (python benchmarks/run_all.py, arguments passed through)",
-}
+from .data import _check_one_source, _eval_data, _read_dataset, _read_prompts, _sample
 
 
 def _flagged(message: str, dataclass_types) -> str:
@@ -46,7 +32,7 @@ def _load_base(model_args: ModelArguments, required: bool = True):
     if model_args.default_model and model_args.model_name_or_path:
         raise ValueError("pass either `--default_model` or `--model_name_or_path`, not both.")
     if model_args.default_model:
-        from .models.default import load_default_model
+        from ..models.default import load_default_model
 
         return load_default_model()
     if model_args.model_name_or_path is None:
@@ -62,8 +48,8 @@ def _load_base(model_args: ModelArguments, required: bool = True):
 # ---------------------------------------------------------------------------------------------------- commands
 def run_train(script_args: TrainScriptArguments, training_args) -> int:
     """Trains a LoRA adapter with [`SeqTempTrainer`] and saves it to `--output_dir` (and pushes with --push_to_hub)."""
-    from .cli_parser import missing_integration
-    from .hub import check_can_push
+    from ..hub import check_can_push
+    from .parser import missing_integration
 
     missing = missing_integration(training_args.report_to)
     if missing:
@@ -72,7 +58,7 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         check_can_push(training_args.hub_token)  # before hours of training, not after
     from peft import LoraConfig
 
-    from .trainer import SeqTempTrainer
+    from ..trainer import SeqTempTrainer
 
     if not 0.0 <= script_args.eval_fraction < 1.0:
         raise ValueError(f"`--eval_fraction` must be in [0, 1), got {script_args.eval_fraction}.")
@@ -84,18 +70,22 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
             file=sys.stderr,
         )
     check_int(script_args.lora_r, "lora_r")
+    prompts_only = script_args.sample_prompts_file is not None and script_args.dataset_path is None
+    if not prompts_only:  # read and check the data before loading a model
+        from ..data import detect_format
+
+        _check_one_source(script_args)
+        data = _read_dataset(script_args.dataset_path, script_args.dataset_train_split)
+        detect_format(data.column_names, training_args.dataset_text_field, "--dataset_path")
     model, tokenizer = _load_base(script_args)
-    if script_args.sample_prompts_file is not None and script_args.dataset_path is None:
+    if prompts_only:
         # prompt only: the trainer samples `--num_generations` completions per prompt from the base model
         from datasets import Dataset
 
         data = Dataset.from_dict({"prompt": _read_prompts(script_args, tokenizer)})
-    else:
-        _check_one_source(script_args)
-        data = _read_dataset(script_args.dataset_path, script_args.dataset_split)
     train, held_out, unseen = data, None, False
     if script_args.eval_fraction > 0:
-        from .data import split_by_prompt
+        from ..data import split_by_prompt
 
         train, held_out, unseen = split_by_prompt(
             data, script_args.eval_fraction, training_args.seed, training_args.dataset_text_field
@@ -144,7 +134,7 @@ def _count(number: int, noun: str) -> str:
 def _saved_summary(folder: str, unseen_prompts: bool = False) -> str:
     """What `train` saved, with the held-out figures its `seqtemp_config.json` records (or why there are none);
     "never trained on" only when the held-out prompts are unseen prompts."""
-    from .config import SequenceTemperatureConfig
+    from ..config import SequenceTemperatureConfig
 
     config = SequenceTemperatureConfig.from_pretrained(folder)
     where = f"adapter saved to {folder} (seqtemp_config.json, model card README.md)"
@@ -164,11 +154,11 @@ def _saved_summary(folder: str, unseen_prompts: bool = False) -> str:
 
 def run_eval(args: EvalArguments) -> int:
     """Prints a table of T_eff, Kendall τ and NLL per token (base, myopic baseline, adapter) and writes JSON."""
-    from .config import SequenceTemperatureConfig
-    from .hub import ROW_NAMES, measure_held_out
-    from .loading import load_tempered
-    from .measure import format_table
-    from .models.default import DEFAULT_MODEL_ID
+    from ..config import SequenceTemperatureConfig
+    from ..hub import ROW_NAMES, measure_held_out
+    from ..loading import load_tempered
+    from ..measure import format_table
+    from ..models.default import DEFAULT_MODEL_ID
 
     if args.adapter_path is None:
         raise ValueError("`--adapter_path` is required: the tempered adapter folder or Hub repo id to evaluate.")
@@ -191,7 +181,12 @@ def run_eval(args: EvalArguments) -> int:
     check_temperature(myopic_t, "token_temperature")
     model = load_tempered(args.adapter_path, base_model=base)
     reports, logps = measure_held_out(
-        model, data, myopic_t, tokenizer=tokenizer, batch_size=args.batch_size, max_length=args.max_length
+        model,
+        data,
+        myopic_t,
+        tokenizer=tokenizer,
+        batch_size=args.per_device_eval_batch_size,
+        max_length=args.max_length,
     )
     prompts = len(set(logps["groups"]))
     print(
@@ -215,46 +210,47 @@ def run_eval(args: EvalArguments) -> int:
 
 
 def run_generate(args: GenerateArguments) -> int:
-    """Samples `--num_samples` completions per prompt at `--seq_temperature` and prints them."""
+    """Samples `--num_generations` completions per prompt at `--seq_temperature` and prints them."""
     import torch
 
-    from .data import as_conversation, tokenize_prompt
-    from .generation.routing import generate_tempered
-    from .loading import load_tempered
+    from ..data import as_conversation, tokenize_prompt
+    from ..generation.routing import generate_tempered
 
     if not args.prompt:
         raise ValueError("`--prompt` is required: give one or more prompts.")
     check_temperature(args.seq_temperature, "seq_temperature")
-    check_int(args.num_samples, "num_samples")
-    check_int(args.max_new_tokens, "max_new_tokens")
-    base, tokenizer = _load_base(args, required=args.adapter_path is None)
-    if args.adapter_path is not None:
-        model = load_tempered(args.adapter_path, base_model=base)
-        if tokenizer is None:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(args.adapter_path)
-    else:
-        model = base.eval()
+    check_int(args.num_generations, "num_generations")
+    check_int(args.max_completion_length, "max_completion_length")
+    if args.strategy != "smc":
+        smc_only = [f"--{name}" for name, default in SMC_FLAGS.items() if getattr(args, name) != default]
+        if smc_only:
+            raise ValueError(
+                f"{', '.join(smc_only)} only apply to `--strategy smc` (got `--strategy {args.strategy}`)."
+            )
+    model, tokenizer = _load_generate_model(args)
     torch.manual_seed(args.seed)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    smc = {name: getattr(args, name) for name in SMC_FLAGS} if args.strategy == "smc" else {}
+    if smc:
+        smc["return_dict_in_generate"] = args.return_particles
     results = []
     template = args.chat_template and getattr(tokenizer, "chat_template", None)
     for prompt in args.prompt:
         ids = tokenize_prompt(tokenizer, as_conversation(prompt, None) if template else prompt)
-        ids = torch.tensor([ids]).repeat(args.num_samples, 1)
+        ids = torch.tensor([ids]).repeat(args.num_generations, 1)
         out = generate_tempered(
             model,
             ids,
             torch.ones_like(ids),
             seq_temperature=args.seq_temperature,
             strategy=args.strategy,
-            max_new_tokens=args.max_new_tokens,
+            max_new_tokens=args.max_completion_length,
             mcmc_steps=args.mcmc_steps,
             block_size=args.block_size,
             glauber_rounds=args.glauber_rounds,
             num_candidates=args.num_candidates,
             pad_token_id=pad,
+            **smc,
         )
         sequences = out.sequences if hasattr(out, "sequences") else out
         completions = tokenizer.batch_decode(sequences[:, ids.shape[1] :], skip_special_tokens=True)
@@ -262,16 +258,55 @@ def run_generate(args: GenerateArguments) -> int:
         print(f"### {prompt}")
         for completion in completions:
             print(f"- {completion}")
+        if args.return_particles:
+            results[-1]["particles"] = _particles(out, tokenizer, ids.shape[1])
+            for row, particles in enumerate(results[-1]["particles"]):
+                print(f"  particles of completion {row + 1} (normalised log-weight, text):")
+                for particle in particles:
+                    print(f"    {particle['log_weight']:8.3f}  {particle['text']}")
     if args.output_json:
         Path(args.output_json).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0
+
+
+SMC_FLAGS = {
+    f.name: f.default
+    for f in fields(GenerateArguments)
+    if f.name in ("num_particles", "ess_threshold", "alpha_ramp_tokens", "resampling", "proposal", "return_particles")
+}
+"""The `generate` flags of `--strategy smc` and their defaults."""
+
+
+def _load_generate_model(args: GenerateArguments):
+    """(model, tokenizer) of `generate`: the tempered adapter on its base, or the base model alone."""
+    from ..loading import load_tempered
+
+    base, tokenizer = _load_base(args, required=args.adapter_path is None)
+    if args.adapter_path is None:
+        return base.eval(), tokenizer
+    model = load_tempered(args.adapter_path, base_model=base)
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(args.adapter_path)
+    return model, tokenizer
+
+
+def _particles(out, tokenizer, prompt_length: int) -> list[list[dict]]:
+    """Per returned completion: every SMC particle as `{"text", "log_weight"}`, heaviest first."""
+    rows = []
+    for particles, weights in zip(out.particles, out.particle_log_weights):
+        texts = tokenizer.batch_decode(particles[:, prompt_length:], skip_special_tokens=True)
+        pairs = sorted(zip(weights.tolist(), texts), key=lambda pair: -pair[0])
+        rows.append([{"text": text, "log_weight": weight} for weight, text in pairs])
+    return rows
 
 
 def _bench_candidates() -> list[Path]:
     """Where `benchmarks/run_all.py` is looked for: the working directory, then the source checkout."""
     return [
         Path.cwd() / "benchmarks" / "run_all.py",
-        Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py",
+        Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py",
     ]
 
 
@@ -286,88 +321,5 @@ def run_bench(argv: list[str]) -> int:
         )
     if not any(arg.split("=", 1)[0] == "--results" for arg in argv):  # the results go where the command runs
         argv = [*argv, "--results", str(Path.cwd() / "outputs" / "bench")]
-    return subprocess.call([sys.executable, str(script), *argv])
-
-
-# ---------------------------------------------------------------------------------------------------- entry point
-def _dataclass_types(command: str):
-    if command == "train":
-        from .trainer import SeqTempConfig
-
-        return (TrainScriptArguments, SeqTempConfig)
-    return {"eval": (EvalArguments,), "generate": (GenerateArguments,), "audit": (AuditArguments,)}[command]
-
-
-def _check_train_flags(rest: list[str], prog: str) -> None:
-    """Rejects a mistyped `train` flag before the trainer (and torch) is imported, from the fields' source."""
-    from .cli_parser import SeqTempArgumentParser, train_config_fields, unknown_flags
-
-    names = train_config_fields()
-    if names is None or {"-h", "--help"} & set(rest):
-        return  # the full parser decides
-    names |= {field.name for field in fields(TrainScriptArguments)}
-    unknown = unknown_flags(rest, names)
-    if unknown:
-        parser = SeqTempArgumentParser((TrainScriptArguments,), prog=prog, description=COMMANDS["train"])
-        parser.error(parser._unknown(unknown, [f"--{name}" for name in sorted(names)]))
-
-
-def _run(command: str, rest: list[str]) -> int:
-    from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
-
-    from .cli_parser import SeqTempArgumentParser, renamed_flags
-
-    prog = f"hf-seqtemp {command}"
-    if command in ("train", "eval"):  # one vocabulary, TRL's: --num_generations, --max_completion_length
-        rest = renamed_flags(rest, prog)
-    if command == "train":
-        _check_train_flags(rest, prog)
-    types = _dataclass_types(command)
-    parser = SeqTempArgumentParser(types, prog=prog, description=COMMANDS[command])
-    try:
-        parsed = parser.parse_flags(rest)
-        if command == "train":
-            return run_train(*parsed)
-        if command == "audit":
-            from .cli_audit import run_audit
-
-            return run_audit(*parsed, load_base=_load_base, read_dataset=_read_dataset)
-        return run_eval(*parsed) if command == "eval" else run_generate(*parsed)
-    except (ValueError, TypeError, FileNotFoundError, LocalTokenNotFoundError, OfflineModeIsEnabled) as error:
-        parser.error(_flagged(str(error), types))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `hf-seqtemp` console script.
-
-    Example:
-    ```python
-    >>> from hf_seqtemp.cli import main
-    >>> main(["eval", "--adapter_path", "outputs/quickstart/adapter", "--default_model",
-    ...       "--sample_prompts_file", "prompts.txt"])  # doctest: +SKIP
-    ```
-    """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
-        prog="hf-seqtemp",
-        description="Sequence-level temperature for Hugging Face language models.",
-        epilog="Run `hf-seqtemp <command> --help` for the flags of a command.",
-    )
-    subparsers = parser.add_subparsers(dest="command", title="commands", metavar="{" + ",".join(COMMANDS) + "}")
-    for name, help_text in COMMANDS.items():
-        subparsers.add_parser(name, help=help_text, add_help=False)
-    args, _ = parser.parse_known_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
-    rest = argv[argv.index(args.command) + 1 :]
-    if args.command == "bench":
-        try:
-            return run_bench(rest)
-        except FileNotFoundError as error:
-            parser.error(str(error))
-    return _run(args.command, rest)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    env = {**os.environ, "HF_SEQTEMP_PROG": "hf-seqtemp bench"}
+    return subprocess.call([sys.executable, str(script), *argv], env=env)

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import os
 
-from .checks import check_int
-from .cli_arguments import DataArguments, EvalArguments
+from ..checks import check_int
+from .arguments import DataArguments, EvalArguments
 
 
-def _read_dataset(path: str, split: str):
+def _read_dataset(path: str, split: str, split_flag: str = "--dataset_train_split"):
     import datasets
 
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"`--dataset_path` {path!r} not found (working directory {os.getcwd()!r}): give an existing "
+            "`load_from_disk` folder or .json/.jsonl file."
+        )
     if os.path.isdir(path):
         loaded = datasets.load_from_disk(path)
     elif path.endswith((".json", ".jsonl")) and os.path.isfile(path):
@@ -24,7 +29,7 @@ def _read_dataset(path: str, split: str):
         )
     if isinstance(loaded, datasets.DatasetDict):
         if split not in loaded:
-            raise ValueError(f"`--dataset_split` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
+            raise ValueError(f"`{split_flag}` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
         loaded = loaded[split]
     return loaded
 
@@ -37,7 +42,7 @@ def _read_prompts(data_args: DataArguments, tokenizer) -> list:
         prompts = [line.strip() for line in handle if line.strip()]
     if not prompts:
         raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} has no prompt (one per line).")
-    from .data import as_conversation
+    from ..data import as_conversation
 
     if getattr(tokenizer, "chat_template", None):
         return [as_conversation(p, data_args.system_prompt) for p in prompts]
@@ -53,7 +58,7 @@ def _check_pairs(data, fmt: str, path: str) -> None:
     """Fails unless some prompt of `data` has 2 completions: T_eff and τ compare completions of one prompt."""
     from collections import Counter
 
-    from .data import prompt_key
+    from ..data import prompt_key
 
     keys = data["prompt_id"] if "prompt_id" in data.column_names else [prompt_key(row, fmt) for row in data]
     if max(Counter(map(str, keys)).values()) < 2:
@@ -72,9 +77,9 @@ def _eval_data(args: EvalArguments):
     check_int(args.max_completion_length, "max_completion_length")
     check_int(args.num_generations, "num_generations")
     if args.dataset_path is not None:
-        from .data import detect_format
+        from ..data import detect_format
 
-        data = _read_dataset(args.dataset_path, args.dataset_split)
+        data = _read_dataset(args.dataset_path, args.dataset_test_split, "--dataset_test_split")
         fmt = detect_format(data.column_names, args.dataset_text_field, "--dataset_path")
         if fmt != "prompt_only":
             _check_pairs(data, fmt, args.dataset_path)
@@ -95,7 +100,7 @@ def _eval_data(args: EvalArguments):
 
 
 def _sample(args: EvalArguments, model, tokenizer, prompts):
-    from .data import sample_dataset
+    from ..data import sample_dataset
 
     return sample_dataset(
         model,

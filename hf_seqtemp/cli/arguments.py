@@ -29,7 +29,12 @@ class DataArguments:
     dataset_path: str | None = field(
         default=None, metadata={"help": "A `datasets.load_from_disk` folder, or a .json / .jsonl file."}
     )
-    dataset_split: str = field(default="train", metadata={"help": "Split to use when --dataset_path holds several."})
+    dataset_train_split: str = field(
+        default="train",
+        metadata={
+            "help": "Split to use when --dataset_path holds several (TRL's name; --dataset_split is its deprecated alias)."
+        },
+    )
     sample_prompts_file: str | None = field(
         default=None,
         metadata={
@@ -72,6 +77,12 @@ class EvalArguments(DataArguments, ModelArguments):
     token_temperature: float | None = field(
         default=None, metadata={"help": "Token temperature of the myopic baseline; the adapter's T by default."}
     )
+    dataset_test_split: str = field(
+        default="test",
+        metadata={
+            "help": "Split to use when --dataset_path holds several (TRL's name; --dataset_split is its deprecated alias)."
+        },
+    )
     num_generations: int = field(
         default=8,
         metadata={
@@ -85,7 +96,10 @@ class EvalArguments(DataArguments, ModelArguments):
     )
     dataset_text_field: str = field(default="text", metadata={"help": "Text column of plain-text datasets."})
     max_length: int = field(default=4096, metadata={"help": "Longer sequences are skipped."})
-    batch_size: int = field(default=16, metadata={"help": "Sequences per forward pass."})
+    per_device_eval_batch_size: int = field(
+        default=16,
+        metadata={"help": "Sequences per forward pass (transformers' name; --batch_size is its deprecated alias)."},
+    )
     output_json: str | None = field(default=None, metadata={"help": "Also write the figures to this JSON file."})
 
 
@@ -103,19 +117,59 @@ class GenerateArguments(ModelArguments):
     strategy: str = field(
         default="auto",
         metadata={
-            "help": "'auto', 'adapter' (needs --adapter_path), 'mcmc' (power sampling) or 'glauber'.",
+            "help": "'auto' ('adapter' with --adapter_path, else 'mcmc'), 'adapter' (needs --adapter_path), 'mcmc' "
+            "(power sampling), 'glauber' or 'smc' (sequential Monte Carlo: --num_particles, --ess_threshold, "
+            "--alpha_ramp_tokens, --resampling, --proposal, --return_particles).",
             "choices": list(GENERATE_STRATEGIES),
         },
     )
-    num_samples: int = field(default=1, metadata={"help": "Completions per prompt."})
-    max_new_tokens: int = field(default=32, metadata={"help": "Tokens generated per completion."})
+    num_generations: int = field(
+        default=1, metadata={"help": "Completions per prompt (TRL's name; --num_samples is its deprecated alias)."}
+    )
+    max_completion_length: int = field(
+        default=32,
+        metadata={"help": "Longest completion, in tokens (TRL's name; --max_new_tokens is its deprecated alias)."},
+    )
     mcmc_steps: int = field(default=4, metadata={"help": "Metropolis-Hastings steps per block (mcmc)."})
     block_size: int | None = field(default=None, metadata={"help": "MH block size (mcmc); one block by default."})
     glauber_rounds: int = field(default=2, metadata={"help": "Glauber sweeps over the completion (glauber)."})
     num_candidates: int | None = field(
-        default=8, metadata={"help": "Proposals scored per site (glauber); None scores the whole vocabulary."}
+        default=None, metadata={"help": "Proposals scored per site (glauber); by default the whole vocabulary."}
     )
-    chat_template: bool = field(default=True, metadata={"help": "Wrap prompts in the tokenizer's chat template."})
+    num_particles: int = field(default=16, metadata={"help": "Particles per prompt (smc)."})
+    ess_threshold: float = field(
+        default=0.5,
+        metadata={
+            "help": "Resample when the effective sample size falls below this fraction of --num_particles (smc; "
+            "0 never resamples, 1 at every token)."
+        },
+    )
+    alpha_ramp_tokens: int = field(
+        default=0,
+        metadata={"help": "Ramp the exponent from 1 to 1/T over this many tokens (smc; the target stays p^(1/T))."},
+    )
+    resampling: str = field(
+        default="systematic",
+        metadata={"help": "Resampling scheme (smc).", "choices": ["systematic", "multinomial"]},
+    )
+    proposal: str | None = field(
+        default=None,
+        metadata={
+            "help": "Who proposes (smc): 'token' (the base model at token temperature T) or 'adapter' (the "
+            "--adapter_path adapter; the base model weighs). Default: 'adapter' with --adapter_path, else 'token'.",
+            "choices": ["token", "adapter"],
+        },
+    )
+    return_particles: bool = field(
+        default=False,
+        metadata={"help": "Also print and save every particle with its normalised weight (smc)."},
+    )
+    chat_template: bool = field(
+        default=True,
+        metadata={
+            "help": "Wrap prompts in the tokenizer's chat template (--no_chat_template sends them as they are)."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Random seed."})
     output_json: str | None = field(default=None, metadata={"help": "Also write the samples to this JSON file."})
 
@@ -133,10 +187,20 @@ class AuditArguments(ModelArguments):
     dataset_path: str | None = field(
         default=None, metadata={"help": "A dataset with a `prompt` column: a load_from_disk folder or .json/.jsonl."}
     )
-    dataset_split: str = field(default="train", metadata={"help": "Split to use when --dataset_path holds several."})
+    dataset_train_split: str = field(
+        default="train",
+        metadata={
+            "help": "Split to use when --dataset_path holds several (TRL's name; --dataset_split is its deprecated alias)."
+        },
+    )
     num_prompts: int | None = field(default=None, metadata={"help": "Audit only the first N prompts."})
     system_prompt: str | None = field(default=None, metadata={"help": "System prompt for the chat template."})
-    chat_template: bool = field(default=True, metadata={"help": "Wrap text prompts in the tokenizer's chat template."})
+    chat_template: bool = field(
+        default=True,
+        metadata={
+            "help": "Wrap text prompts in the tokenizer's chat template (--no_chat_template sends them as they are)."
+        },
+    )
     temperature: float | None = field(default=None, metadata={"help": "Token temperature of the audited decoding."})
     top_k: int | None = field(default=None, metadata={"help": "Top-k of the audited decoding."})
     top_p: float | None = field(default=None, metadata={"help": "Top-p (nucleus) of the audited decoding."})
@@ -160,11 +224,21 @@ class AuditArguments(ModelArguments):
             "myopic baseline), added as rows."
         },
     )
-    num_samples: int = field(default=8, metadata={"help": "Completions sampled per prompt and setting."})
+    num_generations: int = field(
+        default=8,
+        metadata={
+            "help": "Completions sampled per prompt and setting (TRL's name; --num_samples is its deprecated alias)."
+        },
+    )
     reference_samples: int = field(
         default=32, metadata={"help": "Exact samples of p per prompt behind the 'rare under p' threshold."}
     )
-    max_new_tokens: int = field(default=32, metadata={"help": "Longest completion."})
+    max_completion_length: int = field(
+        default=32,
+        metadata={"help": "Longest completion, in tokens (TRL's name; --max_new_tokens is its deprecated alias)."},
+    )
     seed: int = field(default=0, metadata={"help": "Random seed."})
     output_dir: str = field(default="audit", metadata={"help": "Folder for audit.json, audit.md and audit.png."})
-    plot: bool = field(default=True, metadata={"help": "Also draw audit.png (log q against log p by prompt)."})
+    plot: bool = field(
+        default=True, metadata={"help": "Also draw audit.png (log q against log p by prompt); --no_plot skips it."}
+    )

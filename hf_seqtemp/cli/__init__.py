@@ -1,0 +1,118 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""`hf-seqtemp` command line: `train`, `eval`, `generate`, `audit` and `bench`.
+
+Each command parses its own flags with [`~transformers.HfArgumentParser`] (as TRL's CLI does), so every field of
+its dataclasses, including every [`SeqTempConfig`] field for `train`, is a flag; `hf-seqtemp <command> --help`
+lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import fields
+
+from .arguments import AuditArguments, EvalArguments, GenerateArguments, TrainScriptArguments
+
+COMMANDS = {
+    "train": "fine-tune a LoRA adapter to a sequence temperature and save it",
+    "eval": "measure T_eff, Kendall tau and NLL of a tempered adapter against its base model",
+    "generate": "sample completions of a prompt at a sequence temperature",
+    "audit": "what a decoding setting (temperature, top-p, min-p, ...) does to whole answers, against exact p",
+    "bench": "run the benchmarks (python benchmarks/run_all.py, arguments passed through)",
+}
+
+
+def _dataclass_types(command: str):
+    if command == "train":
+        from ..trainer import SeqTempConfig
+
+        return (TrainScriptArguments, SeqTempConfig)
+    return {"eval": (EvalArguments,), "generate": (GenerateArguments,), "audit": (AuditArguments,)}[command]
+
+
+def _check_train_flags(rest: list[str], prog: str) -> None:
+    """Rejects a mistyped `train` flag before the trainer (and torch) is imported, from the fields' source."""
+    from .parser import SeqTempArgumentParser, train_config_fields, unknown_flags
+
+    names = train_config_fields()
+    if names is None or {"-h", "--help"} & set(rest):
+        return  # the full parser decides
+    names |= {field.name for field in fields(TrainScriptArguments)}
+    unknown = unknown_flags(rest, names)
+    if unknown:
+        parser = SeqTempArgumentParser((TrainScriptArguments,), prog=prog, description=COMMANDS["train"])
+        parser.error(parser._unknown(unknown, [f"--{name}" for name in sorted(names)]))
+
+
+def _check_output_dir(rest: list[str], parser) -> None:
+    """`train` needs `--output_dir`: without it transformers would write to `./trainer_output` unannounced."""
+    if not any(arg.split("=", 1)[0].replace("-", "_") == "__output_dir" for arg in rest):
+        parser.error(
+            "`--output_dir` is required: the folder the adapter is saved to, e.g. `--output_dir out/adapter`."
+        )
+
+
+def _run(command: str, rest: list[str]) -> int:
+    from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
+
+    from .parser import SeqTempArgumentParser, renamed_flags
+
+    prog = f"hf-seqtemp {command}"
+    rest = renamed_flags(rest, prog)  # one vocabulary, TRL's: --num_generations, --max_completion_length, ...
+    if command == "train":
+        _check_train_flags(rest, prog)
+    types = _dataclass_types(command)
+    parser = SeqTempArgumentParser(types, prog=prog, description=COMMANDS[command])
+    try:
+        parsed = parser.parse_flags(rest)
+        if command == "train":
+            _check_output_dir(rest, parser)
+        from . import commands
+
+        if command == "train":
+            return commands.run_train(*parsed)
+        if command == "audit":
+            from .audit import run_audit
+            from .data import _read_dataset
+
+            return run_audit(*parsed, load_base=commands._load_base, read_dataset=_read_dataset)
+        return commands.run_eval(*parsed) if command == "eval" else commands.run_generate(*parsed)
+    except (ValueError, TypeError, FileNotFoundError, LocalTokenNotFoundError, OfflineModeIsEnabled) as error:
+        from .commands import _flagged
+
+        parser.error(_flagged(str(error), types))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `hf-seqtemp` console script.
+
+    Example:
+    ```python
+    >>> from hf_seqtemp.cli import main
+    >>> main(["eval", "--adapter_path", "outputs/quickstart/adapter", "--default_model",
+    ...       "--sample_prompts_file", "prompts.txt"])  # doctest: +SKIP
+    ```
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="hf-seqtemp",
+        description="Sequence-level temperature for Hugging Face language models.",
+        epilog="Run `hf-seqtemp <command> --help` for the flags of a command.",
+    )
+    subparsers = parser.add_subparsers(dest="command", title="commands", metavar="{" + ",".join(COMMANDS) + "}")
+    for name, help_text in COMMANDS.items():
+        subparsers.add_parser(name, help=help_text, add_help=False)
+    args, _ = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    rest = argv[argv.index(args.command) + 1 :]
+    if args.command == "bench":
+        from .commands import run_bench
+
+        try:
+            return run_bench(rest)
+        except FileNotFoundError as error:
+            parser.error(str(error))
+    return _run(args.command, rest)
