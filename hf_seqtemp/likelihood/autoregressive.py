@@ -72,8 +72,13 @@ def gather_token_logps(
 
 
 def _accepts_position_ids(model: torch.nn.Module) -> bool:
+    """Whether the causal LM under `model` takes `position_ids`: a DDP or PEFT wrapper's `forward(*args, **kwargs)`
+    passes them on, and without them a left-padded row of a model with absolute positions (GPT-2) is scored at
+    shifted positions."""
+    target = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    target = target.get_base_model() if callable(getattr(target, "get_base_model", None)) else target
     try:
-        return "position_ids" in inspect.signature(model.forward).parameters
+        return "position_ids" in inspect.signature(target.forward).parameters
     except (TypeError, ValueError):
         return False
 
