@@ -32,6 +32,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import default_output, print_device, write_json
 
+from hf_seqtemp.likelihood.autoregressive import cache_kwargs, output_cache
+
 
 @torch.no_grad()
 def two_calls(model, ids, tokens):
@@ -40,12 +42,12 @@ def two_calls(model, ids, tokens):
     with active_adapter(model, None):
         out_p = model(input_ids=ids, use_cache=True)
     out_q = model(input_ids=ids, use_cache=True)
-    past_p, past_q, last = out_p.past_key_values, out_q.past_key_values, None
+    past_p, past_q, last = output_cache(out_p), output_cache(out_q), None
     for t in range(tokens.shape[1]):
         with active_adapter(model, None):
-            out_p = model(input_ids=tokens[:, t : t + 1], past_key_values=past_p, use_cache=True)
-        out_q = model(input_ids=tokens[:, t : t + 1], past_key_values=past_q, use_cache=True)
-        past_p, past_q = out_p.past_key_values, out_q.past_key_values
+            out_p = model(input_ids=tokens[:, t : t + 1], **cache_kwargs(model, past_p))
+        out_q = model(input_ids=tokens[:, t : t + 1], **cache_kwargs(model, past_q))
+        past_p, past_q = output_cache(out_p), output_cache(out_q)
         last = (out_p.logits[:, -1], out_q.logits[:, -1])
     return last
 
@@ -55,11 +57,11 @@ def one_call(model, ids, tokens):
     rows = ids.shape[0]
     names = ["__base__"] * rows + ["default"] * rows
     out = model(input_ids=torch.cat([ids, ids]), use_cache=True, adapter_names=names)
-    past, last = out.past_key_values, None
+    past, last = output_cache(out), None
     for t in range(tokens.shape[1]):
         step = torch.cat([tokens[:, t : t + 1]] * 2)
-        out = model(input_ids=step, past_key_values=past, use_cache=True, adapter_names=names)
-        past = out.past_key_values
+        out = model(input_ids=step, adapter_names=names, **cache_kwargs(model, past))
+        past = output_cache(out)
         last = (out.logits[:rows, -1], out.logits[rows:, -1])
     return last
 
