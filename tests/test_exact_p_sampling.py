@@ -169,3 +169,15 @@ def test_fresh_samples_drawn_during_training_are_exact_samples_of_p_despite_the_
     for index, prompt in enumerate(PROMPTS.values()):
         drawn = trainer._draw([prompt] * draws, [index * draws])  # a stream per (seed, rank, generation, first slot)
         _assert_exact_p(model, prompt, drawn[0] if isinstance(drawn, tuple) else drawn)
+
+
+def test_exact_sampling_makes_generate_warn_nothing():
+    """The neutral config pins `min_new_tokens` and leaves `min_length` alone: both set, `generate` logs "Both
+    `min_new_tokens` and `min_length` seem to have been set" on every call of every sampler of p."""
+    from transformers.testing_utils import CaptureLogger
+    from transformers.utils import logging as hf_logging
+
+    model = tiny_causal_lm(vocab_size=VOCAB)
+    with CaptureLogger(hf_logging.get_logger("transformers.generation.utils")) as captured:
+        sample_completions(model, [[BOS, 1], [BOS, 2]], NEW, set(EOS_IDS), desc=None)
+    assert "seem to have been set" not in captured.out, captured.out

@@ -94,6 +94,8 @@ def neutral_generation_config(
         for key, value in NEUTRAL_GENERATION_VALUES.items()
         if key not in NEUTRAL_WHEN_INHERITED or inherited is None or getattr(inherited, key, None) is not None
     }
+    if "min_new_tokens" in values:  # it overrides `min_length`; both set make `generate` warn on every call
+        values.pop("min_length")
     eos = sorted(int(i) for i in eos_token_ids)
     values.update(max_new_tokens=max_new_tokens, eos_token_id=eos or None, pad_token_id=int(pad_token_id))
     values.update(setting)
