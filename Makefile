@@ -74,3 +74,22 @@ lock:
 
 clean:
 	rm -rf $(VENV) $(LATEST) $(OLDEST)
+
+# The exactness oracles, trainer and sampler tests on a CUDA GPU (HF_SEQTEMP_TEST_DEVICE=cuda, see tests/devices.py);
+# refuses where torch sees no GPU. No venv step: a GPU machine may have no package registry, so it runs with the venv's
+# Python when there is one, else `python3` (benchmarks/gpu_run.sh installs the missing packages from carried wheels).
+# Left out: the tests that launch their own processes (gloo ranks on the CPU).
+GPU_PY ?= $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+GPU_TESTS ?= tests/generation tests/likelihood tests/losses tests/trainer tests/test_sampling_exactness.py \
+	tests/test_exact_p_sampling.py tests/test_audit_exactness.py tests/test_round_trip.py tests/test_device_switch.py
+GPU_IGNORE := --ignore=tests/trainer/test_distributed.py --ignore=tests/trainer/test_distributed_exactness.py \
+	--ignore=tests/trainer/test_fsdp2.py --ignore=tests/trainer/test_accelerate_launch.py \
+	--ignore=tests/trainer/test_crash_safe.py
+PYTEST_ARGS ?=
+
+.PHONY: test-gpu
+test-gpu:
+	@$(GPU_PY) -c "import sys, torch; torch.cuda.is_available() or sys.exit('make test-gpu: no CUDA GPU here \
+	(torch ' + torch.__version__ + ', torch.cuda.is_available() is False). Run it on a machine with an NVIDIA GPU and a \
+	CUDA build of torch (benchmarks/gpu_run.sh), or run make test for the CPU suite.')"
+	HF_SEQTEMP_TEST_DEVICE=cuda $(GPU_PY) -m pytest $(GPU_TESTS) $(GPU_IGNORE) $(PYTEST_ARGS)
