@@ -324,6 +324,7 @@ def write_card(
     dataset_names: list[str] | None = None,
     source: str | None = None,
     reason: str | None = None,
+    shown_as: str | os.PathLike | None = None,
 ) -> SequenceTemperatureConfig:
     """Writes `seqtemp_config.json`, the model card `README.md` and (with a measurement) the plot into `folder`.
 
@@ -338,6 +339,8 @@ def write_card(
         repo_id (`str`, *optional*), dataset_names (`list` of `str`, *optional*): as in [`render_model_card`].
         source (`str`, *optional*): where the config's recorded figures come from, named in the card.
         reason (`str`, *optional*): why nothing was measured, when nothing was (see [`render_model_card`]).
+        shown_as (`str` or `os.PathLike`, *optional*): the folder the card's usage example loads when no `repo_id`
+            is given, if not `folder` (a staged save writes into a staging folder, then moves the files there).
 
     Returns:
         [`SequenceTemperatureConfig`]: the config written.
@@ -376,7 +379,7 @@ def write_card(
         config,
         reports,
         num_sequences,
-        repo_id or str(folder),  # no repository named: the folder itself, which the usage example then loads
+        repo_id or str(shown_as or folder),  # no repository named: the folder itself, which the example then loads
         dataset_names,
         plot_name,
         source,

@@ -250,7 +250,8 @@ class SequenceTemperatureConfig:
             if not os.path.isfile(file):
                 raise FileNotFoundError(
                     f"no {CONFIG_NAME} in {path!s}: is this a folder saved by `SeqTempTrainer.save_model` "
-                    "or `SequenceTemperatureConfig.save_pretrained`?"
+                    "or `SequenceTemperatureConfig.save_pretrained`? A save killed while moving its files into "
+                    "place also leaves none (it is written last): save the model again."
                 )
         elif os.path.isfile(path):
             file = path

@@ -19,6 +19,7 @@ from .config import SequenceTemperatureConfig
 from .generation.custom_generate import write_custom_generate
 from .measure import measure_held_out
 from .peft_compat import is_peft_model
+from .staging import staged_save
 
 logger = logging.getLogger(__name__)
 
@@ -160,22 +161,24 @@ def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, d
             f"got a {type(model).__name__} without one: set `model.seqtemp_config = SequenceTemperatureConfig(...)`."
         )
     config = copy.deepcopy(config)  # never change the model's own `seqtemp_config`
-    save_weights(model, folder)
-    tokenizer = tokenizer if tokenizer is not None else _tokenizer_for(model, config)
-    if tokenizer is not None:
-        tokenizer.save_pretrained(str(folder))
-    if isinstance(base_model, (str, os.PathLike)):
-        config.base_model_id = str(base_model)
-    measurement = None
-    if held_out_dataset is not None:
-        measurement = measure_held_out(
-            model, held_out_dataset, config.target_temperature, base_model, tokenizer, batch_size=batch_size
-        )
-    source = "its `seqtemp_config.json`, as recorded when it was saved"
-    plot = os.path.join(str(getattr(model, "seqtemp_source", "")), PLOT_NAME)
-    if measurement is None and config.eval_t_eff is not None and os.path.isfile(plot):
-        shutil.copyfile(plot, os.path.join(folder, PLOT_NAME))  # the plot of the recorded figures travels with them
-    return write_card(folder, config, measurement, repo_id=repo_id, dataset_names=dataset_names, source=source)
+    with staged_save(folder) as staging:  # the old folder stays whole until every new file is written
+        save_weights(model, staging)
+        tokenizer = tokenizer if tokenizer is not None else _tokenizer_for(model, config)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(staging)
+        if isinstance(base_model, (str, os.PathLike)):
+            config.base_model_id = str(base_model)
+        measurement = None
+        if held_out_dataset is not None:
+            measurement = measure_held_out(
+                model, held_out_dataset, config.target_temperature, base_model, tokenizer, batch_size=batch_size
+            )
+        source = "its `seqtemp_config.json`, as recorded when it was saved"
+        plot = os.path.join(str(getattr(model, "seqtemp_source", "")), PLOT_NAME)
+        if measurement is None and config.eval_t_eff is not None and os.path.isfile(plot):
+            shutil.copyfile(plot, os.path.join(staging, PLOT_NAME))  # the recorded figures' plot travels with them
+        options = {"repo_id": repo_id, "dataset_names": dataset_names, "source": source, "shown_as": folder}
+        return write_card(staging, config, measurement, **options)
 
 
 def save_for_hub(

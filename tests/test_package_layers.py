@@ -38,6 +38,7 @@ FLOORS = {
     "card_plot": 3,
     "card": 3,
     "hub": 3,
+    "staging": 1,
     "loading": 3,
     "trainer": 4,
     "cli": 5,

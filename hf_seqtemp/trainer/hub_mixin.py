@@ -73,8 +73,9 @@ class HubMixin:
         self.accelerator.wait_for_everyone()  # the folder is whole before any rank reads it
         return self._card_config or self.sequence_temperature_config()
 
-    def _save_card(self, output_dir: str) -> None:
-        """Writes `seqtemp_config.json` and the model card (measured when possible) beside the saved weights."""
+    def _save_card(self, output_dir: str, shown_as: str | None = None) -> None:
+        """Writes `seqtemp_config.json` and the model card (measured when possible) beside the saved weights;
+        `shown_as` is the folder the files end up in when `output_dir` is a staging folder."""
         options = self._card_options or {}
         config, base = self.sequence_temperature_config(), options.get("base_model")
         if isinstance(base, (str, os.PathLike)):
@@ -102,6 +103,7 @@ class HubMixin:
             dataset_names=options.get("dataset_names"),
             source="the last `evaluate()` during training",
             reason=reason,
+            shown_as=shown_as,
         )
 
     def _base_record(self, base) -> tuple:

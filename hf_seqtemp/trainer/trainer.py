@@ -30,6 +30,7 @@ from ..models.base import wrapped_model
 from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.validation import check_model_kind
 from ..peft_compat import check_transformers_loads_adapter, peft_model_of
+from ..staging import staged_save
 from .checkpoints import CheckpointMixin
 from .config import SeqTempConfig
 from .distributed import check_launch, gather_rows, rows_to_keep, token_mean_over_ranks
@@ -355,16 +356,18 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
         """Saves what `from_pretrained` reloads, in safetensors and JSON only: the weights of the model (for a
         `DiffusionLM` wrapper, of the model inside it; the wrapper is rebuilt from `seqtemp_config.json`'s
         `model_family`), the tokenizer, the training arguments as JSON (not a pickled `training_args.bin`), and
-        `seqtemp_config.json` with the model card ([`HubMixin`]).
+        `seqtemp_config.json` with the model card ([`HubMixin`]). The files are staged and moved into `output_dir`
+        at the end, `seqtemp_config.json` last ([`~hf_seqtemp.trainer.output_dir.staged_save`]): a kill mid-save
+        leaves the old save whole, or no `seqtemp_config.json`, never new weights under the old one.
         """
         if not self.args.should_save:
             return
         output_dir = output_dir or self.args.output_dir
-        os.makedirs(output_dir, exist_ok=True)
-        model = wrapped_model(self.accelerator.unwrap_model(self.model, keep_torch_compile=False))
-        save_weights(model, output_dir, state_dict)
-        if self.processing_class is not None:
-            self.processing_class.save_pretrained(output_dir)
-        with open(os.path.join(output_dir, "training_args.json"), "w", encoding="utf-8") as handle:
-            handle.write(self.args.to_json_string())
-        self._save_card(output_dir)
+        with staged_save(output_dir) as staging:  # the old save stays whole until every new file is written
+            model = wrapped_model(self.accelerator.unwrap_model(self.model, keep_torch_compile=False))
+            save_weights(model, staging, state_dict)
+            if self.processing_class is not None:
+                self.processing_class.save_pretrained(staging)
+            with open(os.path.join(staging, "training_args.json"), "w", encoding="utf-8") as handle:
+                handle.write(self.args.to_json_string())
+            self._save_card(staging, shown_as=output_dir)
