@@ -16,6 +16,7 @@ import warnings
 
 from ..config import CONFIG_NAME
 from ..losses.recall import RollingQuantile
+from .output_dir import OutputDirLock, check_finished_output
 
 TRAINER_STATE = "trainer_state.json"
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -27,14 +28,41 @@ def process_state_file(folder: str, process_index: int) -> str:
     return os.path.join(folder, f"seqtemp_state_{process_index}.json")
 
 
-def is_complete(folder: str) -> bool:
-    """Whether `folder` is a whole checkpoint: its `trainer_state.json`, written last, reads as JSON."""
+WEIGHT_FILES = ("adapter_model.safetensors", "model.safetensors")
+OPTIMIZER_FILES = ("optimizer.pt", "scheduler.pt")
+
+
+def checkpoint_problem(folder: str) -> str | None:
+    """What makes `folder` unusable to resume from, or `None`: `trainer_state.json` (written last) unreadable, the
+    weights missing, unreadable (cut short, overwritten) or not finite, or the optimizer's or scheduler's state
+    missing (resuming without them is another run)."""
     try:
         with open(os.path.join(folder, TRAINER_STATE), encoding="utf-8") as handle:
             json.load(handle)
     except (OSError, ValueError):
-        return False
-    return True
+        return f"a partial checkpoint: no readable {TRAINER_STATE} (the run was killed while writing it)"
+    weights = [os.path.join(folder, name) for name in WEIGHT_FILES if os.path.isfile(os.path.join(folder, name))]
+    if not weights:
+        return f"no weights ({' or '.join(WEIGHT_FILES)})"
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        tensors = load_file(weights[0])
+    except (SafetensorError, OSError, ValueError) as error:  # a file cut short or overwritten
+        return f"{os.path.basename(weights[0])} cannot be read ({type(error).__name__}: {error})"
+    bad = [name for name, tensor in tensors.items() if tensor.is_floating_point() and not tensor.isfinite().all()]
+    if bad:
+        return f"{os.path.basename(weights[0])} holds non-finite values ({bad[0]}{', ...' if len(bad) > 1 else ''})"
+    missing = [name for name in OPTIMIZER_FILES if not os.path.isfile(os.path.join(folder, name))]
+    if missing:
+        return f"{' and '.join(missing)} missing (resuming without them would be another run)"
+    return None
+
+
+def is_complete(folder: str) -> bool:
+    """Whether `folder` is a whole, usable checkpoint ([`checkpoint_problem`] finds nothing)."""
+    return checkpoint_problem(folder) is None
 
 
 def checkpoints_in(output_dir: str) -> list[str]:
@@ -48,60 +76,88 @@ def checkpoints_in(output_dir: str) -> list[str]:
 
 
 def _last_complete(output_dir: str) -> tuple[str | None, list[str]]:
-    """(the latest complete checkpoint of `output_dir` or `None`, the partial ones after it)."""
-    partial = []
+    """(the latest usable checkpoint of `output_dir` or `None`, the skipped ones after it, each with its problem)."""
+    skipped = []
     for folder in reversed(checkpoints_in(output_dir)):
-        if is_complete(folder):
-            return folder, partial
-        partial.append(folder)
-    return None, partial
+        problem = checkpoint_problem(folder)
+        if problem is None:
+            return folder, skipped
+        skipped.append(f"{folder} ({problem})")
+    return None, skipped
 
 
 def resolve_resume(resume, output_dir: str) -> str | None:
-    """The checkpoint folder a run resumes from: `None` (start afresh), a path, or `True` (the latest complete one).
+    """The checkpoint folder a run resumes from: `None` (start afresh), a path, or `True` (the latest usable one).
 
-    With `True`, partial checkpoints after the latest complete one are skipped with a warning naming them. A partial
-    checkpoint given by path is refused.
+    With `True`, unusable checkpoints after the latest usable one ([`checkpoint_problem`]: partial, damaged weights,
+    missing optimizer state) are skipped with a warning naming each and its problem. Such a checkpoint given by path
+    is refused with the same words.
 
     Raises:
-        ValueError: a path that is not a folder or is partial (the message names the latest complete checkpoint),
-            or `True` where `output_dir` holds no complete checkpoint.
+        ValueError: a path that is not a folder or is unusable (the message names the latest usable checkpoint),
+            or `True` where `output_dir` holds no usable checkpoint.
     """
     if resume is None or resume is False:
         return None
     if resume is True:
-        folder, partial = _last_complete(output_dir)
+        folder, skipped = _last_complete(output_dir)
         if folder is None:
-            what = f"only partial ones ({', '.join(partial)})" if partial else "none"
+            what = f"only unusable ones: {'; '.join(skipped)}" if skipped else "none"
             raise ValueError(
-                f"`resume_from_checkpoint` is True but `output_dir` {output_dir!r} holds no complete checkpoint "
+                f"`resume_from_checkpoint` is True but `output_dir` {output_dir!r} holds no usable checkpoint "
                 f"({what}). Start afresh without `resume_from_checkpoint`."
             )
-        if partial:
+        if skipped:
             warnings.warn(
-                f"Skipping partial checkpoint(s) {', '.join(partial)} (no readable {TRAINER_STATE}: the run was "
-                f"killed while writing them); resuming from the last complete one, {folder}.",
+                f"Skipping checkpoint(s) {'; '.join(skipped)}; resuming from the last complete one, {folder}.",
                 stacklevel=3,
             )
         return folder
     folder = str(resume)
     if not os.path.isdir(folder):
         raise ValueError(f"`resume_from_checkpoint` {folder!r} is not a folder: give a checkpoint folder or True.")
-    if not is_complete(folder):
+    problem = checkpoint_problem(folder)
+    if problem is not None:
         last, _ = _last_complete(os.path.dirname(os.path.abspath(folder)))
         fix = f"resume from the last complete one, {last}" if last is not None else "start afresh"
         raise ValueError(
-            f"`resume_from_checkpoint` {folder!r} is a partial checkpoint (no readable {TRAINER_STATE}: the run was "
-            f"killed while writing it): {fix}, or set `resume_from_checkpoint` True to pick it."
+            f"`resume_from_checkpoint` {folder!r} cannot be resumed: {problem}. {fix[0].upper()}{fix[1:]}, or set "
+            "`resume_from_checkpoint` True to pick it."
         )
     return folder
+
+
+def check_resume_settings(folder: str, args, num_processes: int, model) -> None:
+    """Refuses to resume `folder` under settings it was not written with: another number of processes (each wrote
+    its `seqtemp_state_<rank>.json`), or another LoRA shape (`adapter_config.json`'s rank and targets)."""
+    written_by = len([name for name in os.listdir(folder) if re.match(r"^seqtemp_state_\d+\.json$", name)])
+    if written_by and written_by != num_processes:
+        raise ValueError(
+            f"checkpoint {folder} was written by {written_by} process(es) and this run has {num_processes}: the "
+            "data order, the fresh samples and the optimizer steps would differ from that run's. Resume on "
+            f"{written_by} process(es), or start afresh in another `output_dir`."
+        )
+    path = os.path.join(folder, "adapter_config.json")
+    config = getattr(model, "peft_config", {}).get(getattr(model, "active_adapter", "default"))
+    if config is None or not os.path.isfile(path):
+        return
+    saved = read_json(path)
+    for key, flag in (("r", "lora_r"), ("lora_alpha", "lora_alpha")):
+        if key in saved and saved[key] != getattr(config, key, saved[key]):
+            raise ValueError(
+                f"checkpoint {folder} holds a LoRA adapter with {key}={saved[key]} and this run's has "
+                f"{key}={getattr(config, key)}: resume with `{flag}` {saved[key]} (the `peft_config` of that run), "
+                "or start afresh in another `output_dir`."
+            )
 
 
 def check_same_objective(folder: str, args) -> None:
     """Refuses to resume `folder` with another target temperature or loss than it was trained with."""
     path = os.path.join(folder, CONFIG_NAME)
-    if not os.path.isfile(path):
-        return
+    if not os.path.isfile(path):  # no config (deleted, or a save cut short): the training arguments say the same
+        path = os.path.join(folder, "training_args.json")
+        if not os.path.isfile(path):
+            return
     with open(path, encoding="utf-8") as handle:
         saved = json.load(handle)
     for name, key in (("target_temperature", "target_temperature"), ("loss_type", "loss_type")):
@@ -154,15 +210,38 @@ class CheckpointMixin:
         *complete* checkpoint (skipping, with a warning, one a kill left half-written), a partial checkpoint given by
         path is refused, a checkpoint trained to another `target_temperature` or `loss_type` is refused, the pool of
         fresh samples, its random stream and the loss's memory are restored, and starting afresh over an earlier
-        run's checkpoints is an error unless `overwrite_output_dir=True`."""
+        run's checkpoints or finished adapter is an error unless `overwrite_output_dir=True`; the run holds
+        `output_dir`'s lock ([`~hf_seqtemp.trainer.output_dir.OutputDirLock`]) until it ends."""
         resume = resolve_resume(resume_from_checkpoint, self.args.output_dir)
         if resume is not None:
             check_same_objective(resume, self.args)
+            check_resume_settings(resume, self.args, self.accelerator.num_processes, self.model)
             self._load_process_state(resume)
         else:
             check_output_dir(self.args, resume, self.is_world_process_zero())
+            check_finished_output(self.args, resume)
             self.accelerator.wait_for_everyone()
-        return super().train(resume, trial, ignore_keys_for_eval)
+        lock = self._lock_output_dir()
+        try:
+            return super().train(resume, trial, ignore_keys_for_eval)
+        finally:
+            lock.release()
+
+    def _lock_output_dir(self) -> OutputDirLock:
+        """Process 0 takes `output_dir`'s lock; every process raises the same error when another run holds it."""
+        lock, error = OutputDirLock(self.args.output_dir), None
+        if self.is_world_process_zero():
+            try:
+                lock.acquire()
+            except RuntimeError as refused:
+                error = str(refused)
+        if self.accelerator.num_processes > 1:
+            from accelerate.utils import broadcast_object_list
+
+            error = broadcast_object_list([error], from_process=0)[0]
+        if error is not None:
+            raise RuntimeError(error)
+        return lock
 
     def _save_checkpoint(self, model, trial) -> None:
         """Writes this process's state first: `Trainer` writes `trainer_state.json` last, so a checkpoint that has it

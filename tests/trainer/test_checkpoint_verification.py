@@ -1,0 +1,102 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""A checkpoint is verified before a run resumes from it: weights readable and finite, optimizer and scheduler state
+present, written by as many processes and with the same LoRA shape and target temperature as this run. An unusable
+one is refused by name; `resume_from_checkpoint=True` falls back to the last complete one with a warning."""
+
+import json
+import os
+import shutil
+
+import pytest
+import torch
+from peft import LoraConfig
+from tiny_models import tiny_causal_lm
+from toy import as_dataset, sample_sequences
+
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer
+from hf_seqtemp.trainer.checkpoints import checkpoint_problem, resolve_resume
+
+
+def _trainer(output_dir, temperature=0.5, r=2, **overrides):
+    torch.manual_seed(0)
+    lora = LoraConfig(r=r, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    data = as_dataset(sample_sequences(tiny_causal_lm(6, seed=3), 16, 4, seed=2))
+    values = {"output_dir": str(output_dir), "target_temperature": temperature, "max_steps": 2, "seed": 0}
+    values.update(per_device_train_batch_size=8, learning_rate=1e-2, save_strategy="steps", save_steps=1)
+    values.update(use_cpu=True, disable_tqdm=True, report_to=[], **overrides)
+    return SeqTempTrainer(tiny_causal_lm(6, seed=3), SeqTempConfig(**values), train_dataset=data, peft_config=lora)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A finished run with checkpoint-1 and checkpoint-2 (copied afresh for each test)."""
+    folder = tmp_path_factory.mktemp("run") / "out"
+    _trainer(folder).train()
+    return folder
+
+
+@pytest.fixture
+def out(run, tmp_path):
+    copy = tmp_path / "out"
+    shutil.copytree(run, copy)
+    for name in ("seqtemp_config.json", "adapter_model.safetensors"):  # keep the checkpoints, not a finished save
+        if (copy / name).exists():
+            (copy / name).unlink()
+    return copy
+
+
+def _damage(path, how):
+    data = bytearray(path.read_bytes())
+    if how == "cut":
+        path.write_bytes(bytes(data[: len(data) // 2]))
+    else:  # 20 bytes of the tensor data overwritten with 0xFF: NaN in float32
+        data[-20:] = b"\xff" * 20
+        path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        ("cut", "adapter_model.safetensors cannot be read"),
+        ("overwritten", "adapter_model.safetensors holds non-finite values"),
+        ("optimizer", "optimizer.pt missing"),
+        ("scheduler", "scheduler.pt missing"),
+    ],
+)
+def test_an_unusable_checkpoint_is_named_refused_by_path_and_skipped_by_true(out, damage, words):
+    last = out / "checkpoint-2"
+    if damage in ("cut", "overwritten"):
+        _damage(last / "adapter_model.safetensors", damage)
+    else:
+        (last / f"{damage}.pt").unlink()
+    assert words in checkpoint_problem(str(last))
+    assert checkpoint_problem(str(out / "checkpoint-1")) is None
+    with pytest.raises(ValueError, match=rf"cannot be resumed: {words}.*checkpoint-1"):
+        resolve_resume(str(last), str(out))
+    with pytest.warns(UserWarning, match=rf"Skipping checkpoint\(s\) .*checkpoint-2 \({words}"):
+        assert resolve_resume(True, str(out)) == str(out / "checkpoint-1")
+
+
+def test_a_damaged_last_checkpoint_resumes_from_the_one_before(out):
+    """End to end: the run resumes from checkpoint-1 (global step 1) and finishes its 2 steps."""
+    _damage(out / "checkpoint-2" / "adapter_model.safetensors", "overwritten")
+    trainer = _trainer(out)
+    with pytest.warns(UserWarning, match="resuming from the last complete one"):
+        trainer.train(resume_from_checkpoint=True)
+    assert trainer.state.global_step == 2
+    weights = [p for p in trainer.model.parameters() if p.requires_grad]
+    assert all(torch.isfinite(p).all() for p in weights)
+
+
+def test_resume_with_another_lora_rank_or_process_count_or_temperature_is_refused(out):
+    with pytest.raises(ValueError, match=r"LoRA adapter with r=2 and this run's has r=4: resume with `lora_r` 2"):
+        _trainer(out, r=4).train(resume_from_checkpoint=True)
+    state = out / "checkpoint-2" / "seqtemp_state_0.json"
+    shutil.copy(state, out / "checkpoint-2" / "seqtemp_state_1.json")
+    with pytest.raises(ValueError, match=r"written by 2 process\(es\) and this run has 1"):
+        _trainer(out).train(resume_from_checkpoint=True)
+    os.remove(out / "checkpoint-2" / "seqtemp_state_1.json")
+    (out / "checkpoint-2" / "seqtemp_config.json").unlink()  # the guard reads training_args.json then
+    assert json.loads((out / "checkpoint-2" / "training_args.json").read_text())["target_temperature"] == 0.5
+    with pytest.raises(ValueError, match=r"`target_temperature` 0.5, but this run has `target_temperature` 2.0"):
+        _trainer(out, temperature=2.0).train(resume_from_checkpoint=True)
