@@ -172,3 +172,16 @@ def test_train_without_output_dir_is_an_error(workspace, capsys):
     argv = [arg for arg in _train_args(workspace, "unused") if arg not in ("--output_dir", "unused")]
     message = _error([*argv, "--dataset_path", str(workspace / "train.jsonl")], capsys)
     assert "`--output_dir` is required" in message
+
+
+def test_a_jsonl_with_a_cut_last_line_is_named_by_line(workspace, tmp_path, capsys):
+    """A JSON Lines file whose last line was cut (a copy still being written) used to give a 78-line datasets
+    traceback; the error names the file, the line and the fix, before any model loads."""
+    path = tmp_path / "data.jsonl"
+    good = '{"prompt": "a", "completion": "b"}\n'
+    path.write_text(good * 3 + '{"prompt": "a", "compl', encoding="utf-8")
+    message = _error([*_train_args(workspace, tmp_path / "o"), "--dataset_path", str(path)], capsys)
+    assert f"`--dataset_path` '{path}': line 4 is not valid JSON (cut short" in message, message
+    path.write_text(good + "[1, 2]\n", encoding="utf-8")
+    message = _error([*_train_args(workspace, tmp_path / "o"), "--dataset_path", str(path)], capsys)
+    assert "line 2 is a JSON list, not an object" in message, message

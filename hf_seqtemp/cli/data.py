@@ -20,7 +20,10 @@ def _read_dataset(path: str, split: str, split_flag: str = "--dataset_train_spli
         )
     if os.path.isdir(path):
         loaded = datasets.load_from_disk(path)
-    elif path.endswith((".json", ".jsonl")) and os.path.isfile(path):
+    elif path.endswith(".jsonl") and os.path.isfile(path):
+        _check_json_lines(path)  # a cut or malformed line is named, not a datasets traceback
+        loaded = datasets.Dataset.from_json(path)
+    elif path.endswith(".json") and os.path.isfile(path):
         loaded = datasets.Dataset.from_json(path)
     else:
         raise ValueError(
@@ -32,6 +35,29 @@ def _read_dataset(path: str, split: str, split_flag: str = "--dataset_train_spli
             raise ValueError(f"`{split_flag}` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
         loaded = loaded[split]
     return loaded
+
+
+def _check_json_lines(path: str) -> None:
+    """Every non-blank line of the JSON Lines file `path` is one JSON object; else a `ValueError` naming the line."""
+    import json
+
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as error:
+                cut = " (cut short: was the file still being written?)" if not line.endswith("\n") else ""
+                raise ValueError(
+                    f"`--dataset_path` {path!r}: line {number} is not valid JSON{cut}: {error.msg} at column "
+                    f"{error.colno}. Fix or remove that line; each line is one example, a JSON object."
+                ) from None
+            if not isinstance(row, dict):
+                raise ValueError(  # noqa: TRY004 - a bad value in the user's file, not a wrong argument type
+                    f"`--dataset_path` {path!r}: line {number} is a JSON {type(row).__name__}, not an object: each "
+                    'line is one example, e.g. {"prompt": ..., "completion": ...}.'
+                )
 
 
 def _read_prompts(data_args: DataArguments, tokenizer) -> list:

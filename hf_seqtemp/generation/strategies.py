@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from transformers.generation import GenerationMixin
 from transformers.generation.logits_process import LogitsProcessorList
+from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
 from transformers.utils import logging
 
 from ..checks import check_int
@@ -86,6 +87,20 @@ class GenerateCall:
                 "the model's `generation_config`) are not applied. Other logits processors shape the target."
             )
         return LogitsProcessorList([p for p in processors if not isinstance(p, TOKEN_WARPERS)])
+
+    def refuse_stopping_criteria(self, strategy: str) -> None:
+        """The training-free strategies end an answer at EOS or after `max_new_tokens`, nowhere else: a stopping
+        criterion of the call that could end it elsewhere (a custom `StoppingCriteria`, `stop_strings`, `max_time`)
+        is refused by name rather than ignored."""
+        allowed = (MaxLengthCriteria, EosTokenCriteria)
+        extra = sorted({type(c).__name__ for c in self.stopping_criteria or [] if not isinstance(c, allowed)})
+        if extra:
+            raise ValueError(
+                f"`strategy={strategy!r}` samples whole answers that end at EOS or after `max_new_tokens`, so it "
+                f"cannot honour the call's stopping criteria {extra} (a custom `StoppingCriteria`, `stop_strings` or "
+                "`max_time`, from the call or the model's `generation_config`): remove them and bound answers with "
+                "`max_new_tokens` and `eos_token_id`, or use `strategy='adapter'`, which samples token by token."
+            )
 
     def on_base_model(self, strategy: str):
         """Every adapter off, so that `p` is the base model (training-free strategies temper `p`): a model with
@@ -154,6 +169,7 @@ def _mcmc_strategy(call: GenerateCall):
     """Training-free power sampling ([`power_sample`]) of the base model, the call's processors included in the
     target (`p̃(answer)^(1/T)`, see [`~hf_seqtemp.generation.processed`])."""
     eos_token_id, pad_token_id = call.eos_and_pad()
+    call.refuse_stopping_criteria("mcmc")
     with call.on_base_model("mcmc"):
         return power_sample(
             call.model,
@@ -204,6 +220,7 @@ def _smc_strategy(call: GenerateCall):
     trained for `seq_temperature`; the user's processors (token-level warpers removed) are part of `p`, in the
     proposal and in the weights."""
     eos_token_id, pad_token_id = call.eos_and_pad()
+    call.refuse_stopping_criteria("smc")
     processors = call.target_processors()
     proposal, name = _smc_proposal(call)
     # the adapter proposal switches adapters itself (q on, p off) and restores them
@@ -243,6 +260,7 @@ def _glauber_strategy(call: GenerateCall):
     `p^(1/T)` over answers ([`glauber_refine`]); with the call's processors, `p̃` in both (see
     [`~hf_seqtemp.generation.processed`])."""
     _check_glauber(call)
+    call.refuse_stopping_criteria("glauber")
     processors = call.target_processors()
     batch, prompt_length = call.input_ids.shape
     new = call.max_new_tokens

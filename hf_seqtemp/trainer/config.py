@@ -304,6 +304,12 @@ class SeqTempConfig(TrainingArguments):
             check_int(getattr(self, name), name)
         for name in ("steps_per_generation", "ref_num_orders"):
             check_int(getattr(self, name), name, allow_none=True)
+        if self.steps_per_generation is not None and self.dataloader_num_workers:
+            raise ValueError(
+                f"`dataloader_num_workers={self.dataloader_num_workers}` with `steps_per_generation` (fresh samples): "
+                "the samples are drawn while batches are collated, so in worker processes they would never reach the "
+                "pool that checkpoints save, and a resumed run would draw others. Set `dataloader_num_workers=0`."
+            )
         if self.remove_unused_columns:
             raise ValueError(
                 "`remove_unused_columns=True` would drop the reference log-prob columns that the loss needs; "

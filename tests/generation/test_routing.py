@@ -260,3 +260,24 @@ def test_hub_custom_generate_folder(tmp_path):
     assert torch.equal(hub, local)
     with pytest.raises(ValueError, match="`folder` must be an existing model folder"):
         write_custom_generate(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("strategy", ["mcmc", "glauber", "smc"])
+def test_a_stopping_criterion_the_strategy_cannot_honour_is_refused_by_name(strategy):
+    """A custom `StoppingCriteria` used to be dropped silently (12 tokens where it asked for 3); the strategies end
+    answers at EOS or `max_new_tokens` only, so it is refused, naming it. Without one the call runs."""
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    from hf_seqtemp.generation import seqtemp_generate
+
+    class StopAtFive(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            return torch.full((input_ids.shape[0],), input_ids.shape[1] >= 5, dtype=torch.bool)
+
+    model = tiny_llama(vocab_size=6, seed=0)
+    kwargs = {"max_new_tokens": 8, "custom_generate": seqtemp_generate, "seq_temperature": 0.5, "pad_token_id": 0}
+    with pytest.raises(ValueError, match=rf"`strategy='{strategy}'`.*stopping criteria \['StopAtFive'\]"):
+        model.generate(
+            torch.tensor([[1, 2]]), strategy=strategy, stopping_criteria=StoppingCriteriaList([StopAtFive()]), **kwargs
+        )
+    assert model.generate(torch.tensor([[1, 2]]), strategy=strategy, **kwargs).shape == (1, 10)
