@@ -189,6 +189,28 @@ def check_output_dir(args, resume: str | None, is_main_process: bool) -> None:
             shutil.rmtree(folder)
 
 
+WRITE_FAILURES = ("basic_ios", "unexpected pos", "file write failed", "No space left", "File too large")
+
+
+def raise_write_error(error: BaseException, folder: str, output_dir: str) -> None:
+    """Re-raises a failure to write checkpoint `folder` as an `OSError` that names the folder, the free space of its
+    disk and the fix (torch's own words for a full disk are `basic_ios::clear` or `unexpected pos`); any other
+    error is re-raised as it is."""
+    if not (isinstance(error, OSError) or any(words in str(error) for words in WRITE_FAILURES)):
+        raise error
+    try:
+        free = f"{shutil.disk_usage(folder if os.path.isdir(folder) else output_dir).free / 2**20:.0f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    last, _ = _last_complete(output_dir)
+    raise OSError(
+        f"writing checkpoint {folder} failed: {error} ({free} on the disk of {output_dir}; a full disk or a file-size "
+        "limit gives this). Free space or raise the limit, or keep fewer checkpoints (`save_total_limit`), then "
+        f"resume with `resume_from_checkpoint` True (the last complete checkpoint: {last or 'none yet'}); the "
+        "partial folder is skipped."
+    ) from error
+
+
 def write_json_atomically(path: str, payload) -> None:
     """Writes `payload` as JSON to `path` through a temporary file, so a kill leaves the old file or the new one."""
     partial = f"{path}.partial"
@@ -253,8 +275,11 @@ class CheckpointMixin:
             for name, buffers in self._loss_state.items()
         }
         state = {"sampling": self._sampling_state(), "loss": memory}
-        write_json_atomically(process_state_file(folder, self.accelerator.process_index), state)
-        super()._save_checkpoint(model, trial)
+        try:
+            write_json_atomically(process_state_file(folder, self.accelerator.process_index), state)
+            super()._save_checkpoint(model, trial)
+        except (OSError, RuntimeError) as error:
+            raise_write_error(error, folder, self.args.output_dir)
 
     def _load_process_state(self, folder: str) -> None:
         path = process_state_file(folder, self.accelerator.process_index)

@@ -100,3 +100,25 @@ def test_resume_with_another_lora_rank_or_process_count_or_temperature_is_refuse
     assert json.loads((out / "checkpoint-2" / "training_args.json").read_text())["target_temperature"] == 0.5
     with pytest.raises(ValueError, match=r"`target_temperature` 0.5, but this run has `target_temperature` 2.0"):
         _trainer(out, temperature=2.0).train(resume_from_checkpoint=True)
+
+
+def test_a_full_disk_while_checkpointing_is_named_and_the_run_resumes_from_the_last_complete_one(
+    tmp_path, monkeypatch
+):
+    """torch's own words for a full disk are `basic_ios::clear` or `unexpected pos`: the error names the checkpoint,
+    the free space and the fix, and `resume_from_checkpoint=True` then picks the last complete checkpoint."""
+    out, real_save, calls = tmp_path / "out", torch.save, []
+
+    def disk_full_at_the_second_checkpoint(obj, path, *args, **kwargs):
+        if "checkpoint-2" in str(path):
+            raise RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 1024 vs 968")
+        calls.append(str(path))
+        return real_save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", disk_full_at_the_second_checkpoint)
+    with pytest.raises(OSError, match=r"writing checkpoint .*checkpoint-2 failed: .*unexpected pos.* MiB free") as e:
+        _trainer(out).train()
+    assert "checkpoint-1" in str(e.value) and "`save_total_limit`" in str(e.value)
+    monkeypatch.undo()
+    with pytest.warns(UserWarning, match=r"checkpoint-2 \(a partial checkpoint"):
+        assert resolve_resume(True, str(out)) == str(out / "checkpoint-1")
