@@ -35,6 +35,26 @@ _CONVERT = (
 )
 
 
+def check_adapter_weights(path: str) -> None:
+    """Refuses an adapter file that cannot be read (cut short, overwritten) or holds non-finite values, naming it:
+    PEFT would load the damage silently and the model would answer with NaN logits."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        tensors = load_file(path)
+    except (SafetensorError, OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read ({error}): the file is damaged; save or download it again.") from None
+    bad = sorted(
+        name for name, tensor in tensors.items() if tensor.is_floating_point() and not tensor.isfinite().all()
+    )
+    if bad:
+        raise ValueError(
+            f"{path} holds non-finite values (in {bad[0]}{f' and {len(bad) - 1} more' if len(bad) > 1 else ''}): "
+            "the file is damaged, or training diverged; save or download it again, or resume from a checkpoint."
+        )
+
+
 def adapter_folder(path: str | os.PathLike) -> str:
     """The local folder PEFT may read for the adapter at `path`: only once it holds `adapter_model.safetensors`.
 
@@ -127,6 +147,7 @@ def load_tempered(
         raise ValueError(f"`path` {str(path)!r} is a folder without `adapter_config.json`{hint}.")
     config = SequenceTemperatureConfig.from_pretrained(path)
     folder = adapter_folder(path)
+    check_adapter_weights(os.path.join(folder, SAFE_WEIGHTS))
     name = adapter_name or adapter_name_for(config.target_temperature)
     source = f"the adapter {str(path)!r}"
     if isinstance(base_model, PeftModel):

@@ -133,3 +133,16 @@ def test_a_finished_adapter_is_not_trained_over_without_overwrite_output_dir(tmp
     assert not [w for w in caught if "lock" in str(w.message)]  # the refused run left no lock behind
     again.save_model(str(folder))
     assert SequenceTemperatureConfig.from_pretrained(folder).target_temperature == 2.0
+
+
+@pytest.mark.parametrize("damage", ["cut", "overwritten"])
+def test_a_damaged_final_adapter_is_refused_by_name(tmp_path, damage):
+    """20 bytes overwritten in the weights used to load silently, with non-finite logits."""
+    folder = tmp_path / "adapter"
+    _saved_first(folder)
+    path = folder / "adapter_model.safetensors"
+    data = bytearray(path.read_bytes())
+    path.write_bytes(bytes(data[: len(data) // 2]) if damage == "cut" else bytes(data[:-20] + b"\xff" * 20))
+    words = "cannot be read" if damage == "cut" else "holds non-finite values"
+    with pytest.raises(ValueError, match=rf"adapter_model.safetensors {words}"):
+        load_tempered(folder, base_model=tiny_causal_lm(6, seed=3))
