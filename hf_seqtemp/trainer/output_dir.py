@@ -57,7 +57,7 @@ class OutputDirLock:
                     warnings.warn(
                         f"Taking over the stale lock {self.path}: its run (process {holder.get('pid')} on "
                         f"{holder.get('host')}, started {holder.get('started')}) is gone.",
-                        stacklevel=3,
+                        stacklevel=4,  # the caller of `train()`
                     )
                     with contextlib.suppress(FileNotFoundError):
                         os.remove(self.path)
