@@ -10,20 +10,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..audit.decoding import DECODING_FLAGS as SINGLE_FLAGS
 from ..checks import check_int
 from .arguments import AuditArguments
-
-SINGLE_FLAGS = (
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical_p",
-    "epsilon_cutoff",
-    "eta_cutoff",
-    "repetition_penalty",
-    "no_repeat_ngram_size",
-)
 
 
 def audit_prompts(args: AuditArguments, read_dataset: Callable) -> list:
