@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 from distribution_checks import cell_counts, chi_square_pvalue
-from generation.test_smc import EOS, NEW, PAD, PROMPT_MASK, PROMPTS, T, V, _oracle, _processed_target
+from generation.test_smc import EOS, NEW, PAD, PROMPT_MASK, PROMPTS, T, V, _oracle, _processed_target, _runs
 from peft import LoraConfig, get_peft_model
 from tiny_models import tiny_llama
 
@@ -44,20 +44,8 @@ def adapted():
 
 
 def _run(model, runs, num_particles, seed=0, **kwargs):
-    return smc_sample(
-        model,
-        PROMPTS.repeat_interleave(runs, dim=0),
-        PROMPT_MASK.repeat_interleave(runs, dim=0),
-        max_new_tokens=NEW,
-        seq_temperature=T,
-        num_particles=num_particles,
-        generator=torch.Generator().manual_seed(seed),
-        eos_token_id=EOS,
-        pad_token_id=PAD,
-        return_dict_in_generate=True,
-        proposal="adapter",
-        **kwargs,
-    )
+    """`runs` independent SMC runs per prompt with the adapter proposing (rows `prompt * runs + r`)."""
+    return _runs(model, num_particles, runs, seed, proposal="adapter", **kwargs)
 
 
 def _pvalues(out, runs, targets, answers):
