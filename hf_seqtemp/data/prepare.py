@@ -161,6 +161,23 @@ def _warn_on_singletons(prepared: Dataset, name: str) -> None:
             "of one prompt to temper. Give several completions per prompt (a prompt-only dataset has them sampled), "
             "or a shared `prompt_id` column for completions of one prompt."
         )
+        return
+    distinct: dict[int, set] = {}
+    for group, ids in zip(prepared[GROUP_ID], prepared["input_ids"]):
+        distinct.setdefault(group, set()).add(tuple(ids))
+    same = [g for g, seen in distinct.items() if sizes[g] > 1 and len(seen) == 1]
+    if same and len(same) == len(sizes) - singletons:
+        raise ValueError(
+            f"`{name}`: in every prompt group of several completions the completions are one and the same sequence "
+            "(e.g. every completion an empty string, rendered as the same end-of-turn tokens), so no pair of "
+            "different completions of a prompt exists: the loss would be 0 and T_eff undefined. Give distinct "
+            "completions per prompt, or a prompt-only dataset (completions are then sampled from the model)."
+        )
+    if same:
+        logger.warning(
+            f"{name}: {len(same)} of {len(sizes)} prompt groups hold one completion several times and nothing else; "
+            "they add no pair to temper."
+        )
 
 
 @dataclass

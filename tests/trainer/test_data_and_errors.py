@@ -99,6 +99,16 @@ def test_bad_datasets(tmp_path):
         )
     with pytest.raises(ValueError, match="text and conversational datasets need a tokenizer"):
         SeqTempTrainer(model, _args(tmp_path), train_dataset=Dataset.from_dict({"text": ["a b"]}))
+    # every completion one and the same sequence (e.g. all empty): loss 0 and T_eff NaN, silently, before
+    same = Dataset.from_dict({"input_ids": [[0, 1, 2], [0, 1, 2], [0, 1, 2]]})
+    with pytest.raises(ValueError, match="the completions are one and the same sequence"):
+        SeqTempTrainer(model, _args(tmp_path), train_dataset=same)
+    from hf_seqtemp.measure import score_dataset  # `hf-seqtemp eval` scores through it: NaN and a wrong hint before
+
+    with pytest.raises(ValueError, match="`dataset`: in every prompt group"):
+        score_dataset(model, same)
+    one_differs = Dataset.from_dict({"input_ids": [[0, 1, 2], [0, 1, 2], [0, 2, 1]]})
+    assert len(SeqTempTrainer(model, _args(tmp_path), train_dataset=one_differs).train_dataset) == 3
     with pytest.raises(TypeError, match="`args` must be a SeqTempConfig"):
         SeqTempTrainer(model, object(), train_dataset=Dataset.from_dict({"input_ids": [[0, 1, 2]]}))
 
