@@ -70,6 +70,15 @@ def _generate_with_seq_temperature(*args, model, **kwargs):
     from .routing import seqtemp_generate
 
     if "seq_temperature" in kwargs and "custom_generate" not in kwargs:
+        config = kwargs.get("generation_config")
+        stop = kwargs.get("stop_strings") or getattr(config, "stop_strings", None)
+        if stop and kwargs["seq_temperature"] is not None:
+            raise ValueError(
+                f"`stop_strings={stop!r}` with `seq_temperature`: a sequence-tempered answer ends at EOS or after "
+                "`max_new_tokens` (the event the temperature is defined over), and transformers does not hand the "
+                "tokenizer that stop strings need to a `custom_generate`. Bound answers with `max_new_tokens` and "
+                "`eos_token_id`, or cut the decoded text at the string afterwards."
+            )
         kwargs["custom_generate"] = seqtemp_generate
     return GenerationMixin.generate(model, *args, **kwargs)
 

@@ -281,3 +281,17 @@ def test_a_stopping_criterion_the_strategy_cannot_honour_is_refused_by_name(stra
             torch.tensor([[1, 2]]), strategy=strategy, stopping_criteria=StoppingCriteriaList([StopAtFive()]), **kwargs
         )
     assert model.generate(torch.tensor([[1, 2]]), strategy=strategy, **kwargs).shape == (1, 10)
+
+
+def test_stop_strings_with_seq_temperature_are_refused_by_name():
+    """transformers drops the tokenizer for a `custom_generate` ("could not locate a tokenizer"); a model from
+    `load_tempered` (its `generate` routes `seq_temperature`) refuses stop strings by name instead. Without them the
+    call runs."""
+    from hf_seqtemp.generation.custom_generate import enable_seq_temperature_generate
+
+    model = tiny_llama(vocab_size=6, seed=0)
+    enable_seq_temperature_generate(model)
+    kwargs = {"max_new_tokens": 4, "seq_temperature": 0.5, "strategy": "mcmc", "pad_token_id": 0}
+    with pytest.raises(ValueError, match=r"`stop_strings=\['x'\]` with `seq_temperature`"):
+        model.generate(torch.tensor([[1, 2]]), stop_strings=["x"], tokenizer=object(), **kwargs)
+    assert model.generate(torch.tensor([[1, 2]]), **kwargs).shape == (1, 6)
