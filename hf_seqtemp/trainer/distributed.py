@@ -109,3 +109,25 @@ def check_launch(accelerator) -> None:
             f"accelerate was launched with FSDP, but the accelerator runs {kind}: training is data parallel and the "
             "parameters are not sharded (accelerate does not run FSDP on a machine without GPUs)."
         )
+
+
+def exit_with_launcher() -> bool:
+    """Makes this rank receive SIGTERM when the process that launched it dies (Linux `PR_SET_PDEATHSIG`), where a
+    launcher started it (`torchrun`/`accelerate launch` set `TORCHELASTIC_RUN_ID` or `LOCAL_RANK`): a launcher killed
+    with SIGKILL cannot stop its ranks, which would otherwise go on training (and writing `output_dir`) unseen.
+    Returns whether it is set (not on other systems, nor for a process nobody launched)."""
+    import sys
+
+    if not sys.platform.startswith("linux") or not (
+        os.environ.get("TORCHELASTIC_RUN_ID") or "LOCAL_RANK" in os.environ
+    ):
+        return False
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    if libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0) != 0:
+        logger.warning("Could not ask to be stopped with the launcher (prctl failed); a killed launcher leaves ranks.")
+        return False
+    return True

@@ -33,7 +33,7 @@ from ..peft_compat import check_transformers_loads_adapter, peft_model_of
 from ..staging import staged_save
 from .checkpoints import CheckpointMixin
 from .config import SeqTempConfig
-from .distributed import check_launch, gather_rows, rows_to_keep, token_mean_over_ranks
+from .distributed import check_launch, exit_with_launcher, gather_rows, rows_to_keep, token_mean_over_ranks
 from .families import family_for
 from .hub_mixin import HubMixin
 from .metric_log import MetricLog
@@ -143,6 +143,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
             optimizers=optimizers,
         )
         check_launch(self.accelerator)
+        exit_with_launcher()  # a SIGKILLed torchrun agent takes its ranks with it
         # Our loss is a batch mean, so Trainer must divide it by the accumulation steps (see test_trainer.py).
         self.loss_is_scaled_for_ga = False
         if hasattr(self.model, "add_model_tags"):
