@@ -103,8 +103,15 @@ def kill_while_saving(step: int) -> None:
     SeqTempTrainer._save_rng_state = save_rng_state
 
 
+def _loss_overrides(overrides: dict) -> dict:
+    """`loss_type="smc_distill+adapter"`: SMC distillation with the trained adapter as the particles' proposal."""
+    loss, _, proposal = str(overrides.get("loss_type", "ratio")).partition("+")
+    return {**overrides, "loss_type": loss, **({"smc_proposal": proposal} if proposal else {})}
+
+
 def run_api(workspace: str, output_dir: str, samples: str, resume: str | bool | None = None, **overrides) -> str:
     """Trains with the Python API; returns the path of the final adapter's weights."""
+    overrides = _loss_overrides(overrides)
     model = AutoModelForCausalLM.from_pretrained(os.path.join(workspace, "base"))
     tokenizer = AutoTokenizer.from_pretrained(os.path.join(workspace, "base"))
     if samples == "fresh":
@@ -122,6 +129,7 @@ def run_api(workspace: str, output_dir: str, samples: str, resume: str | bool | 
 
 def run_cli(workspace: str, output_dir: str, samples: str, resume: str | bool | None = None, **overrides) -> str:
     """Trains with `hf-seqtemp train`; returns the path of the final adapter's weights."""
+    overrides = _loss_overrides(overrides)
     argv = ["train", "--model_name_or_path", os.path.join(workspace, "base"), "--lora_r", "4", "--lora_alpha", "8"]
     argv += ["--lora_target_modules", "q_proj", "v_proj"]
     if samples == "fresh":

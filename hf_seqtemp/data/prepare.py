@@ -212,6 +212,7 @@ class SeqTempCollator:
             batch[key] = torch.zeros(len(examples), max(len(e[key]) for e in examples), dtype=torch.float32)
             for row, example in enumerate(examples):
                 batch[key][row, : len(example[key])] = torch.as_tensor(example[key])
-        if "ref_logps" in examples[0]:
-            batch["ref_logps"] = torch.tensor([e["ref_logps"] for e in examples], dtype=torch.float32)
+        for key in ("ref_logps", "smc_log_weight"):  # per-sequence values (the latter: SMC particles' weights)
+            if key in examples[0]:
+                batch[key] = torch.tensor([e[key] for e in examples], dtype=torch.float32)
         return batch

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from .diffusion import reference_conditionals
 from .diffusion_objectives import DIFFUSION_SSTS
+from .distill import particle_weights, weighted_sequence_nll
+from .distill_objectives import DISTILL_LOSSES
 from .recall_objectives import RECALL_LOSSES
 from .spec import LossInputs, LossOutput, LossSpec, scale_gradient
 from .temperature import lhts_loss, lhts_weights, log_ratio_h, ratio_loss, suffix_logps, token_nll
 from .temperature_objectives import TEMPERATURE_LOSSES
 
-LOSSES: dict[str, LossSpec] = {**TEMPERATURE_LOSSES, **RECALL_LOSSES}
+LOSSES: dict[str, LossSpec] = {**TEMPERATURE_LOSSES, **RECALL_LOSSES, **DISTILL_LOSSES}
 """What a causal LM trains with, by `loss_type`."""
 
 DIFFUSION_LOSSES: dict[str, LossSpec] = {"ratio": LOSSES["ratio"], "ssts": DIFFUSION_SSTS}
@@ -32,9 +34,11 @@ __all__ = [
     "lhts_loss",
     "lhts_weights",
     "log_ratio_h",
+    "particle_weights",
     "ratio_loss",
     "reference_conditionals",
     "scale_gradient",
     "suffix_logps",
     "token_nll",
+    "weighted_sequence_nll",
 ]

@@ -43,6 +43,8 @@ class LossInputs:
             tensors (under the trainer, the gathered rows: the same as `groups`); `None`: one group.
         local_group_ids (`torch.LongTensor` of shape `(batch,)`, *optional*): the stable `group_id` of the rows, for
             objectives that remember a prompt across steps (TruncR's per-prompt quantile).
+        log_weights (`torch.Tensor` of shape `(n,)`, *optional*): the SMC particles' log-weights towards
+            `p^(1/T)` (`smc_log_weight` column, aligned with `policy_logps`), for `loss_type="smc_distill"`.
     """
 
     policy_logps: torch.Tensor
@@ -56,6 +58,7 @@ class LossInputs:
     groups: torch.Tensor | None = None
     local_groups: torch.Tensor | None = None
     local_group_ids: torch.Tensor | None = None
+    log_weights: torch.Tensor | None = None
 
     def drift_term(self) -> torch.Tensor | None:
         """`anti_drift` if given, else the token NLL of `policy_token_logps`, else `None` (nothing to add)."""
@@ -81,6 +84,9 @@ class LossSpec:
     paper: str = ""
     needs_groups: bool = False
     """Compares completions of one prompt (pairs, self-normalisation): batches must hold whole prompt groups."""
+    draws_particles: bool = False
+    """Trains on SMC particles of `p^(1/T)` that the trainer draws per prompt (prompt-only data), with their
+    log-weights in the `smc_log_weight` column."""
 
 
 def scale_gradient(value: torch.Tensor, factor: float) -> torch.Tensor:

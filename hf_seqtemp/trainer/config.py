@@ -43,11 +43,17 @@ class SeqTempConfig(TrainingArguments):
             `ref_step_logps` column (k·m values per example); log p(x | state before step s) is their suffix sum
             along the order, a one-order estimate (`hf_seqtemp.losses.reference_conditionals`). It is scaled per
             completion token and logs `ess/fraction`; `likelihood_method` must then be `None` or `"mc"`.
-        nll_weight (`float`, *optional*, defaults to `0.1`):
+            `"smc_distill"` trains on sequential Monte Carlo particles of p^{1/T} that the trainer draws for every
+            prompt of a prompt-only `train_dataset` (`num_generations` particles per prompt, see `smc_proposal`): the
+            self-normalised weighted NLL of the particles, weights normalised within each prompt (the forward KL to
+            the SMC estimate of p_T(·|c)).
+        nll_weight (`float`, *optional*, defaults to `0.1`, and to `0` for `loss_type="smc_distill"`):
             λ: weight of the model's own token NLL added to the objective. It prevents *likelihood drift* (the ratio
             loss alone is also minimised by shifting every log q by a constant per length), at the price of pulling
             the temperature back toward 1. The paper combines L_p with the NLL (Section 5.2.2). Must be ≥ 0. For a
             diffusion model the term is its own diffusion objective L_diff (Eq. 4, the ELBO) instead of the token NLL.
+            SMC distillation is itself a likelihood of the target and needs no such term: a λ > 0 given with it adds
+            the *unweighted* NLL of the particles, which pulls q toward the proposal.
         init_from_token_temperature (`bool`, *optional*, defaults to `False`):
             Start the adapter at the myopic baseline: the decoder's final norm becomes a trainable PEFT
             `modules_to_save` copy scaled by 1/T, which divides every logit by T (checked at start-up). Training then
@@ -101,6 +107,13 @@ class SeqTempConfig(TrainingArguments):
             log-probabilities recomputed) the next time a batch reads it, so a long run is not limited to one finite
             sample. k = 1 samples every batch afresh, as GRPO does. Needs a causal LM; with full fine-tuning it keeps
             a frozen copy of the model as the reference.
+        smc_proposal (`str`, *optional*, defaults to `"token"`):
+            With `loss_type="smc_distill"`, what proposes the SMC particles: `"token"` (token temperature T of the
+            reference p, training-free Power-SMC) or `"adapter"` (the adapter being trained, refreshed at every
+            generation of particles; needs a `peft_config`). The target is p^{1/T} with p the reference either way.
+        smc_ess_threshold (`float`, *optional*, defaults to `0.5`):
+            With `loss_type="smc_distill"`, resample a prompt's particles when their effective sample size falls
+            below this fraction of `num_generations` (0: never, importance sampling with final weights). In [0, 1].
         prompt_id_column (`str`, *optional*, defaults to `"prompt_id"`):
             Column that names each example's prompt group, when the dataset has it (any ids). Without it the group
             is the prompt's token ids (identical prompts share a group whatever the dataset layout); a plain-text
@@ -157,13 +170,17 @@ class SeqTempConfig(TrainingArguments):
             "help": "Objective: 'ratio' (L_ratio/L_p, Eq. 19-20, pairs over the batch), 'ssts' (LHTS/L_SSTS, "
             "Eq. 8/18, importance-weighted NLL), or a recall-oriented loss: 'c_div' (conditional Tsallis "
             "divergence, see --c_div_alpha), 'trunc_r' (NLL on the sequences below a rolling likelihood quantile, "
-            "see --trunc_r_quantile), 'lambda_pr' (precision-recall divergence, see --lambda_pr_lambda).",
+            "see --trunc_r_quantile), 'lambda_pr' (precision-recall divergence, see --lambda_pr_lambda), 'smc_distill' "
+            "(weighted NLL of SMC particles of p^(1/T) drawn per prompt, see --smc_proposal).",
             "choices": sorted(LOSSES),
         },
     )
-    nll_weight: float = field(
-        default=0.1,
-        metadata={"help": "λ: weight of the model's own token NLL, preventing likelihood drift; ≥ 0."},
+    nll_weight: float | None = field(
+        default=None,
+        metadata={
+            "help": "λ: weight of the model's own token NLL, preventing likelihood drift; ≥ 0. Default 0.1 (0 for "
+            "smc_distill)."
+        },
     )
     # Parameters that control diffusion models
     likelihood_method: str | None = field(
@@ -208,6 +225,18 @@ class SeqTempConfig(TrainingArguments):
             "help": "Prompt-only data: resample the completions every k optimisation steps (fresh samples of p); "
             "None samples once before training."
         },
+    )
+    smc_proposal: str = field(
+        default="token",
+        metadata={
+            "help": "smc_distill: what proposes the particles, 'token' (token temperature T of p) or 'adapter' (the "
+            "adapter being trained).",
+            "choices": ["token", "adapter"],
+        },
+    )
+    smc_ess_threshold: float = field(
+        default=0.5,
+        metadata={"help": "smc_distill: resample when a prompt's ESS falls below this fraction of the particles."},
     )
     prompt_id_column: str = field(
         default="prompt_id",
@@ -278,6 +307,13 @@ class SeqTempConfig(TrainingArguments):
         self.target_temperature = check_temperature_range(self.target_temperature, "target_temperature")
         if self.loss_type not in LOSSES:
             raise ValueError(f"`loss_type` must be one of {sorted(LOSSES)}, got {self.loss_type!r}.")
+        if self.nll_weight is None:  # each objective's own default
+            self.nll_weight = 0.0 if self.loss_type == "smc_distill" else 0.1
+        if self.smc_proposal not in ("token", "adapter"):
+            raise ValueError(f"`smc_proposal` must be 'token' or 'adapter', got {self.smc_proposal!r}.")
+        threshold = self.smc_ess_threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (0 <= threshold <= 1):
+            raise ValueError(f"`smc_ess_threshold` must be a float in [0, 1], got {threshold!r}.")
         if (
             isinstance(self.nll_weight, bool)
             or not isinstance(self.nll_weight, (int, float))
@@ -304,9 +340,10 @@ class SeqTempConfig(TrainingArguments):
             check_int(getattr(self, name), name)
         for name in ("steps_per_generation", "ref_num_orders"):
             check_int(getattr(self, name), name, allow_none=True)
-        if self.steps_per_generation is not None and self.dataloader_num_workers:
+        if (self.steps_per_generation is not None or self.loss_type == "smc_distill") and self.dataloader_num_workers:
             raise ValueError(
-                f"`dataloader_num_workers={self.dataloader_num_workers}` with `steps_per_generation` (fresh samples): "
+                f"`dataloader_num_workers={self.dataloader_num_workers}` with `steps_per_generation` or `loss_type="
+                f"'smc_distill'` (samples drawn during training): "
                 "the samples are drawn while batches are collated, so in worker processes they would never reach the "
                 "pool that checkpoints save, and a resumed run would draw others. Set `dataloader_num_workers=0`."
             )

@@ -5,6 +5,7 @@ training ([`complete_prompts`]), or afresh every `steps_per_generation` steps ([
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import torch
 from accelerate.utils import gather_object
@@ -150,12 +151,13 @@ class CompletionPool(torch.utils.data.Dataset):
         batches_per_generation (`int`, *optional*, defaults to 1): `steps_per_generation` × gradient accumulation.
     """
 
-    def __init__(self, prompts: Dataset, num_generations: int, batches_per_generation: int = 1):
+    def __init__(self, prompts: Dataset, num_generations: int, batches_per_generation: int | None = 1):
+        self.num_generations = num_generations
         self.prompt_ids = [ids for ids in prompts[PROMPT_IDS] for _ in range(num_generations)]
         self.group_ids = [g for g in prompts[GROUP_ID] for _ in range(num_generations)]
         self.rows: list[dict | None] = [None] * len(self.prompt_ids)
         self.drawn_in = [-1] * len(self.prompt_ids)
-        self.batches_per_generation = batches_per_generation
+        self.batches_per_generation = batches_per_generation  # None: one generation, drawn once
         self.batches = 0  # batches collated so far (from the checkpoint's step on, in a resumed run)
         self.generation = 0
 
@@ -167,11 +169,18 @@ class CompletionPool(torch.utils.data.Dataset):
 
     def next_batch(self) -> None:
         """Moves to the next batch, and to its generation."""
-        self.generation = self.batches // self.batches_per_generation
+        self.generation = 0 if self.batches_per_generation is None else self.batches // self.batches_per_generation
         self.batches += 1
 
-    def stale(self, indices: list[int]) -> list[int]:
-        return [i for i in indices if self.drawn_in[i] < self.generation]
+    def stale(self, indices: list[int], whole_prompts: bool = False) -> list[int]:
+        """The slots of `indices` drawn in an earlier generation; with `whole_prompts`, every stale slot of their
+        prompts too (in slot order), for draws that make a prompt's `num_generations` slots together."""
+        stale = [i for i in indices if self.drawn_in[i] < self.generation]
+        if not whole_prompts:
+            return stale
+        n = self.num_generations
+        prompts = sorted({i // n for i in stale})
+        return [i for p in prompts for i in range(p * n, (p + 1) * n) if self.drawn_in[i] < self.generation]
 
     def state_dict(self) -> dict:
         """What a checkpoint keeps of the pool: every slot's row and the generation it was drawn in (the rows of the
@@ -187,6 +196,15 @@ class CompletionPool(torch.utils.data.Dataset):
         self.rows, self.drawn_in = list(state["rows"]), list(state["drawn_in"])
 
 
+@dataclass
+class DrawnParticles:
+    """What a draw of SMC particles gives the pool: each slot's completion and its extra columns
+    (`smc_log_weight`)."""
+
+    completions: list[list[int]]
+    columns: list[dict]
+
+
 class FreshCollator:
     """Collates slots of a [`CompletionPool`], first drawing fresh completions for the stale ones (and their
     reference log-probabilities, which `score_reference` adds to the collated batch of new rows). A completion is
@@ -195,23 +213,37 @@ class FreshCollator:
     `(completions, their per-token log p)` when the sampler's logits give the reference, passed on to
     `score_reference` (cut with their completions)."""
 
-    def __init__(self, pool: CompletionPool, collator, draw, score_reference, max_length=None, eos_ids=frozenset()):
+    def __init__(
+        self,
+        pool: CompletionPool,
+        collator,
+        draw,
+        score_reference,
+        max_length=None,
+        eos_ids=frozenset(),
+        whole_prompts: bool = False,
+    ):
         self.pool, self.collator, self.draw, self.score_reference = pool, collator, draw, score_reference
         self.max_length, self.eos_ids, self.cut = max_length, set(eos_ids), 0
+        self.whole_prompts = whole_prompts  # SMC particles: a prompt's slots are drawn together
 
     def __call__(self, examples: list[dict]) -> dict[str, torch.Tensor]:
         if "pool_index" not in examples[0]:  # an evaluation batch of stored completions
             return self.collator(examples)
         indices = [e["pool_index"] for e in examples]
         self.pool.next_batch()
-        stale = self.pool.stale(indices)
+        stale = self.pool.stale(indices, self.whole_prompts)
         if stale:
             drawn = self.draw([self.pool.prompt_ids[i] for i in stale], stale)
-            completions, sampler_logps = drawn if isinstance(drawn, tuple) else (drawn, None)
+            columns = [{}] * len(stale)
+            if isinstance(drawn, DrawnParticles):
+                completions, sampler_logps, columns = drawn.completions, None, drawn.columns
+            else:
+                completions, sampler_logps = drawn if isinstance(drawn, tuple) else (drawn, None)
             rows, cut = [], 0
-            for i, completion in zip(stale, completions):
+            for i, completion, extra in zip(stale, completions, columns):
                 row, was_cut = sampled_row(self.pool.prompt_ids[i], completion, self.max_length, self.eos_ids)
-                rows.append({**row, EXAMPLE_ID: i, GROUP_ID: self.pool.group_ids[i]})
+                rows.append({**row, EXAMPLE_ID: i, GROUP_ID: self.pool.group_ids[i], **extra})
                 cut += was_cut
             if cut and not self.cut:
                 warn_cut(cut, len(rows), self.max_length, "fresh samples (further cuts are counted, not warned)")

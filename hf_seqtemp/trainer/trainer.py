@@ -37,6 +37,7 @@ from .distributed import check_launch, exit_with_launcher, gather_rows, rows_to_
 from .families import family_for
 from .hub_mixin import HubMixin
 from .metric_log import MetricLog
+from .particles import SMC_LOG_WEIGHT, check_particle_setup, draw_particles
 from .prompt_only import CompletionPool, FreshCollator, FreshSamples, complete_prompts, pad_token_id_of
 from .reference import ReferenceMixin
 
@@ -120,13 +121,19 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
         if data_collator is None:
             data_collator = SeqTempCollator(pad_token_id=pad_token_id_of(processing_class, model))
         self._pool = None
-        if is_prompt_only(train_dataset) and args.steps_per_generation is not None:
-            # fresh samples of p during training: slots per prompt, refilled every `steps_per_generation` steps
-            per_generation = args.steps_per_generation * args.gradient_accumulation_steps
+        particles = self.objective.draws_particles
+        if particles:
+            check_particle_setup(train_dataset, model, args)
+        if is_prompt_only(train_dataset) and (args.steps_per_generation is not None or particles):
+            # samples drawn during training: slots per prompt, refilled every `steps_per_generation` steps (fresh
+            # samples of p, or SMC particles of p^(1/T) for `smc_distill`, drawn once when it is None)
+            per_generation = args.steps_per_generation
+            per_generation = None if per_generation is None else per_generation * args.gradient_accumulation_steps
             self._pool = train_dataset = CompletionPool(train_dataset, args.num_generations, per_generation)
             eos_ids = eos_ids_of(model, processing_class)
+            draw = self._draw_particles if particles else self._draw
             data_collator = FreshCollator(
-                self._pool, data_collator, self._draw, self._score_rows, args.max_length, eos_ids
+                self._pool, data_collator, draw, self._score_rows, args.max_length, eos_ids, whole_prompts=particles
             )
         self._ref_model = None
         if peft_model_of(model) is None and (not args.precompute_ref_log_probs or self._pool is not None):
@@ -241,6 +248,13 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
                 "`num_generations` sampled per prompt), or a shared `prompt_id` column",
             )
 
+    def _draw_particles(self, prompts: list[list[int]], slots: list[int]):
+        """SMC particles of p^(1/T) for the pool's stale slots, a prompt's `num_generations` slots together
+        ([`~hf_seqtemp.trainer.particles.draw_particles`])."""
+        return draw_particles(
+            self.model, self._reference_model, prompts, slots, self.args, self._pool.generation, self.processing_class
+        )
+
     def _get_train_sampler(self, train_dataset=None):
         """Runs of `num_generations` completions of one prompt (for objectives that compare them), else Trainer's."""
         dataset = train_dataset if train_dataset is not None else self.train_dataset
@@ -291,6 +305,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
             groups=groups,
             local_groups=groups,
             local_group_ids=group_ids,
+            log_weights=gather_rows(self.accelerator, inputs.get(SMC_LOG_WEIGHT), keep),
         )
         output = self.objective.compute(loss_inputs, self.args)
         # 3. record what log() reports

@@ -69,6 +69,10 @@ KILLS = [
     ("cli", "fresh", "saving:6", "ratio"),
     ("cli", "fixed", "after:4", "ratio"),
     ("api", "fixed", "after:4", "trunc_r"),  # the loss's memory (rolling quantiles per prompt) is in the checkpoint
+    # SMC particles (their rows and weights) are in the pool the checkpoint keeps; a prompt's draw is seeded by the
+    # generation and the prompt, so the particles of the generations after the kill are those of the uninterrupted run
+    ("api", "fresh", "after:4", "smc_distill+adapter"),
+    pytest.param("cli", "fresh", "saving:6", "smc_distill", marks=pytest.mark.slow),
     pytest.param("api", "fresh", "saving:6", "ratio", marks=pytest.mark.slow),
     pytest.param("api", "fixed", "after:4", "ratio", marks=pytest.mark.slow),
     pytest.param("cli", "fresh", "after:4", "ratio", marks=pytest.mark.slow),

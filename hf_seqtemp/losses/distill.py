@@ -1,0 +1,73 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""SMC distillation: the forward KL from the SMC estimate of `p^alpha(·|c)` to the trained model, per prompt.
+
+For a prompt c with particles `x_1..x_N` of sequential Monte Carlo targeting `p(·|c)^alpha` (`alpha = 1/T`) and
+log-weights `log w_i`, the self-normalised estimate of `E_{p_T(·|c)}[f]` is `sum_i w̄_i f(x_i)` with
+`w̄_i = w_i / sum_{j of c} w_j`. Hence
+
+    KL(p_T(·|c) ‖ q(·|c)) = - E_{p_T(·|c)}[log q(x|c)] + const  ≈  - sum_i w̄_i log q(x_i|c) + const,
+
+minimised by `q(·|c) = p_T(·|c)` whatever the normaliser `Z_T(c)`. The weights are normalised *within each prompt*:
+normalised over a batch of prompts, each prompt's particles would carry its SMC estimate of `Z_T(c)`, and prompts
+whose tempered mass is small would hardly train (the oracle test shows it). The weights carry no gradient.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..groups import group_log_mean_exp
+from .temperature import effective_sample_size
+
+
+def particle_weights(log_weights: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+    """Self-normalised particle weights with mean 1 within each prompt group (detached).
+
+    Args:
+        log_weights (`torch.Tensor` of shape `(n,)`): unnormalised log-weights (any constant per prompt).
+        groups (`torch.LongTensor` of shape `(n,)`, *optional*): dense group codes; `None`: one group.
+
+    Returns:
+        `torch.Tensor` of shape `(n,)`: `n_g · w_i / sum_{j in g} w_j` for `i` in group `g`.
+
+    Example:
+    ```python
+    >>> particle_weights(torch.log(torch.tensor([1.0, 3.0, 5.0, 5.0])), torch.tensor([0, 0, 1, 1])).tolist()
+    [0.5, 1.5, 1.0, 1.0]
+    ```
+    """
+    log_w = log_weights.detach().double()
+    groups = torch.zeros(log_w.shape[0], dtype=torch.long) if groups is None else groups
+    mask = torch.ones(log_w.shape[0], 1, dtype=torch.bool, device=log_w.device)
+    centre = group_log_mean_exp(log_w[:, None], mask, groups)[:, 0]
+    return (log_w - centre).exp().to(log_weights.dtype)
+
+
+def particle_ess_fraction(weights: torch.Tensor, groups: torch.Tensor | None = None) -> float:
+    """Mean over prompt groups of `ESS_g / n_g` (Kish) of the particle weights: 1 for equal weights."""
+    groups = torch.zeros(weights.shape[0], dtype=torch.long) if groups is None else groups.to(weights.device)
+    fractions = [
+        (effective_sample_size(weights[groups == g]) / int((groups == g).sum())).item()
+        for g in torch.unique(groups).tolist()
+    ]
+    return sum(fractions) / len(fractions)
+
+
+def weighted_sequence_nll(policy_logps: torch.Tensor, weights: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """`- sum_i w_i log q(x_i) / sum_i tokens_i`: the weighted sequence NLL per scored token (with all weights 1,
+    the token-mean NLL), so its scale matches the other objectives'.
+
+    Args:
+        policy_logps (`torch.Tensor` of shape `(n,)`): sequence log q(x_i | c_i), with grad.
+        weights (`torch.Tensor` of shape `(n,)`): from [`particle_weights`] (no grad).
+        tokens (`torch.Tensor` of shape `(n,)`): scored tokens of each sequence.
+
+    Example:
+    ```python
+    >>> lq = torch.log(torch.tensor([0.5, 0.25]))
+    >>> round(weighted_sequence_nll(lq, torch.tensor([1.5, 0.5]), torch.tensor([1, 1])).item(), 4)
+    0.8664
+    ```
+    """
+    weights = weights.to(policy_logps.dtype).detach()
+    return -(weights * policy_logps).sum() / tokens.sum().clamp(min=1).to(policy_logps.dtype)
