@@ -8,6 +8,8 @@
    lengths) gives the loss and the averaged gradient of one process holding all five rows (ratio and SSTS).
 3. evaluation of a 7-row eval set at 2 rows per device (the last global batch padded by a duplicate): the logged
    T_eff, τ and NLL per token against the one-process figures of the same model.
+4. SMC distillation with the adapter proposal, each prompt's 4 particles split 2 + 2 across the ranks: the rows,
+   weights, losses and final adapter, which the test compares with one process holding whole prompts.
 Each rank writes `rank<r>.json` into OUT.
 """
 
@@ -32,6 +34,8 @@ from conditional_toy import word_tokenizer
 from launching import leave
 from tiny_models import conditional_lm
 
+SMC_STEPS = 6
+
 
 class Recording(SeqTempTrainer):
     """Keeps the rows each training step of this rank scored."""
@@ -40,7 +44,10 @@ class Recording(SeqTempTrainer):
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if model.training:
-            self.seen.append([self.state.global_step, inputs["input_ids"].tolist(), inputs[GROUP_ID].tolist()])
+            record = [self.state.global_step, inputs["input_ids"].tolist(), inputs[GROUP_ID].tolist()]
+            if "smc_log_weight" in inputs:
+                record.append(inputs["smc_log_weight"].tolist())
+            self.seen.append(record)
         return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
 
@@ -99,6 +106,37 @@ def fresh_samples(output_dir: str, steps: int) -> dict:
         "divided_equals_alone": divided.to_list() == alone.to_list(),
         "divided_chunk_sizes": mine,
     }
+
+
+def smc_distill_run(output_dir: str, steps: int, per_device: int, **overrides) -> dict:
+    """SMC distillation with the trained LoRA adapter as proposal, 4 particles per prompt and a global batch of one
+    prompt: on two ranks of `per_device=2` each prompt's particles are split 2 + 2. Returns the rows (and their
+    weights) each step scored on this rank, the logged losses and the final adapter."""
+    from peft import LoraConfig
+
+    args = _args(
+        output_dir,
+        loss_type="smc_distill",
+        smc_proposal="adapter",
+        target_temperature=0.25,
+        max_steps=steps,
+        per_device_train_batch_size=per_device,
+        num_generations=4,
+        max_completion_length=3,
+        steps_per_generation=1,
+        logging_steps=1,
+        **overrides,
+    )
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0)
+    prompts = Dataset.from_dict({"prompt": ["x", "y", "z"]})
+    trainer = Recording(
+        conditional_lm(4), args, train_dataset=prompts, processing_class=word_tokenizer(), peft_config=lora
+    )
+    trainer.seen = []
+    trainer.train()
+    adapter = {name: p.detach().flatten().tolist() for name, p in trainer.model.named_parameters() if p.requires_grad}
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    return {"seen": trainer.seen, "adapter": adapter, "losses": losses}
 
 
 def _split_group_rows() -> Dataset:
@@ -186,6 +224,7 @@ def main(output_dir: str, steps: int) -> None:
     record = {"rank": int(os.environ["RANK"]), "fresh": fresh_samples(output_dir, steps)}
     record["split"] = {loss: split_groups(output_dir, loss) for loss in ("ssts", "ratio")}
     record["eval"] = evaluation(output_dir)
+    record["smc_distill"] = smc_distill_run(output_dir, SMC_STEPS, per_device=2)
     with open(f"{output_dir}/rank{record['rank']}.json", "w") as handle:
         handle.write(json.dumps(record))
         handle.flush()

@@ -101,3 +101,28 @@ def test_evaluation_on_two_ranks_counts_each_example_once(ranks):
         assert t_eff == pytest.approx(t_alone, rel=1e-5)
         assert nll == pytest.approx(nll_alone, rel=1e-5)
         assert tau == tau_alone
+
+
+def test_smc_distillation_on_two_ranks_trains_what_one_process_trains(ranks, tmp_path):
+    """Each prompt's 4 SMC particles (adapter proposal, refreshed every step) are split 2 + 2 across the ranks. Both
+    ranks draw the prompt's particles from the stream of (seed, generation, prompt), so together they hold the
+    particles one process draws; the weights are normalised over the gathered prompt; the adapter after 6 steps is
+    the one-process adapter."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import distributed_exactness
+
+    alone = distributed_exactness.smc_distill_run(
+        str(tmp_path), distributed_exactness.SMC_STEPS, per_device=4, ddp_backend=None
+    )
+    first, second = (r["smc_distill"] for r in ranks)
+    assert len(alone["seen"]) == len(first["seen"]) == len(second["seen"]) == distributed_exactness.SMC_STEPS
+    for one, a, b in zip(alone["seen"], first["seen"], second["seen"]):
+        assert one[0] == a[0] == b[0]
+        assert one[1] == a[1] + b[1] and one[2] == a[2] + b[2]  # the same particles of the same prompt
+        assert one[3] == pytest.approx(a[3] + b[3], rel=1e-6)  # and their weights
+    assert len(set(map(tuple, alone["seen"][0][1]))) > 1  # the particles differ: a real weighted set
+    assert alone["losses"] == pytest.approx(first["losses"], rel=1e-4)
+    assert first["adapter"].keys() == alone["adapter"].keys()
+    for name, values in alone["adapter"].items():
+        torch.testing.assert_close(torch.tensor(first["adapter"][name]), torch.tensor(values), rtol=1e-4, atol=1e-6)
+        assert first["adapter"][name] == second["adapter"][name]
