@@ -13,7 +13,10 @@ scored under:
   prompts is T (`hf_seqtemp.measure.tune_myopic`, a 1-D search; t is in the row as `token_temperature`): the best
   free baseline, so a trained adapter has to beat it on τ and NLL;
 - `ssts`: a LoRA adapter trained with the LHTS / L_SSTS objective (`loss_type="ssts"`, Eq. 8 / 18);
-- `ratio`: a LoRA adapter trained with L_p + λ·NLL (`loss_type="ratio"`, Eq. 19-20).
+- `ratio`: a LoRA adapter trained with L_p + λ·NLL (`loss_type="ratio"`, Eq. 19-20);
+- `smc_distill`: a LoRA adapter trained on SMC particles of p^(1/T) (`loss_type="smc_distill"`, `num_generations`
+  particles per training prompt, token-temperature proposal), the weighted NLL within each prompt, no λ term;
+- `smc_distill_adapter`: the same with the adapter being trained as the particles' proposal (`smc_proposal="adapter"`).
 
 Both adapters start at the myopic solution (`init_from_token_temperature=True`). Reported per method × T, WITHIN
 PROMPTS (a prompted model is tempered per prompt: log q(x|c) = log p(x|c)/T − log Z_T(c)): T_eff (Eq. 17, the
@@ -103,7 +106,8 @@ MODES = {
     },
 }
 TRAINING = {"learning_rate": 1e-3, "nll_weight": 0.1, "lora_r": 16, "lr_scheduler_type": "cosine"}
-METHODS = ("myopic", "ssts", "ratio")
+METHODS = ("myopic", "ssts", "ratio", "smc_distill", "smc_distill_adapter")
+LOSSES = {"smc_distill_adapter": ("smc_distill", "adapter")}  # method → (loss_type, smc_proposal)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -116,7 +120,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--methods",
         nargs="+",
         choices=(*METHODS[1:], "none"),
-        help="trained methods to run (default: both; `none`: the baselines only, no training)",
+        help="trained methods to run (default: all; `none`: the baselines only, no training)",
     )
     for name, kind in (("max_steps", int), ("learning_rate", float), ("nll_weight", float), ("lora_r", int)):
         parser.add_argument(f"--{name}", type=kind, help=f"override the mode's {name}")
@@ -160,6 +164,8 @@ class SharedPreparation:
 
         class SharedTrainer(SeqTempTrainer):
             def _complete_prompt_only_datasets(self):
+                if self.objective.draws_particles:  # SMC particles are drawn during training, per run
+                    return super()._complete_prompt_only_datasets()
                 if shared.completed is None:
                     super()._complete_prompt_only_datasets()
                     shared.completed = self.train_dataset
@@ -187,11 +193,14 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
     and the trainer's logged training figures (loss, T_eff and τ on training batches)."""
     model, _ = load_default_model(device=device)
     torch.manual_seed(settings["seed"])
+    loss_type, proposal = LOSSES.get(method, (method, "token"))
     config = SeqTempConfig(
         output_dir=f"{workdir}/{method}_{temperature:g}",
         target_temperature=temperature,
-        loss_type=method,
-        nll_weight=settings["nll_weight"],
+        loss_type=loss_type,
+        smc_proposal=proposal,
+        # SMC distillation is a likelihood of the target itself: no λ term (its default)
+        nll_weight=0.0 if loss_type == "smc_distill" else settings["nll_weight"],
         num_generations=settings["num_generations"],
         max_completion_length=settings["max_completion_length"],
         max_steps=settings["max_steps"],
