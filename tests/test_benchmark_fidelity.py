@@ -34,7 +34,12 @@ def test_modes_pick_sizes_and_overrides(fidelity):
     quick = fidelity.resolve_settings(_args(quick=True))
     assert quick["mode"] == "quick" and quick["temperatures"] == [0.5, 2.0] and quick["max_steps"] == 20
     default = fidelity.resolve_settings(_args())
-    assert default["temperatures"] == [0.25, 0.5, 0.8, 2.0] and default["methods"] == ["ssts", "ratio", "smc_distill", "smc_distill_adapter"]
+    assert default["temperatures"] == [0.25, 0.5, 0.8, 2.0] and default["methods"] == [
+        "ssts",
+        "ratio",
+        "smc_distill",
+        "smc_distill_adapter",
+    ]
     assert default["train_prompts"] == 128 and default["held_out_prompts"] == 16
     assert default["learning_rate"] == 1e-3 and default["lr_scheduler_type"] == "cosine"
     full = fidelity.resolve_settings(_args(full=True, temperatures=[0.8], max_steps=7, methods=["ratio"]))

@@ -295,3 +295,16 @@ def test_stop_strings_with_seq_temperature_are_refused_by_name():
     with pytest.raises(ValueError, match=r"`stop_strings=\['x'\]` with `seq_temperature`"):
         model.generate(torch.tensor([[1, 2]]), stop_strings=["x"], tokenizer=object(), **kwargs)
     assert model.generate(torch.tensor([[1, 2]]), **kwargs).shape == (1, 6)
+    # the direct path stops too, with transformers' own error (the tokenizer given or not): never a silent run
+    import hf_seqtemp
+
+    plain = tiny_llama(vocab_size=6, seed=0)
+    for extra in ({}, {"tokenizer": object()}):
+        with pytest.raises(ValueError, match=r"stop strings|stop_strings"):
+            plain.generate(
+                torch.tensor([[1, 2]]),
+                custom_generate=hf_seqtemp.seqtemp_generate,
+                stop_strings=["x"],
+                **extra,
+                **kwargs,
+            )
