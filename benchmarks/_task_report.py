@@ -122,6 +122,11 @@ def answer_agreement(rows: list[dict]) -> dict:
     for mh in (r for r in rows if r["row"].startswith("mcmc") and len(r.get("answers", [])) > 1):
         alpha = mh["row"].split("=")[1]
         names = (f"smc α={alpha}", "ancestral", f"token T={1 / float(alpha):g}", mh["row"])
-        for other in (r for r in rows if r["family"] == mh["family"] and r["row"] in names and "answers" in r):
+        smc = f"smc α={alpha} "  # any number of particles
+        for other in (
+            r
+            for r in rows
+            if r["family"] == mh["family"] and (r["row"] in names or r["row"].startswith(smc)) and "answers" in r
+        ):
             out[f"{mh['family']}: {other['row']} vs {mh['row']}"] = answer_distance(other, mh)
     return out

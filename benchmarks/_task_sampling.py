@@ -118,8 +118,9 @@ def smc_available() -> bool:
     return "smc" in STRATEGY_REGISTRY
 
 
-def smc(alpha: float, num_particles: int) -> Callable:
-    """Sequential Monte Carlo power sampling of p^alpha (`strategy="smc"`), `num_particles` particles per answer."""
+def smc(alpha: float, num_particles: int, proposal: str = "token") -> Callable:
+    """Sequential Monte Carlo power sampling of p^alpha (`strategy="smc"`), `num_particles` particles per answer;
+    `proposal="adapter"`: the model's active adapter proposes, the base (adapter off) is p."""
 
     def sample(model, batch, max_new_tokens, seed):
         from hf_seqtemp import seqtemp_generate
@@ -131,6 +132,7 @@ def smc(alpha: float, num_particles: int) -> Callable:
             seq_temperature=1.0 / alpha,
             strategy="smc",
             num_particles=num_particles,
+            proposal=proposal,
             generator=torch.Generator().manual_seed(seed),
             **EXACT,
         )

@@ -1,7 +1,8 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""The two trained rows of the task benchmark, from the same training prompts and the same LoRA:
+"""The trained rows of the task benchmark, from the same training prompts and the same LoRA:
 
 - ours: prompt-only `SeqTempTrainer` (`loss_type="ratio"`, L_p + λ·NLL) towards sequence temperature T;
+- distill: prompt-only `SeqTempTrainer` with SMC distillation (`loss_type="smc_distill"`, adapter proposal);
 - the RL peer: TRL's `RLOOTrainer` with reward r(x) = log p_base(x | c) (the package's scorer, base model) and KL
   weight β = 1/(α − 1) = T/(1 − T) against p, whose optimum is q ∝ p · exp(r/β) = p^α = p^(1/T). RLOO is the closer
   of TRL's two to KL-regularised RL: it subtracts β·KL(q_old ‖ p) from the sequence reward and uses the
@@ -74,6 +75,36 @@ def train_ours(temperature: float, prompts: list, tokenizer, settings: dict, dev
     seconds = time.perf_counter() - start
     logged = [
         {k: e[k] for k in ("step", "loss", "temp/t_eff", "temp/kendall_tau") if k in e}
+        for e in trainer.state.log_history
+        if "loss" in e
+    ]
+    return trainer.model.eval(), seconds, logged
+
+
+def train_distill(temperature: float, prompts: list, tokenizer, settings: dict, device, workdir: str):
+    """Prompt-only `SeqTempTrainer` with SMC distillation (`loss_type="smc_distill"`, the adapter being trained as
+    the particles' proposal, new particles every step, `num_generations` per prompt); returns what `train_ours`
+    returns."""
+    model, _ = load_default_model(device=device)
+    torch.manual_seed(settings["train_seed"])
+    start = time.perf_counter()
+    config = SeqTempConfig(
+        target_temperature=temperature,
+        loss_type="smc_distill",
+        smc_proposal="adapter",
+        max_steps=settings["max_steps"],
+        init_from_token_temperature=True,
+        steps_per_generation=1,
+        **_shared_args(settings, device, f"{workdir}/distill_T{temperature:g}"),
+    )
+    dataset = Dataset.from_dict({"prompt": prompts})
+    trainer = SeqTempTrainer(
+        model, config, train_dataset=dataset, processing_class=tokenizer, peft_config=lora_config(settings["lora_r"])
+    )
+    trainer.train()
+    seconds = time.perf_counter() - start
+    logged = [
+        {k: e[k] for k in ("step", "loss", "temp/t_eff", "temp/kendall_tau", "ess/fraction") if k in e}
         for e in trainer.state.log_history
         if "loss" in e
     ]

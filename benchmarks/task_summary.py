@@ -8,8 +8,9 @@ seed 0) and any `--trained_only` runs of the same family and settings with other
 1. per family, every row of the full run (the samplers, and the trained rows of training seed 0);
 2. per family and trained row, pass@1 / T_eff / τ per training seed, and pass@1 pooled over the training seeds with a
    95 % interval (bootstrap over held-out prompts of each prompt's mean over training and sampling seeds);
-3. the pooled rows paired with the samplers and with each other: `ours T` minus `token T`, `mcmc`, `smc` and
-   `rloo T`, pass@1 difference with a paired bootstrap over prompts (the adapter rows pooled over training seeds).
+3. the pooled rows paired with the samplers and with each other: `ours T` and `distill T` minus `token T`, `mcmc`,
+   `smc` (every N), `smc-adapter` and `rloo T` (and `distill T` minus `ours T`), pass@1 difference with a paired
+   bootstrap over prompts (the adapter rows pooled over training seeds).
 
 Usage:
     python benchmarks/task_summary.py RUN.json [RUN.json ...] > summary.md
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _task_report import cells
 
 BOOTSTRAP = 2000
+TRAINED = ("ours", "rloo", "distill", "smc-adapter")  # rows that depend on a training run (and its seed)
 
 
 def load(paths: list[str]) -> tuple[dict, dict]:
@@ -40,7 +42,7 @@ def load(paths: list[str]) -> tuple[dict, dict]:
         settings = payload["settings"]
         seed = settings.get("train_seed", 0)
         for row in payload["rows"]:
-            if row["row"].startswith(("ours", "rloo")):
+            if row["row"].startswith(TRAINED):
                 trained[(row["family"], row["row"])][seed] = row
             if not settings.get("trained_only"):
                 full.setdefault(row["family"], {"settings": settings, "rows": []})["rows"].append(row)
@@ -95,21 +97,23 @@ def summary(paths: list[str]) -> str:
     out += ["", "| pass@1 difference, paired over prompts (trained rows pooled over seeds) | mean [95% CI] |"]
     out.append("| --- | --- |")
     for (family, name), values in pooled.items():
-        if not name.startswith("ours"):
+        if not name.startswith(("ours", "distill")):
             continue
         temperature = name.split("=")[1]
         alpha = f"{1 / float(temperature):g}"
         others = {r["row"]: r["pass@1_per_prompt"] for r in full.get(family, {"rows": []})["rows"]}
-        others = {k: v for k, v in others.items() if not k.startswith(("ours", "rloo"))}
-        others[f"rloo T={temperature}"] = pooled.get((family, f"rloo T={temperature}"))
-        for other in (
-            "ancestral",
-            f"token T={temperature}",
-            f"mcmc α={alpha}",
-            f"smc α={alpha}",
-            f"rloo T={temperature}",
-        ):
-            if others.get(other) is None:
+        others = {k: v for k, v in others.items() if not k.startswith(TRAINED)}
+        for trained_row in (f"rloo T={temperature}", f"ours T={temperature}", f"distill T={temperature}"):
+            others[trained_row] = pooled.get((family, trained_row))
+        adapters = sorted(k for (f, k) in pooled if f == family and k.startswith(f"smc-adapter α={alpha} "))
+        for key in adapters:
+            others[key] = pooled[(family, key)]
+        smc = sorted(k for k in others if k == f"smc α={alpha}" or k.startswith(f"smc α={alpha} "))
+        compared = ["ancestral", f"token T={temperature}", f"mcmc α={alpha}", *smc, *adapters]
+        compared += [f"rloo T={temperature}", f"ours T={temperature}"] if name.startswith("distill") else []
+        compared += [f"rloo T={temperature}"] if name.startswith("ours") else []
+        for other in compared:
+            if others.get(other) is None or other == name:
                 continue
             diffs = [a - b for a, b in zip(values, others[other])]
             low, high = interval(diffs, rng)

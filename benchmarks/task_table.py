@@ -7,11 +7,14 @@ addition, capital cities, yes/no comparisons), as chat prompts, split BY PROMPT 
 
 - `greedy`; `ancestral` (exact sampling of p, token temperature 1); `token T=1/α` (every next-token distribution
   sharpened by α);
-- `mcmc α` (MH power sampling of p^α, `strategy="mcmc"`); `smc α` (`strategy="smc"`, when this build has it; else
-  the row says "not available in this build");
+- `mcmc α` (MH power sampling of p^α, `strategy="mcmc"`); `smc α N=n` (`strategy="smc"`, token-temperature
+  proposal, n particles; when this build has it, else the row says "not available in this build");
 - `ours T`: a LoRA adapter trained on the training prompts ONLY (no answers, no reward) with the prompt-only
   `SeqTempTrainer` (L_p + λ·NLL, fresh samples every step) towards sequence temperature T = 1/α, sampled at token
   temperature 1;
+- `distill T`: the same LoRA and prompts trained by SMC distillation (`loss_type="smc_distill"`: the weighted NLL of
+  SMC particles of p^α, the adapter being trained as their proposal, new particles every step), same steps;
+  `smc-adapter α N=n`: SMC power sampling of p^α with that adapter as proposal (`proposal="adapter"`), n particles;
 - `rloo T`: TRL's `RLOOTrainer` with reward log p_base(completion | prompt) and β = 1/(α − 1) (its optimum is also
   p^α; `_task_training.py` says why RLOO rather than GRPO), same LoRA, prompts, generations, lengths and rate,
   trained for the same wall-clock time as `ours T`.
@@ -62,18 +65,20 @@ from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report
 MODES = {
     "quick": {
         "families": ["addition"], "train_prompts": 8, "held_out_prompts": 6, "samples": 8, "max_new_tokens": 12,
-        "seeds": [0, 1], "alphas": [4.0], "mcmc_steps": 2, "block_size": 6, "smc_particles": 4,
+        "seeds": [0, 1], "alphas": [4.0], "mcmc_steps": 2, "block_size": 6, "smc_particles": [4],
+        "adapter_particles": [4],
         "max_steps": 2, "num_generations": 4, "train_batch": 8,
     },
     "cpu": {
         "families": ["addition"], "train_prompts": 32, "held_out_prompts": 16, "samples": 8, "max_new_tokens": 16,
-        "seeds": [0, 1], "alphas": [4.0], "mcmc_steps": 4, "block_size": 8, "smc_particles": 8,
+        "seeds": [0, 1], "alphas": [4.0], "mcmc_steps": 4, "block_size": 8, "smc_particles": [8],
+        "adapter_particles": [4, 8],
         "max_steps": 8, "num_generations": 4, "train_batch": 16,
     },
     "default": {
         "families": ["addition", "capitals", "comparison"], "train_prompts": 48, "held_out_prompts": 24,
         "samples": 8, "max_new_tokens": 24, "seeds": [0, 1, 2], "alphas": [4.0, 2.0], "mcmc_steps": 10,
-        "block_size": 8, "smc_particles": 16, "max_steps": 40, "num_generations": 8, "train_batch": 32,
+        "block_size": 8, "smc_particles": [8, 64], "adapter_particles": [4, 8], "max_steps": 40, "num_generations": 8, "train_batch": 32,
     },
 }  # fmt: skip
 TRAINING = {"learning_rate": 1e-3, "nll_weight": 0.1, "lora_r": 16, "train_seed": 0}
@@ -204,8 +209,9 @@ def sampler_rows(base, tokenizer, family, held_out, settings, scores) -> list[di
         mcmc = samplers.power(alpha, settings["mcmc_steps"], settings["block_size"])
         rows.append(row(f"mcmc α={alpha:g}", mcmc, temperature, mcmc_steps=settings["mcmc_steps"]))
         if samplers.smc_available():
-            smc = samplers.smc(alpha, settings["smc_particles"])
-            rows.append(row(f"smc α={alpha:g}", smc, temperature, num_particles=settings["smc_particles"]))
+            for particles in settings["smc_particles"]:
+                smc = samplers.smc(alpha, particles)
+                rows.append(row(f"smc α={alpha:g} N={particles}", smc, temperature, num_particles=particles))
         else:
             rows.append({"row": f"smc α={alpha:g}", "target_T": temperature, "note": "not available in this build"})
             print(f"  smc α={alpha:g}: not available in this build", flush=True)
@@ -213,8 +219,9 @@ def sampler_rows(base, tokenizer, family, held_out, settings, scores) -> list[di
 
 
 def trained_rows(tokenizer, family, train, held_out, settings, device, scores) -> list[dict]:
-    """ours T and, at the same training wall time, rloo T, for every T = 1/α < 1."""
-    from _task_training import train_ours, train_rloo
+    """ours T (ratio loss), distill T (SMC distillation) and, at the same training wall time as ours, rloo T, for
+    every T = 1/α < 1; then SMC with the distilled adapter as proposal (`smc-adapter α N=...`)."""
+    from _task_training import train_distill, train_ours, train_rloo
 
     prompts = [conversation(q) for q, _ in train]
     rows = []
@@ -234,6 +241,19 @@ def trained_rows(tokenizer, family, train, held_out, settings, device, scores) -
             row(f"ours T={temperature:g}", model, temperature, train_seconds=seconds,
                 train_steps=settings["max_steps"], train_log=log)  # fmt: skip
             del model
+            if settings.get("distill", True):
+                model, distill_seconds, log = train_distill(temperature, prompts, tokenizer, settings, device, workdir)
+                print(f"  distill T={temperature:g}: trained {distill_seconds:.0f} s", flush=True)
+                row(f"distill T={temperature:g}", model, temperature, train_seconds=distill_seconds,
+                    train_steps=settings["max_steps"], train_log=log)  # fmt: skip
+                for particles in settings["adapter_particles"]:  # the distilled adapter proposes, p^α is the target
+                    name = f"smc-adapter α={alpha:g} N={particles}"
+                    result = evaluate(samplers.smc(alpha, particles, proposal="adapter"), model, tokenizer, family,
+                                      held_out, settings, settings["seeds"], settings["samples"])  # fmt: skip
+                    rows.append({"row": name, "target_T": temperature, **result, "num_particles": particles,
+                                 "proposal": f"distill T={temperature:g}"})  # fmt: skip
+                    print(f"  {name}: pass@1 {result['pass@1']:.3f}", flush=True)
+                del model
             if not settings["rl"]:
                 continue
             model, rl_seconds, steps, log = train_rloo(
