@@ -54,6 +54,7 @@ SWEEP_PROMPTS = (128, 16)  # (training, held-out) prompts of the fidelity benchm
 TUNED = "best token temperature"  # the token temperature whose T_eff on the held-out completions is T: one name
 DEMO_ROWS = {**ROW_NAMES, "tuned_myopic": f"{TUNED} (its T_eff is T)"}
 MAIN_PROCESS = True  # under `accelerate launch`, only the main process prints (set in `main`)
+DEFAULT_LOSS = "ratio"  # the objective the fidelity benchmark measured best at T = 0.5 (README, Results)
 
 
 def say(*args, **kwargs) -> None:
@@ -93,7 +94,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max_steps", type=int, default=32, help="optimisation steps")
     parser.add_argument("--batch_size", type=int, default=32, help="sequences per step (whole prompt groups)")
     parser.add_argument("--learning_rate", type=float, default=1e-3, help="LoRA learning rate (cosine schedule)")
-    parser.add_argument("--nll_weight", type=float, default=0.1, help="λ for the NLL term against drift")
+    parser.add_argument(
+        "--loss_type",
+        default=DEFAULT_LOSS,
+        choices=["ratio", "smc_distill"],
+        help="objective: the ratio loss on p's samples, or SMC distillation (the weighted NLL of SMC particles of "
+        "p^(1/T), the adapter being trained as their proposal)",
+    )
+    parser.add_argument(
+        "--nll_weight",
+        type=float,
+        default=None,
+        help="λ for the NLL term against drift (default 0.1; 0 for smc_distill)",
+    )
     parser.add_argument("--lora_r", type=int, default=16, help="LoRA rank")
     parser.add_argument("--output_dir", default="outputs/quickstart", help="where the adapter is saved")
     parser.add_argument("--seed", type=int, default=0)
@@ -213,11 +226,15 @@ def verdict(reports: dict, temperature: float) -> list[str]:
 
 
 def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, beat: Heartbeat) -> SeqTempTrainer:
+    distill = args.loss_type == "smc_distill"
     config = SeqTempConfig(
         output_dir=args.output_dir,
         target_temperature=args.temperature,
-        loss_type="ratio",
-        nll_weight=args.nll_weight,
+        loss_type=args.loss_type,
+        nll_weight=args.nll_weight,  # None: the objective's default
+        # SMC distillation: the adapter proposes its own particles, new ones at every step
+        smc_proposal="adapter" if distill else "token",
+        steps_per_generation=1 if distill else None,
         num_generations=args.num_generations,
         max_completion_length=args.max_completion_length,
         max_steps=args.max_steps,
@@ -235,15 +252,25 @@ def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, bea
     lora = LoraConfig(
         r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
     )
-    beat.to(f"sampling {args.num_generations} completions of each of the {len(train)} training prompts")
+    if distill:
+        beat.to(f"sampling {args.held_out_generations} completions of each held-out prompt")
+    else:
+        beat.to(f"sampling {args.num_generations} completions of each of the {len(train)} training prompts")
     trainer = SeqTempTrainer(
         model, config, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
     )
-    sample = trainer.train_dataset[0]
-    completion = tokenizer.decode(sample["input_ids"][sample["completion_mask"].index(1) :])
-    say(
-        f"sampled {len(trainer.train_dataset)} train / {len(trainer.eval_dataset)} held-out completions, e.g. {completion!r}"
-    )
+    if distill:
+        say(
+            f"{len(trainer.eval_dataset)} held-out completions sampled; the {args.num_generations} SMC particles of "
+            "each training prompt are drawn during training, by the adapter, weighted towards p^(1/T)"
+        )
+    else:
+        sample = trainer.train_dataset[0]
+        completion = tokenizer.decode(sample["input_ids"][sample["completion_mask"].index(1) :])
+        say(
+            f"sampled {len(trainer.train_dataset)} train / {len(trainer.eval_dataset)} held-out completions, "
+            f"e.g. {completion!r}"
+        )
     beat.to(
         f"training {args.max_steps} steps (logged every 8: temp/t_eff and temp/kendall_tau are within-prompt "
         "figures on the training batch)"
