@@ -124,7 +124,17 @@ def smc(alpha: float, num_particles: int, proposal: str = "token") -> Callable:
 
     def sample(model, batch, max_new_tokens, seed):
         from hf_seqtemp import seqtemp_generate
+        from hf_seqtemp.data import eos_ids_of
+        from hf_seqtemp.generation import smc_sample
 
+        generator = torch.Generator().manual_seed(seed)
+        if proposal == "adapter":  # a freshly trained PEFT adapter (no saved config): the function API takes it as is
+            eos = sorted(eos_ids_of(model))
+            return smc_sample(
+                model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
+                seq_temperature=1.0 / alpha, num_particles=num_particles, generator=generator, eos_token_id=eos,
+                pad_token_id=eos[0] if eos else 0, proposal="adapter",
+            )  # fmt: skip
         return model.generate(
             **batch,
             max_new_tokens=max_new_tokens,
@@ -132,8 +142,7 @@ def smc(alpha: float, num_particles: int, proposal: str = "token") -> Callable:
             seq_temperature=1.0 / alpha,
             strategy="smc",
             num_particles=num_particles,
-            proposal=proposal,
-            generator=torch.Generator().manual_seed(seed),
+            generator=generator,
             **EXACT,
         )
 
