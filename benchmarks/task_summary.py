@@ -3,9 +3,11 @@
 
 `task_table.py` trains each adapter once (its `--train_seed`); with 8 training steps the trained rows move with the
 training run far more than with the sampling seed. This script reads one full run per family (all rows, training
-seed 0) and any `--trained_only` runs of the same family and settings with other training seeds, and prints:
+seed 0), any `--trained_only` runs of the same family and settings with other training seeds, and any runs of
+some `--rows` (e.g. SMC distillation over three training seeds, or a larger SMC), and prints:
 
-1. per family, every row of the full run (the samplers, and the trained rows of training seed 0);
+1. per family, every row of training seed 0 (the samplers, and the trained rows of training seed 0), with the runs
+   they came from;
 2. per family and trained row, pass@1 / T_eff / τ per training seed, and pass@1 pooled over the training seeds with a
    95 % interval (bootstrap over held-out prompts of each prompt's mean over training and sampling seeds);
 3. the pooled rows paired with the samplers and with each other: `ours T` and `distill T` minus `token T`, `mcmc`,
@@ -35,18 +37,33 @@ TRAINED = ("ours", "rloo", "distill", "smc-adapter")  # rows that depend on a tr
 
 
 def load(paths: list[str]) -> tuple[dict, dict]:
-    """`(full, trained)`: the rows of each family's full run, and `trained[(family, row)][train_seed]` rows."""
+    """`(full, trained)`: per family, the rows of the table of training seed 0 (every sampler row of every run, the
+    trained rows of seed 0) with the runs they came from; and `trained[(family, row)][train_seed]` rows."""
     full, trained = {}, defaultdict(dict)
     for path in paths:
         payload = json.loads(Path(path).read_text())
         settings = payload["settings"]
         seed = settings.get("train_seed", 0)
         for row in payload["rows"]:
-            if row["row"].startswith(TRAINED):
+            is_trained = row["row"].startswith(TRAINED)
+            if is_trained:
                 trained[(row["family"], row["row"])][seed] = row
-            if not settings.get("trained_only"):
-                full.setdefault(row["family"], {"settings": settings, "rows": []})["rows"].append(row)
+            if is_trained and (seed != 0 or settings.get("trained_only")):
+                continue
+            table = full.setdefault(row["family"], {"runs": [], "rows": []})
+            if not any(run is settings for run in table["runs"]):
+                table["runs"].append(settings)
+            table["rows"].append(row)
     return full, trained
+
+
+def describe(settings: dict) -> str:
+    rows = ", ".join(settings.get("rows", ["every row"]))
+    return (
+        f"`--{settings.get('mode', 'cpu')}`, rows: {rows}; α ∈ {settings['alphas']}, {settings['held_out_prompts']} held-out "
+        f"prompts × {settings['samples']} samples × sampling seeds {settings['seeds']}, training seed "
+        f"{settings.get('train_seed', 0)}, wall {settings['wall_seconds']:.0f} s"
+    )
 
 
 def interval(values: list[float], rng: random.Random) -> tuple[float, float]:
@@ -63,14 +80,8 @@ def summary(paths: list[str]) -> str:
     full, trained = load(paths)
     rng, out = random.Random(0), []
     for family, run in full.items():
-        s = run["settings"]
-        head = (
-            f"**{family}** (`--cpu`, α ∈ {s['alphas']}, {s['held_out_prompts']} held-out prompts × {s['samples']} "
-            f"samples × sampling seeds {s['seeds']}, training seed {s.get('train_seed', 0)}, wall "
-            f"{s['wall_seconds']:.0f} s)"
-        )
+        out += [f"**{family}** ({'; '.join(describe(s) for s in run['runs'])})"]
         out += [
-            head,
             "",
             "| row | pass@1 [95% CI] | per seed | pass@8 | T_eff | τ | calls | token-fwd/answer | s/answer | train s |",
             "| --- |" + " --- |" * 9,

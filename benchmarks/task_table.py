@@ -84,6 +84,9 @@ MODES = {
 TRAINING = {"learning_rate": 1e-3, "nll_weight": 0.1, "lora_r": 16, "train_seed": 0}
 PROBE = {"prompts": 16, "samples": 8, "max_new_tokens": 24, "seed": 0}
 BOOTSTRAP = 2000
+SAMPLER_KINDS = ("greedy", "ancestral", "token", "mcmc", "smc")
+TRAINED_KINDS = ("ours", "distill", "smc-adapter", "rloo")
+ROW_KINDS = SAMPLER_KINDS + TRAINED_KINDS
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -102,6 +105,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--trained_only", action="store_true", help="only the trained rows (another --train_seed of a table run)"
     )
+    parser.add_argument(
+        "--rows", nargs="+", choices=ROW_KINDS,
+        help="only these rows (default: all); smc-adapter needs distill (its proposal), rloo needs ours (its budget)",
+    )  # fmt: skip
+    parser.add_argument("--smc_particles", type=int, nargs="+", help="override the mode's token-proposal SMC sizes")
+    parser.add_argument("--adapter_particles", type=int, nargs="+", help="override the mode's adapter-proposal sizes")
     parser.add_argument("--train_seed", type=int, help=f"seed of both trainings (default {TRAINING['train_seed']})")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "task_table"))
     parser.add_argument("--device", default=None)
@@ -115,9 +124,22 @@ def resolve_settings(args) -> dict:
     settings["trained_only"] = args.trained_only
     if args.trained_only and not args.train:
         raise ValueError("--trained_only with --no-train leaves no row: drop one of them.")
+    rows = list(args.rows or ROW_KINDS)
+    if args.trained_only:
+        rows = [kind for kind in rows if kind in TRAINED_KINDS]
+    if not args.train or not args.rl:
+        rows = [kind for kind in rows if kind not in (TRAINED_KINDS if not args.train else ("rloo",))]
+    if not rows:
+        raise ValueError(f"--rows {args.rows} leaves no row with the other flags (--trained_only / --no-train).")
+    if "smc-adapter" in rows and "distill" not in rows:
+        raise ValueError("--rows smc-adapter needs distill: the distilled adapter is its proposal. Add distill.")
+    if "rloo" in rows and "ours" not in rows:
+        raise ValueError("--rows rloo needs ours: RLOO trains for ours' wall time. Add ours, or pass --no-rl.")
+    settings["rows"] = rows
     if args.train_seed is not None:
         settings["train_seed"] = args.train_seed
-    for name in ("families", "seeds", "alphas", "held_out_prompts", "train_prompts", "max_steps", "max_new_tokens"):
+    for name in ("families", "seeds", "alphas", "held_out_prompts", "train_prompts", "max_steps", "max_new_tokens",
+                 "smc_particles", "adapter_particles"):  # fmt: skip
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     if args.mcmc_steps is not None:
@@ -199,15 +221,22 @@ def sampler_rows(base, tokenizer, family, held_out, settings, scores) -> list[di
         print(f"  {name}: pass@1 {result['pass@1']:.3f} ({time.perf_counter() - start:.0f} s)", flush=True)
         return {"row": name, "target_T": target, **result, **extra}
 
-    rows = [row("greedy", samplers.greedy, seeds=[0], n=1)]
-    rows[-1]["pass@8"] = None  # one deterministic answer per prompt
-    rows.append(row("ancestral", samplers.ancestral(1.0), 1.0, t_eff=1.0, kendall_tau=None))
+    kinds, rows = settings["rows"], []
+    if "greedy" in kinds:
+        rows.append(row("greedy", samplers.greedy, seeds=[0], n=1))
+        rows[-1]["pass@8"] = None  # one deterministic answer per prompt
+    if "ancestral" in kinds:
+        rows.append(row("ancestral", samplers.ancestral(1.0), 1.0, t_eff=1.0, kendall_tau=None))
     for alpha in settings["alphas"]:
         temperature = 1.0 / alpha
-        rows.append(row(f"token T={temperature:g}", samplers.ancestral(temperature), temperature))
-        rows[-1].update(scores.report(base, temperature))
-        mcmc = samplers.power(alpha, settings["mcmc_steps"], settings["block_size"])
-        rows.append(row(f"mcmc α={alpha:g}", mcmc, temperature, mcmc_steps=settings["mcmc_steps"]))
+        if "token" in kinds:
+            rows.append(row(f"token T={temperature:g}", samplers.ancestral(temperature), temperature))
+            rows[-1].update(scores.report(base, temperature))
+        if "mcmc" in kinds:
+            mcmc = samplers.power(alpha, settings["mcmc_steps"], settings["block_size"])
+            rows.append(row(f"mcmc α={alpha:g}", mcmc, temperature, mcmc_steps=settings["mcmc_steps"]))
+        if "smc" not in kinds:
+            continue
         if samplers.smc_available():
             for particles in settings["smc_particles"]:
                 smc = samplers.smc(alpha, particles)
@@ -236,17 +265,19 @@ def trained_rows(tokenizer, family, train, held_out, settings, device, scores) -
     with tempfile.TemporaryDirectory() as workdir:
         for alpha in settings["alphas"]:
             temperature = 1.0 / alpha
-            model, seconds, log = train_ours(temperature, prompts, tokenizer, settings, device, workdir)
-            print(f"  ours T={temperature:g}: trained {seconds:.0f} s", flush=True)
-            row(f"ours T={temperature:g}", model, temperature, train_seconds=seconds,
-                train_steps=settings["max_steps"], train_log=log)  # fmt: skip
-            del model
-            if settings.get("distill", True):
+            if "ours" in settings["rows"]:
+                model, seconds, log = train_ours(temperature, prompts, tokenizer, settings, device, workdir)
+                print(f"  ours T={temperature:g}: trained {seconds:.0f} s", flush=True)
+                row(f"ours T={temperature:g}", model, temperature, train_seconds=seconds,
+                    train_steps=settings["max_steps"], train_log=log)  # fmt: skip
+                del model
+            if "distill" in settings["rows"]:
                 model, distill_seconds, log = train_distill(temperature, prompts, tokenizer, settings, device, workdir)
                 print(f"  distill T={temperature:g}: trained {distill_seconds:.0f} s", flush=True)
                 row(f"distill T={temperature:g}", model, temperature, train_seconds=distill_seconds,
                     train_steps=settings["max_steps"], train_log=log)  # fmt: skip
-                for particles in settings["adapter_particles"]:  # the distilled adapter proposes, p^α is the target
+                adapter_particles = settings["adapter_particles"] if "smc-adapter" in settings["rows"] else []
+                for particles in adapter_particles:  # the distilled adapter proposes, p^α is the target
                     name = f"smc-adapter α={alpha:g} N={particles}"
                     result = evaluate(samplers.smc(alpha, particles, proposal="adapter"), model, tokenizer, family,
                                       held_out, settings, settings["seeds"], settings["samples"])  # fmt: skip
@@ -254,7 +285,7 @@ def trained_rows(tokenizer, family, train, held_out, settings, device, scores) -
                                  "proposal": f"distill T={temperature:g}"})  # fmt: skip
                     print(f"  {name}: pass@1 {result['pass@1']:.3f}", flush=True)
                 del model
-            if not settings["rl"]:
+            if "rloo" not in settings["rows"]:
                 continue
             model, rl_seconds, steps, log = train_rloo(
                 temperature, prompts, tokenizer, settings, device, workdir, budget=seconds
@@ -309,10 +340,8 @@ def main(argv=None) -> None:
         train, held_out = split_family(family, settings["train_prompts"], settings["held_out_prompts"], seed=0)
         print(f"{name}: {len(train)} training prompts, {len(held_out)} held-out prompts", flush=True)
         scores = HeldOutScores(base, tokenizer, held_out, settings)
-        family_rows = (
-            [] if settings["trained_only"] else sampler_rows(base, tokenizer, family, held_out, settings, scores)
-        )
-        if settings["train"]:
+        family_rows = sampler_rows(base, tokenizer, family, held_out, settings, scores)
+        if set(settings["rows"]) & set(TRAINED_KINDS):
             family_rows += trained_rows(tokenizer, family, train, held_out, settings, device, scores)
         rows += [{"family": name, **r} for r in family_rows]
     settings["wall_seconds"] = time.perf_counter() - start

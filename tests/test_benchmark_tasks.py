@@ -184,14 +184,49 @@ def test_task_summary_pools_the_trained_rows_over_training_seeds_per_prompt(tmp_
         row("token T=0.25", [0.5, 0.5]), row("ours T=0.25", [1.0, 0.0], train_seconds=1, train_steps=1)]}  # fmt: skip
     other = {"settings": {**settings, "train_seed": 1, "trained_only": True},
              "rows": [row("ours T=0.25", [0.0, 1.0], train_seconds=1, train_steps=1)]}  # fmt: skip
+    # runs of some rows: the distilled adapter on training seeds 0 and 1, and a larger SMC (a sampler row)
+    distill = [{"settings": {**settings, "train_seed": seed, "rows": ["distill"]},
+                "rows": [row("distill T=0.25", per_prompt, train_seconds=1, train_steps=1)]}
+               for seed, per_prompt in ((0, [1.0, 1.0]), (1, [0.0, 1.0]))]  # fmt: skip
+    smc = {"settings": {**settings, "rows": ["smc"]}, "rows": [row("smc α=4 N=64", [0.0, 0.5], t_eff=None)]}
     paths = []
-    for name, payload in (("full", full), ("seed1", other)):
+    for name, payload in (("full", full), ("seed1", other), ("d0", distill[0]), ("d1", distill[1]), ("smc", smc)):
         paths.append(str(tmp_path / f"{name}.json"))
         (tmp_path / f"{name}.json").write_text(json.dumps(payload))
     table, trained = load(paths)
-    assert [r["row"] for r in table["f"]["rows"]] == ["token T=0.25", "ours T=0.25"]  # the seed-1 run adds no row
+    # the seed-1 runs add no row to the table of training seed 0; the runs of some rows add theirs
+    assert [r["row"] for r in table["f"]["rows"]] == ["token T=0.25", "ours T=0.25", "distill T=0.25", "smc α=4 N=64"]
+    assert len(table["f"]["runs"]) == 3
     assert sorted(trained[("f", "ours T=0.25")]) == [0, 1]
+    assert sorted(trained[("f", "distill T=0.25")]) == [0, 1]
     assert pooled_per_prompt(list(trained[("f", "ours T=0.25")].values())) == [0.5, 0.5]  # per prompt, not pooled
     text = summary(paths)
     assert "| f | ours T=0.25 (seeds [0, 1]) | 0.500 / 0.500 |" in text
     assert "| f: ours T=0.25 − token T=0.25 | +0.000 [+0.000, +0.000] |" in text
+    assert "| f | distill T=0.25 (seeds [0, 1]) | 1.000 / 0.500 |" in text
+    assert "| f: distill T=0.25 − smc α=4 N=64 | +0.500 [+0.500, +0.500] |" in text  # paired per prompt
+    assert "| f: distill T=0.25 − ours T=0.25 | +0.250 [+0.000, +0.500] |" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--rows", "smc-adapter"], "needs distill"),
+        (["--rows", "rloo", "distill"], "needs ours"),
+        (["--trained_only", "--rows", "smc"], "leaves no row"),
+    ],
+)
+def test_task_table_refuses_row_selections_it_cannot_run(argv, message):
+    from task_table import parse_args, resolve_settings
+
+    with pytest.raises(ValueError, match=message):
+        resolve_settings(parse_args(["--cpu", *argv]))
+
+
+def test_task_table_row_selection_and_overrides():
+    from task_table import parse_args, resolve_settings
+
+    settings = resolve_settings(parse_args(["--cpu", "--rows", "distill", "smc-adapter", "--adapter_particles", "4"]))
+    assert settings["rows"] == ["distill", "smc-adapter"] and settings["adapter_particles"] == [4]
+    settings = resolve_settings(parse_args(["--cpu", "--no-rl", "--smc_particles", "64"]))
+    assert "rloo" not in settings["rows"] and "ours" in settings["rows"] and settings["smc_particles"] == [64]
