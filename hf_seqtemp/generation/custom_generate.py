@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import os
 
@@ -12,6 +14,7 @@ seq_temperature=0.5)`. All logic lives in the `hf_seqtemp` package; this file on
 
 from transformers.generation import GenerationMixin
 
+from hf_seqtemp.generation.custom_generate import stop_strings_as_criteria
 from hf_seqtemp.generation.routing import seqtemp_generate
 
 
@@ -20,14 +23,16 @@ def generate(model, *args, **kwargs):
 
     `transformers` calls this with `model=` and every `generate` argument; `seq_temperature`, `strategy`,
     `mcmc_steps`, `block_size`, `glauber_rounds`, `num_candidates`, `generator` and `allow_active_adapters` are
-    consumed by `seqtemp_generate`. The training-free strategies temper the base model: a model from
+    consumed by `seqtemp_generate`; `stop_strings` (with `tokenizer=`) become a stopping criterion, which
+    `strategy="adapter"` honours and the whole-answer strategies refuse by name. The training-free strategies temper the base model: a model from
     `hf_seqtemp.load_tempered` has its adapters switched off for them, and a model with an active PEFT adapter that
     hf_seqtemp does not know is refused (it may be this repository's tempered adapter, which would be tempered twice).
     """
     kwargs.pop("custom_generate", None)
     kwargs.pop("trust_remote_code", None)
     # `GenerationMixin.generate` directly: `model.generate` may already be this function
-    return GenerationMixin.generate(model, *args, custom_generate=seqtemp_generate, **kwargs)
+    with stop_strings_as_criteria(model, kwargs):
+        return GenerationMixin.generate(model, *args, custom_generate=seqtemp_generate, **kwargs)
 '''
 
 REQUIREMENTS_TXT = "hf-seqtemp\n"
@@ -64,23 +69,59 @@ def write_custom_generate(folder: str | os.PathLike) -> str:
     return target
 
 
+@contextlib.contextmanager
+def stop_strings_as_criteria(model, kwargs: dict):
+    """Turns a call's `stop_strings` into a `StopStringCriteria` among its `stopping_criteria`, in place.
+
+    transformers drops `tokenizer=` before it calls a callable `custom_generate`, then stops on stop strings with
+    "could not locate a tokenizer". The entry points that see the call first (a model from `load_tempered`, the Hub
+    folder's `custom_generate/generate.py`) build the criterion here with the call's tokenizer, so that
+    `strategy="adapter"` (token by token) stops at the string exactly as cutting its answer there afterwards would,
+    and the whole-answer strategies (`"mcmc"`, `"smc"`, `"glauber"`) refuse `StopStringCriteria` by name. The stop
+    strings of the call's `generation_config` or of the model's own are moved too; the model's is restored on exit.
+    """
+    config = kwargs.get("generation_config")
+    own = getattr(model, "generation_config", None)
+    stop = (
+        kwargs.pop("stop_strings", None) or getattr(config, "stop_strings", None) or getattr(own, "stop_strings", None)
+    )
+    if not stop:
+        yield kwargs
+        return
+    tokenizer = kwargs.pop("tokenizer", None)
+    if tokenizer is None:
+        raise ValueError(
+            f"`stop_strings={stop!r}` needs the model's tokenizer to find the strings in the tokens: pass "
+            "`tokenizer=` to `generate`."
+        )
+    from transformers import StoppingCriteriaList, StopStringCriteria
+
+    criteria = StoppingCriteriaList(kwargs.get("stopping_criteria") or [])
+    criteria.append(StopStringCriteria(tokenizer=tokenizer, stop_strings=stop))
+    kwargs["stopping_criteria"] = criteria
+    if getattr(config, "stop_strings", None):
+        kwargs["generation_config"] = copy.deepcopy(config)
+        kwargs["generation_config"].stop_strings = None
+    saved = getattr(own, "stop_strings", None)
+    if saved:
+        own.stop_strings = None  # transformers 5 would fill the call's `None` from it again
+    try:
+        yield kwargs
+    finally:
+        if saved:
+            own.stop_strings = saved
+
+
 def _generate_with_seq_temperature(*args, model, **kwargs):
     from transformers.generation import GenerationMixin
 
     from .routing import seqtemp_generate
 
-    if "seq_temperature" in kwargs and "custom_generate" not in kwargs:
-        config = kwargs.get("generation_config")
-        stop = kwargs.get("stop_strings") or getattr(config, "stop_strings", None)
-        if stop and kwargs["seq_temperature"] is not None:
-            raise ValueError(
-                f"`stop_strings={stop!r}` with `seq_temperature`: a sequence-tempered answer ends at EOS or after "
-                "`max_new_tokens` (the event the temperature is defined over), and transformers does not hand the "
-                "tokenizer that stop strings need to a `custom_generate`. Bound answers with `max_new_tokens` and "
-                "`eos_token_id`, or cut the decoded text at the string afterwards."
-            )
-        kwargs["custom_generate"] = seqtemp_generate
-    return GenerationMixin.generate(model, *args, **kwargs)
+    if "seq_temperature" not in kwargs or "custom_generate" in kwargs:
+        return GenerationMixin.generate(model, *args, **kwargs)
+    kwargs["custom_generate"] = seqtemp_generate
+    with stop_strings_as_criteria(model, kwargs):
+        return GenerationMixin.generate(model, *args, **kwargs)
 
 
 def enable_seq_temperature_generate(model) -> None:

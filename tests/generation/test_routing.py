@@ -283,28 +283,91 @@ def test_a_stopping_criterion_the_strategy_cannot_honour_is_refused_by_name(stra
     assert model.generate(torch.tensor([[1, 2]]), strategy=strategy, **kwargs).shape == (1, 10)
 
 
-def test_stop_strings_with_seq_temperature_are_refused_by_name():
-    """transformers drops the tokenizer for a `custom_generate` ("could not locate a tokenizer"); a model from
-    `load_tempered` (its `generate` routes `seq_temperature`) refuses stop strings by name instead. Without them the
-    call runs."""
-    from hf_seqtemp.generation.custom_generate import enable_seq_temperature_generate
+def _word_tokenizer(vocab_size):
+    """One letter per token id ("a" = 0, "b" = 1, ...), at least "a"-"f" (transformers' stop-string matching
+    tokenizes "abcdef" to learn how tokens render)."""
+    from tokenizers import Tokenizer, decoders, models
+    from transformers import PreTrainedTokenizerFast
 
-    model = tiny_llama(vocab_size=6, seed=0)
-    enable_seq_temperature_generate(model)
-    kwargs = {"max_new_tokens": 4, "seq_temperature": 0.5, "strategy": "mcmc", "pad_token_id": 0}
-    with pytest.raises(ValueError, match=r"`stop_strings=\['x'\]` with `seq_temperature`"):
-        model.generate(torch.tensor([[1, 2]]), stop_strings=["x"], tokenizer=object(), **kwargs)
-    assert model.generate(torch.tensor([[1, 2]]), **kwargs).shape == (1, 6)
-    # the direct path stops too, with transformers' own error (the tokenizer given or not): never a silent run
+    letters = "abcdefghijklmnop"[: max(6, vocab_size)]
+    backend = Tokenizer(models.BPE({c: i for i, c in enumerate(letters)}, [], unk_token="a"))
+    backend.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=backend)
+
+
+def _stopped_equals_cut(full, stopped, stop_id, eos_id, prompt_length):
+    """Each row of `stopped` is the row of `full` cut after its first `stop_id` answer token (or its EOS), then
+    padding (0); returns that and the number of rows cut at `stop_id`."""
+    width = full.shape[1]
+    stopped = torch.nn.functional.pad(stopped, (0, width - stopped.shape[1]))
+    cuts = 0
+    for row_full, row_stopped in zip(full, stopped):
+        hits = torch.isin(row_full[prompt_length:], torch.tensor([stop_id, eos_id])).nonzero()
+        end = prompt_length + int(hits[0]) + 1 if len(hits) else width
+        cuts += end < width and int(row_full[end - 1]) == stop_id
+        if not (torch.equal(row_stopped[:end], row_full[:end]) and not row_stopped[end:].any()):
+            return False, cuts
+    return True, cuts
+
+
+def test_stop_strings_are_honoured_token_by_token_and_refused_by_the_whole_answer_strategies(folders):
+    """transformers drops `tokenizer=` for a callable `custom_generate` ("could not locate a tokenizer"). A model from
+    `load_tempered` and the Hub folder's `custom_generate` see the call first and turn `stop_strings` into a
+    `StopStringCriteria`: `strategy="adapter"` stops each answer at the string exactly where cutting the unstopped
+    answer (same RNG) would; "mcmc", "smc" and "glauber" (whole answers of p^(1/T)) refuse it by name; without the
+    tokenizer the error says to pass it. The model's own `generation_config.stop_strings` is moved and restored."""
+    from transformers import GenerationConfig
+
+    from hf_seqtemp.generation.custom_generate import GENERATE_PY
+
+    model = load_tempered(folders[0.5], base_model=_base())
+    tokenizer = _word_tokenizer(VOCAB)
+    prompts = PROMPT.expand(64, -1)
+    kwargs = {"max_new_tokens": 6, "seq_temperature": 0.5, "pad_token_id": 0, "eos_token_id": 3}
+    torch.manual_seed(5)
+    full = model.generate(prompts, strategy="adapter", **kwargs)
+    torch.manual_seed(5)
+    stopped = model.generate(prompts, strategy="adapter", stop_strings=["c"], tokenizer=tokenizer, **kwargs)
+    same, cuts = _stopped_equals_cut(full, stopped, 2, 3, PROMPT.shape[1])
+    assert same and 10 < cuts < 54  # the test has power: many rows stop at "c", others at EOS or the length
+    # the same through a passed generation config, and through the model's own (restored afterwards)
+    torch.manual_seed(5)
+    config = GenerationConfig(stop_strings=["c"], max_new_tokens=6, pad_token_id=0, eos_token_id=3)
+    from_config = model.generate(prompts, strategy="adapter", generation_config=config, seq_temperature=0.5,
+                                 tokenizer=tokenizer)  # fmt: skip
+    assert torch.equal(from_config, stopped) and config.stop_strings == ["c"]
+    inner = model.get_base_model()
+    inner.generation_config.stop_strings = ["c"]
+    torch.manual_seed(5)
+    assert torch.equal(model.generate(prompts, strategy="adapter", tokenizer=tokenizer, **kwargs), stopped)
+    assert inner.generation_config.stop_strings == ["c"]
+    inner.generation_config.stop_strings = None
+    for strategy in ("mcmc", "smc", "glauber"):
+        with pytest.raises(ValueError, match=rf"`strategy='{strategy}'`.*\['StopStringCriteria'\]"):
+            model.generate(PROMPT, strategy=strategy, stop_strings=["c"], tokenizer=tokenizer, **kwargs)
+    with pytest.raises(ValueError, match=r"`stop_strings=\['c'\]` needs the model's tokenizer.*pass `tokenizer=`"):
+        model.generate(PROMPT, strategy="adapter", stop_strings=["c"], **kwargs)
+    assert "stop_strings_as_criteria(model, kwargs)" in GENERATE_PY  # the Hub folder's entry point converts too
+
+
+def test_stop_strings_through_the_hub_folder(tmp_path):
+    """The Hub folder's `custom_generate/generate.py` gets the call's `tokenizer` (transformers hands a string
+    `custom_generate` every argument): under `strategy="mcmc"` stop strings are refused by name, not with
+    transformers' tokenizer error; the direct callable path still ends in transformers' own error."""
     import hf_seqtemp
 
-    plain = tiny_llama(vocab_size=6, seed=0)
-    for extra in ({}, {"tokenizer": object()}):
+    model = tiny_llama(vocab_size=6, seed=0)
+    model.save_pretrained(tmp_path)
+    write_custom_generate(tmp_path)
+    kwargs = {"max_new_tokens": 4, "seq_temperature": 0.5, "strategy": "mcmc", "pad_token_id": 0}
+    with pytest.raises(ValueError, match=r"`strategy='mcmc'`.*\['StopStringCriteria'\]"):
+        model.generate(torch.tensor([[1, 2]]), custom_generate=str(tmp_path), trust_remote_code=True,
+                       stop_strings=["c"], tokenizer=_word_tokenizer(6), **kwargs)  # fmt: skip
+    assert model.generate(torch.tensor([[1, 2]]), custom_generate=str(tmp_path), trust_remote_code=True,
+                          **kwargs).shape == (1, 6)  # fmt: skip
+    for extra in ({}, {"tokenizer": _word_tokenizer(6)}):
         with pytest.raises(ValueError, match=r"stop strings|stop_strings"):
-            plain.generate(
-                torch.tensor([[1, 2]]),
-                custom_generate=hf_seqtemp.seqtemp_generate,
-                stop_strings=["x"],
-                **extra,
-                **kwargs,
-            )
+            model.generate(torch.tensor([[1, 2]]), custom_generate=hf_seqtemp.seqtemp_generate, stop_strings=["x"],
+                           **extra, **kwargs)  # fmt: skip
+
+
