@@ -369,5 +369,3 @@ def test_stop_strings_through_the_hub_folder(tmp_path):
         with pytest.raises(ValueError, match=r"stop strings|stop_strings"):
             model.generate(torch.tensor([[1, 2]]), custom_generate=hf_seqtemp.seqtemp_generate, stop_strings=["x"],
                            **extra, **kwargs)  # fmt: skip
-
-
