@@ -54,24 +54,39 @@ def decode(tokenizer, sequences: torch.Tensor, prompt_length: int) -> list[str]:
 
 
 def run_sampler(
-    sample: Callable, model, tokenizer, questions: list[str], n: int, max_new_tokens: int, seed: int
+    sample: Callable,
+    model,
+    tokenizer,
+    questions: list[str],
+    n: int,
+    max_new_tokens: int,
+    seed: int,
+    prompts_per_call: int | None = None,
 ) -> dict:
-    """Runs `sample(model, batch, max_new_tokens, seed) -> sequences` on every question × `n` in one batch and
-    returns `{"completions": [[n texts] per question], "calls", "token_forwards", "seconds"}`."""
-    batch = encode(tokenizer, questions, n, model.device)
-    counter = CallCounter(model)
-    start = time.perf_counter()
-    try:
-        with torch.no_grad():
-            sequences = sample(model, batch, max_new_tokens, seed)
-    finally:
-        counter.remove()
-    seconds = time.perf_counter() - start
-    texts = decode(tokenizer, sequences, batch["input_ids"].shape[1])
+    """Runs `sample(model, batch, max_new_tokens, seed) -> sequences` on every question × `n` in one batch (or in
+    batches of `prompts_per_call` questions, e.g. for SMC with many particles, batch `c` seeded `seed * 1000 + c`)
+    and returns `{"completions": [[n texts] per question], "calls", "token_forwards", "seconds"}`; `calls` is the
+    mean over the batches (the sequential calls of one batched run)."""
+    size = prompts_per_call or len(questions)
+    chunks = [questions[i : i + size] for i in range(0, len(questions), size)]
+    texts, calls, tokens, seconds = [], [], 0, 0.0
+    for index, chunk in enumerate(chunks):
+        batch = encode(tokenizer, chunk, n, model.device)
+        counter = CallCounter(model)
+        start = time.perf_counter()
+        try:
+            with torch.no_grad():
+                sequences = sample(model, batch, max_new_tokens, seed if len(chunks) == 1 else seed * 1000 + index)
+        finally:
+            counter.remove()
+        seconds += time.perf_counter() - start
+        texts += decode(tokenizer, sequences, batch["input_ids"].shape[1])
+        calls.append(counter.calls)
+        tokens += counter.tokens
     return {
         "completions": [texts[i * n : (i + 1) * n] for i in range(len(questions))],
-        "calls": counter.calls,
-        "token_forwards": counter.tokens,
+        "calls": sum(calls) / len(calls),
+        "token_forwards": tokens,
         "seconds": seconds,
         "answers": len(texts),
     }

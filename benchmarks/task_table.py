@@ -110,6 +110,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="only these rows (default: all); smc-adapter needs distill (its proposal), rloo needs ours (its budget)",
     )  # fmt: skip
     parser.add_argument("--smc_particles", type=int, nargs="+", help="override the mode's token-proposal SMC sizes")
+    parser.add_argument(
+        "--prompts_per_call", type=int, help="sample this many held-out prompts per batch (default: all in one)"
+    )
     parser.add_argument("--adapter_particles", type=int, nargs="+", help="override the mode's adapter-proposal sizes")
     parser.add_argument("--train_seed", type=int, help=f"seed of both trainings (default {TRAINING['train_seed']})")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "task_table"))
@@ -139,7 +142,7 @@ def resolve_settings(args) -> dict:
     if args.train_seed is not None:
         settings["train_seed"] = args.train_seed
     for name in ("families", "seeds", "alphas", "held_out_prompts", "train_prompts", "max_steps", "max_new_tokens",
-                 "smc_particles", "adapter_particles"):  # fmt: skip
+                 "smc_particles", "adapter_particles", "prompts_per_call"):  # fmt: skip
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     if args.mcmc_steps is not None:
@@ -160,7 +163,8 @@ def evaluate(sample, model, tokenizer, family, held_out: list, settings: dict, s
     per_prompt = [[] for _ in held_out]  # fraction correct per prompt, one entry per seed
     per_seed, pass8, runs, read = [], [], [], []
     for seed in seeds:
-        run = samplers.run_sampler(sample, model, tokenizer, questions, n, settings["max_new_tokens"], seed)
+        run = samplers.run_sampler(sample, model, tokenizer, questions, n, settings["max_new_tokens"], seed,
+                                   settings.get("prompts_per_call"))  # fmt: skip
         read.append([[family.extract(c) for c in texts] for texts in run["completions"]])
         correct = [sum(family.check(a, c) for c in texts) for (_, a), texts in zip(held_out, run["completions"])]
         for i, c in enumerate(correct):
