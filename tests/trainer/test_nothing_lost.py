@@ -93,6 +93,87 @@ def test_a_save_interrupted_while_moving_files_leaves_no_config_and_is_refused(t
     assert SequenceTemperatureConfig.from_pretrained(folder).target_temperature == 2.0
 
 
+_KILLED_SAVE = """
+import os, sys, time
+sys.path[:0] = sys.argv[5:]
+from test_nothing_lost import _trainer
+from hf_seqtemp import staging
+from hf_seqtemp.trainer import hub_mixin
+
+folder, run_dir, phase, marker = sys.argv[1:5]
+second = _trainer(run_dir, 2.0, seed=1)
+second.train()
+
+
+def park(*args, **kwargs):  # the parent SIGKILLs this process while it waits here
+    open(marker, "w").close()
+    time.sleep(600)
+
+
+if phase == "measuring":
+    hub_mixin.write_card = park
+else:
+    moved, real_replace = [], os.replace
+
+    def replace_then_park(source, target):
+        if moved:
+            park()
+        moved.append(target)
+        real_replace(source, target)
+
+    staging.os.replace = replace_then_park
+second.save_model(folder)
+raise SystemExit("the save finished: the parent did not kill it")
+"""
+
+
+@pytest.mark.parametrize("phase", ["measuring", "moving"])
+def test_a_save_sigkilled_over_an_adapter_leaves_the_old_one_whole_or_no_config(tmp_path, phase):
+    """The two tests above with a real SIGKILL of a process inside `save_model`, over the T = 0.5 adapter: killed
+    while measuring, the old adapter loads exactly as before (the staging folder is left behind, and the next save
+    removes it); killed between moves, there is no `seqtemp_config.json` and `load_tempered` refuses it by name."""
+    import signal
+    import time
+
+    folder = tmp_path / "adapter"
+    logits, weights = _saved_first(folder)
+    marker = tmp_path / "parked"
+    here = os.path.dirname(os.path.abspath(__file__))
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_SAVE, str(folder), str(tmp_path / "run2"), phase, str(marker), here,
+         os.path.dirname(here)],
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while not marker.exists():
+            assert child.poll() is None, child.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the child never reached the save"
+            time.sleep(0.2)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    leftovers = [name for name in os.listdir(folder) if name.startswith(".partial")]
+    assert len(leftovers) == 1  # a real kill leaves the staging folder behind
+    if phase == "measuring":
+        assert SequenceTemperatureConfig.from_pretrained(folder).target_temperature == 0.5
+        assert (folder / "adapter_model.safetensors").read_bytes() == weights
+        torch.testing.assert_close(_logits(folder), logits, rtol=0, atol=0)
+    else:
+        assert not (folder / "seqtemp_config.json").exists()
+        with pytest.raises(FileNotFoundError, match="killed while moving its files"):
+            load_tempered(folder, base_model=tiny_causal_lm(6, seed=3))
+    again = _trainer(tmp_path / "run3", 2.0, seed=1)
+    again.train()
+    again.save_model(str(folder))  # saving again repairs the folder and removes what the killed save left
+    assert SequenceTemperatureConfig.from_pretrained(folder).target_temperature == 2.0
+    assert [name for name in os.listdir(folder) if name.startswith(".partial")] == []
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
