@@ -108,10 +108,11 @@ def fresh_samples(output_dir: str, steps: int) -> dict:
     }
 
 
-def smc_distill_run(output_dir: str, steps: int, per_device: int, **overrides) -> dict:
+def smc_distill_run(output_dir: str, steps: int, per_device: int, resume: str | None = None, **overrides) -> dict:
     """SMC distillation with the trained LoRA adapter as proposal, 4 particles per prompt and a global batch of one
     prompt: on two ranks of `per_device=2` each prompt's particles are split 2 + 2. Returns the rows (and their
-    weights) each step scored on this rank, the logged losses and the final adapter."""
+    weights) each step scored on this rank, the logged losses and the final adapter; `resume`: a checkpoint to
+    resume from."""
     from peft import LoraConfig
 
     args = _args(
@@ -133,7 +134,7 @@ def smc_distill_run(output_dir: str, steps: int, per_device: int, **overrides) -
         conditional_lm(4), args, train_dataset=prompts, processing_class=word_tokenizer(), peft_config=lora
     )
     trainer.seen = []
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume)
     adapter = {name: p.detach().flatten().tolist() for name, p in trainer.model.named_parameters() if p.requires_grad}
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     return {"seen": trainer.seen, "adapter": adapter, "losses": losses}
@@ -221,10 +222,13 @@ def evaluation(output_dir: str) -> dict:
 
 def main(output_dir: str, steps: int) -> None:
     torch.set_num_threads(1)
-    record = {"rank": int(os.environ["RANK"]), "fresh": fresh_samples(output_dir, steps)}
+    record = {"rank": int(os.environ["RANK"]), "output_dir": output_dir, "fresh": fresh_samples(output_dir, steps)}
     record["split"] = {loss: split_groups(output_dir, loss) for loss in ("ssts", "ratio")}
     record["eval"] = evaluation(output_dir)
-    record["smc_distill"] = smc_distill_run(output_dir, SMC_STEPS, per_device=2)
+    # with a checkpoint at the end, which one process must refuse to resume (tests/trainer/test_distributed_exactness)
+    record["smc_distill"] = smc_distill_run(
+        f"{output_dir}/smc", SMC_STEPS, per_device=2, save_strategy="steps", save_steps=SMC_STEPS
+    )
     with open(f"{output_dir}/rank{record['rank']}.json", "w") as handle:
         handle.write(json.dumps(record))
         handle.flush()

@@ -126,3 +126,20 @@ def test_smc_distillation_on_two_ranks_trains_what_one_process_trains(ranks, tmp
     for name, values in alone["adapter"].items():
         torch.testing.assert_close(torch.tensor(first["adapter"][name]), torch.tensor(values), rtol=1e-4, atol=1e-6)
         assert first["adapter"][name] == second["adapter"][name]
+
+
+def test_a_checkpoint_of_two_ranks_is_not_resumed_by_one_process(ranks, tmp_path):
+    """The SMC distillation run above saved a checkpoint on its two ranks (each wrote its `seqtemp_state_<rank>.json`,
+    with its share of the particle pool). Resuming it in one process would draw another data order and other
+    particles: refused by name, before any step."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import distributed_exactness
+
+    output = Path(ranks[0]["output_dir"]) / "smc"
+    checkpoint = output / f"checkpoint-{distributed_exactness.SMC_STEPS}"
+    states = sorted(path.name for path in checkpoint.glob("seqtemp_state_*.json"))
+    assert states == ["seqtemp_state_0.json", "seqtemp_state_1.json"]
+    with pytest.raises(ValueError, match=r"written by 2 process\(es\) and this run has 1.*Resume on 2 process"):
+        distributed_exactness.smc_distill_run(
+            str(output), distributed_exactness.SMC_STEPS + 2, per_device=4, ddp_backend=None, resume=str(checkpoint)
+        )
