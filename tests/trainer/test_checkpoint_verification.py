@@ -5,6 +5,7 @@ one is refused by name; `resume_from_checkpoint=True` falls back to the last com
 
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -122,3 +123,51 @@ def test_a_full_disk_while_checkpointing_is_named_and_the_run_resumes_from_the_l
     monkeypatch.undo()
     with pytest.warns(UserWarning, match=r"checkpoint-2 \(a partial checkpoint"):
         assert resolve_resume(True, str(out)) == str(out / "checkpoint-1")
+
+
+_LIMITED = """
+import resource, signal, sys
+sys.path[:0] = sys.argv[2:]
+from transformers import TrainerCallback
+from test_checkpoint_verification import _trainer
+
+
+class FileSizeLimitAfterTheFirstCheckpoint(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == 2:  # checkpoint-1 is whole; every file of checkpoint-2 is cut at 1 KiB
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead of killing
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+
+trainer = _trainer(sys.argv[1])
+trainer.add_callback(FileSizeLimitAfterTheFirstCheckpoint())
+trainer.train()
+"""
+
+
+def test_a_real_file_size_limit_while_checkpointing_is_named_and_the_run_resumes(tmp_path):
+    """The test above with the operating system's own failure: a process whose file-size limit (RLIMIT_FSIZE, what a
+    full disk looks like to `write`) drops to 1 KiB after checkpoint-1 fails writing checkpoint-2 with one error
+    naming the checkpoint, the free space and the fix; a new process resumes from checkpoint-1 and finishes."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    here = os.path.dirname(os.path.abspath(__file__))
+    child = subprocess.run(
+        [sys.executable, "-c", _LIMITED, str(out), here, os.path.dirname(here)],
+        check=False,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode != 0
+    last = child.stderr.strip().splitlines()[-1]
+    assert re.search(r"OSError: writing checkpoint \S*checkpoint-2 failed: .* MiB free .*checkpoint-1", last), last
+    with pytest.warns(UserWarning, match=r"checkpoint-2 \(a partial checkpoint"):
+        assert resolve_resume(True, str(out)) == str(out / "checkpoint-1")
+    trainer = _trainer(out)
+    with pytest.warns(UserWarning, match=r"Skipping checkpoint\(s\) .*checkpoint-2"):
+        trainer.train(resume_from_checkpoint=True)
+    assert trainer.state.global_step == 2
