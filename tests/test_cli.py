@@ -364,6 +364,19 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
     assert "`hf-seqtemp bench` needs benchmarks/run_all.py" in _error(["bench"], capsys)
 
 
+def test_eval_on_completions_that_are_one_and_the_same_is_refused_by_name(workspace, trained, tmp_path, capsys):
+    """`hf-seqtemp eval` on a file whose completions are all one sequence printed NaN everywhere and a wrong hint
+    ("widen `low`/`high`"): T_eff and τ are undefined without two different completions. Now one error says so."""
+    same = tmp_path / "same.jsonl"
+    same.write_text((json.dumps({"text": "a b c d"}) + "\n") * 8)
+    argv = ["eval", "--adapter_path", str(trained), "--model_name_or_path", str(workspace / "base")]
+    error = _error([*argv, "--dataset_path", str(same)], capsys)
+    assert "hf-seqtemp eval: error: `held_out_dataset`: " in error and "one and the same sequence" in error
+    assert "low" not in error and "nan" not in error.lower()
+    assert main([*argv, "--dataset_path", str(workspace / "held_out.jsonl")]) == 0  # different completions: it runs
+    assert "nan" not in capsys.readouterr().out.lower()
+
+
 @pytest.mark.slow
 def test_train_then_eval_on_the_embedded_model(tmp_path):
     prompts = tmp_path / "prompts.txt"
