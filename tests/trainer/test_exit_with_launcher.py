@@ -60,3 +60,52 @@ def test_a_rank_stops_when_its_launcher_is_killed(tmp_path, launched):
     finally:
         if _alive(rank):
             os.kill(rank, signal.SIGKILL)
+
+
+TORCHRUN_RANK = """
+import os, sys, time
+from hf_seqtemp.trainer.distributed import exit_with_launcher
+asked = exit_with_launcher() if sys.argv[2] == "ask" else False
+with open(os.path.join(sys.argv[1], f"rank{os.environ['RANK']}.pid"), "w") as handle:
+    handle.write(f"{os.getpid()} {asked}")
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("ask", [True, False])
+def test_ranks_under_torchrun_stop_when_the_agent_is_sigkilled(tmp_path, ask):
+    """The same under a real `torchrun --nproc_per_node 2`: the agent is SIGKILLed once both ranks run; ranks that
+    asked (what `SeqTempTrainer.__init__` does) are gone within 10 s, ranks that did not go on (torchrun's own
+    behaviour, so the test has power)."""
+    import uuid
+    from pathlib import Path
+
+    from launching import MARKER, _kill_marked, free_port
+
+    script = tmp_path / "rank.py"
+    script.write_text(TORCHRUN_RANK)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "OMP_NUM_THREADS": "1", MARKER: marker}
+    command = [str(torchrun), "--nproc_per_node", "2", "--master_port", free_port(), str(script), str(tmp_path)]
+    agent = subprocess.Popen([*command, "ask" if ask else "no"], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        files = [tmp_path / f"rank{r}.pid" for r in range(2)]
+        deadline = time.time() + 120
+        while time.time() < deadline and not all(f.exists() and f.read_text().strip() for f in files):
+            assert agent.poll() is None, "torchrun exited before its ranks started"
+            time.sleep(0.2)
+        ranks = [f.read_text().split() for f in files]
+        assert [asked for _, asked in ranks] == [str(ask)] * 2
+        agent.send_signal(signal.SIGKILL)
+        agent.wait()
+        pids = [int(pid) for pid, _ in ranks]
+        deadline = time.time() + 10
+        while time.time() < deadline and any(_alive(pid) for pid in pids):
+            time.sleep(0.1)
+        assert [_alive(pid) for pid in pids] == [not ask] * 2
+    finally:
+        agent.kill()
+        agent.wait()
+        _kill_marked(marker)
