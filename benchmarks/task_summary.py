@@ -12,7 +12,8 @@ some `--rows` (e.g. SMC distillation over three training seeds, or a larger SMC)
    95 % interval (bootstrap over held-out prompts of each prompt's mean over training and sampling seeds);
 3. the pooled rows paired with the samplers and with each other: `ours T` and `distill T` minus `token T`, `mcmc`,
    `smc` (every N), `smc-adapter` and `rloo T` (and `distill T` minus `ours T`), pass@1 difference with a paired
-   bootstrap over prompts (the adapter rows pooled over training seeds).
+   bootstrap over prompts (a trained row pooled over its training seeds; two trained rows over the training seeds
+   both have, each prompt against itself under the same seeds).
 
 Usage:
     python benchmarks/task_summary.py RUN.json [RUN.json ...] > summary.md
@@ -66,6 +67,10 @@ def describe(settings: dict) -> str:
     )
 
 
+def _figure(value) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
 def interval(values: list[float], rng: random.Random) -> tuple[float, float]:
     means = sorted(statistics.fmean(rng.choices(values, k=len(values))) for _ in range(BOOTSTRAP))
     return means[int(0.025 * BOOTSTRAP)], means[int(0.975 * BOOTSTRAP) - 1]
@@ -92,43 +97,53 @@ def summary(paths: list[str]) -> str:
         "| family | row | pass@1 per training seed | T_eff per seed | τ per seed | pass@1 pooled [95% CI] |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    pooled = {}
     for (family, name), by_seed in sorted(trained.items()):
         rows = [by_seed[k] for k in sorted(by_seed)]
         values = pooled_per_prompt(rows)
-        pooled[(family, name)] = values
         low, high = interval(values, rng)
         seeds = " / ".join(f"{r['pass@1']:.3f}" for r in rows)
-        t_eff = " / ".join(f"{r['t_eff']:.3f}" for r in rows)
-        tau = " / ".join(f"{r['kendall_tau']:.3f}" for r in rows)
+        t_eff = " / ".join(_figure(r.get("t_eff")) for r in rows)  # none for SMC rows (no density)
+        tau = " / ".join(_figure(r.get("kendall_tau")) for r in rows)
         out.append(
             f"| {family} | {name} (seeds {sorted(by_seed)}) | {seeds} | {t_eff} | {tau} | "
             f"{statistics.fmean(values):.3f} [{low:.3f}, {high:.3f}] |"
         )
-    out += ["", "| pass@1 difference, paired over prompts (trained rows pooled over seeds) | mean [95% CI] |"]
+    out += [
+        "",
+        "| pass@1 difference, paired over prompts (trained rows pooled over their common seeds) | mean [95% CI] |",
+    ]
     out.append("| --- | --- |")
-    for (family, name), values in pooled.items():
+    for (family, name), by_seed in sorted(trained.items()):
         if not name.startswith(("ours", "distill")):
             continue
         temperature = name.split("=")[1]
         alpha = f"{1 / float(temperature):g}"
-        others = {r["row"]: r["pass@1_per_prompt"] for r in full.get(family, {"rows": []})["rows"]}
-        others = {k: v for k, v in others.items() if not k.startswith(TRAINED)}
-        for trained_row in (f"rloo T={temperature}", f"ours T={temperature}", f"distill T={temperature}"):
-            others[trained_row] = pooled.get((family, trained_row))
-        adapters = sorted(k for (f, k) in pooled if f == family and k.startswith(f"smc-adapter α={alpha} "))
-        for key in adapters:
-            others[key] = pooled[(family, key)]
-        smc = sorted(k for k in others if k == f"smc α={alpha}" or k.startswith(f"smc α={alpha} "))
+        samplers = {r["row"]: r["pass@1_per_prompt"] for r in full.get(family, {"rows": []})["rows"]}
+        samplers = {k: v for k, v in samplers.items() if not k.startswith(TRAINED)}
+        smc = sorted(k for k in samplers if k == f"smc α={alpha}" or k.startswith(f"smc α={alpha} "))
+        adapters = sorted(k for (f, k) in trained if f == family and k.startswith(f"smc-adapter α={alpha} "))
         compared = ["ancestral", f"token T={temperature}", f"mcmc α={alpha}", *smc, *adapters]
         compared += [f"rloo T={temperature}", f"ours T={temperature}"] if name.startswith("distill") else []
         compared += [f"rloo T={temperature}"] if name.startswith("ours") else []
         for other in compared:
-            if others.get(other) is None or other == name:
+            if other == name:
                 continue
-            diffs = [a - b for a, b in zip(values, others[other])]
+            if other in samplers:
+                values, theirs, note = pooled_per_prompt(list(by_seed.values())), samplers[other], ""
+            elif (family, other) in trained:  # two trained rows: the training seeds both have, paired
+                common = sorted(set(by_seed) & set(trained[(family, other)]))
+                if not common:
+                    continue
+                values = pooled_per_prompt([by_seed[k] for k in common])
+                theirs = pooled_per_prompt([trained[(family, other)][k] for k in common])
+                note = f" (training seeds {common})"
+            else:
+                continue
+            diffs = [a - b for a, b in zip(values, theirs)]
             low, high = interval(diffs, rng)
-            out.append(f"| {family}: {name} − {other} | {statistics.fmean(diffs):+.3f} [{low:+.3f}, {high:+.3f}] |")
+            out.append(
+                f"| {family}: {name} − {other}{note} | {statistics.fmean(diffs):+.3f} [{low:+.3f}, {high:+.3f}] |"
+            )
     return "\n".join(out) + "\n"
 
 

@@ -187,10 +187,11 @@ def test_task_summary_pools_the_trained_rows_over_training_seeds_per_prompt(tmp_
     # runs of some rows: the distilled adapter on training seeds 0 and 1, and a larger SMC (a sampler row)
     distill = [{"settings": {**settings, "train_seed": seed, "rows": ["distill"]},
                 "rows": [row("distill T=0.25", per_prompt, train_seconds=1, train_steps=1)]}
-               for seed, per_prompt in ((0, [1.0, 1.0]), (1, [0.0, 1.0]))]  # fmt: skip
+               for seed, per_prompt in ((0, [1.0, 1.0]), (1, [0.0, 1.0]), (2, [0.0, 0.0]))]  # fmt: skip
     smc = {"settings": {**settings, "rows": ["smc"]}, "rows": [row("smc α=4 N=64", [0.0, 0.5], t_eff=None)]}
     paths = []
-    for name, payload in (("full", full), ("seed1", other), ("d0", distill[0]), ("d1", distill[1]), ("smc", smc)):
+    runs = (("full", full), ("seed1", other), ("d0", distill[0]), ("d1", distill[1]), ("d2", distill[2]), ("smc", smc))
+    for name, payload in runs:
         paths.append(str(tmp_path / f"{name}.json"))
         (tmp_path / f"{name}.json").write_text(json.dumps(payload))
     table, trained = load(paths)
@@ -198,14 +199,15 @@ def test_task_summary_pools_the_trained_rows_over_training_seeds_per_prompt(tmp_
     assert [r["row"] for r in table["f"]["rows"]] == ["token T=0.25", "ours T=0.25", "distill T=0.25", "smc α=4 N=64"]
     assert len(table["f"]["runs"]) == 3
     assert sorted(trained[("f", "ours T=0.25")]) == [0, 1]
-    assert sorted(trained[("f", "distill T=0.25")]) == [0, 1]
+    assert sorted(trained[("f", "distill T=0.25")]) == [0, 1, 2]
     assert pooled_per_prompt(list(trained[("f", "ours T=0.25")].values())) == [0.5, 0.5]  # per prompt, not pooled
     text = summary(paths)
     assert "| f | ours T=0.25 (seeds [0, 1]) | 0.500 / 0.500 |" in text
     assert "| f: ours T=0.25 − token T=0.25 | +0.000 [+0.000, +0.000] |" in text
-    assert "| f | distill T=0.25 (seeds [0, 1]) | 1.000 / 0.500 |" in text
-    assert "| f: distill T=0.25 − smc α=4 N=64 | +0.500 [+0.500, +0.500] |" in text  # paired per prompt
-    assert "| f: distill T=0.25 − ours T=0.25 | +0.250 [+0.000, +0.500] |" in text
+    assert "| f | distill T=0.25 (seeds [0, 1, 2]) | 1.000 / 0.500 / 0.000 |" in text
+    assert "| f: distill T=0.25 − smc α=4 N=64 | +0.250 [+0.167, +0.333] |" in text  # paired per prompt
+    # two trained rows: over the training seeds both have (0 and 1), not distill's three against ours' two
+    assert "| f: distill T=0.25 − ours T=0.25 (training seeds [0, 1]) | +0.250 [+0.000, +0.500] |" in text
 
 
 @pytest.mark.parametrize(
