@@ -53,49 +53,19 @@ def _shared_args(settings: dict, device, output_dir: str) -> dict:
     }
 
 
-def train_ours(temperature: float, prompts: list, tokenizer, settings: dict, device, workdir: str):
-    """Prompt-only `SeqTempTrainer` at `temperature`; returns `(model, training seconds, logged figures)`."""
+def _train_prompt_only(temperature, prompts, tokenizer, settings, device, workdir, name, **loss_args):
+    """Prompt-only `SeqTempTrainer` towards `temperature` with the loss in `loss_args`, fresh samples (or particles)
+    every step; returns `(model, training seconds, logged figures)`."""
     model, _ = load_default_model(device=device)
     torch.manual_seed(settings["train_seed"])
     start = time.perf_counter()
     config = SeqTempConfig(
         target_temperature=temperature,
-        loss_type="ratio",
-        nll_weight=settings["nll_weight"],
         max_steps=settings["max_steps"],
         init_from_token_temperature=True,
         steps_per_generation=1,
-        **_shared_args(settings, device, f"{workdir}/ours_T{temperature:g}"),
-    )
-    dataset = Dataset.from_dict({"prompt": prompts})
-    trainer = SeqTempTrainer(
-        model, config, train_dataset=dataset, processing_class=tokenizer, peft_config=lora_config(settings["lora_r"])
-    )
-    trainer.train()
-    seconds = time.perf_counter() - start
-    logged = [
-        {k: e[k] for k in ("step", "loss", "temp/t_eff", "temp/kendall_tau") if k in e}
-        for e in trainer.state.log_history
-        if "loss" in e
-    ]
-    return trainer.model.eval(), seconds, logged
-
-
-def train_distill(temperature: float, prompts: list, tokenizer, settings: dict, device, workdir: str):
-    """Prompt-only `SeqTempTrainer` with SMC distillation (`loss_type="smc_distill"`, the adapter being trained as
-    the particles' proposal, new particles every step, `num_generations` per prompt); returns what `train_ours`
-    returns."""
-    model, _ = load_default_model(device=device)
-    torch.manual_seed(settings["train_seed"])
-    start = time.perf_counter()
-    config = SeqTempConfig(
-        target_temperature=temperature,
-        loss_type="smc_distill",
-        smc_proposal="adapter",
-        max_steps=settings["max_steps"],
-        init_from_token_temperature=True,
-        steps_per_generation=1,
-        **_shared_args(settings, device, f"{workdir}/distill_T{temperature:g}"),
+        **loss_args,
+        **_shared_args(settings, device, f"{workdir}/{name}_T{temperature:g}"),
     )
     dataset = Dataset.from_dict({"prompt": prompts})
     trainer = SeqTempTrainer(
@@ -109,6 +79,21 @@ def train_distill(temperature: float, prompts: list, tokenizer, settings: dict, 
         if "loss" in e
     ]
     return trainer.model.eval(), seconds, logged
+
+
+def train_ours(temperature: float, prompts: list, tokenizer, settings: dict, device, workdir: str):
+    """Prompt-only `SeqTempTrainer` (ratio loss + λ·NLL) at `temperature`; returns `(model, training seconds, logged
+    figures)`."""
+    return _train_prompt_only(temperature, prompts, tokenizer, settings, device, workdir, "ours", loss_type="ratio",
+                              nll_weight=settings["nll_weight"])  # fmt: skip
+
+
+def train_distill(temperature: float, prompts: list, tokenizer, settings: dict, device, workdir: str):
+    """Prompt-only `SeqTempTrainer` with SMC distillation (`loss_type="smc_distill"`, the adapter being trained as
+    the particles' proposal, new particles every step, `num_generations` per prompt); returns what `train_ours`
+    returns."""
+    return _train_prompt_only(temperature, prompts, tokenizer, settings, device, workdir, "distill",
+                              loss_type="smc_distill", smc_proposal="adapter")  # fmt: skip
 
 
 class _Budget(TrainerCallback):
