@@ -170,8 +170,9 @@ def _warn_on_singletons(prepared: Dataset, name: str) -> None:
         raise ValueError(
             f"`{name}`: in every prompt group of several completions the completions are one and the same sequence "
             "(e.g. every completion an empty string, rendered as the same end-of-turn tokens), so no pair of "
-            "different completions of a prompt exists: the loss would be 0 and T_eff undefined. Give distinct "
-            "completions per prompt, or a prompt-only dataset (completions are then sampled from the model)."
+            "different completions of a prompt exists: T_eff and τ are undefined (and a training loss would be 0). "
+            "Give distinct completions per prompt, or a prompt-only dataset (completions are then sampled from the "
+            "model)."
         )
     if same:
         logger.warning(
