@@ -24,9 +24,10 @@ def generate(model, *args, **kwargs):
     `transformers` calls this with `model=` and every `generate` argument; `seq_temperature`, `strategy`,
     `mcmc_steps`, `block_size`, `glauber_rounds`, `num_candidates`, `generator` and `allow_active_adapters` are
     consumed by `seqtemp_generate`; `stop_strings` (with `tokenizer=`) become a stopping criterion, which
-    `strategy="adapter"` honours and the whole-answer strategies refuse by name. The training-free strategies temper the base model: a model from
-    `hf_seqtemp.load_tempered` has its adapters switched off for them, and a model with an active PEFT adapter that
-    hf_seqtemp does not know is refused (it may be this repository's tempered adapter, which would be tempered twice).
+    `strategy="adapter"` honours and the whole-answer strategies refuse by name. The training-free strategies
+    temper the base model: a model from `hf_seqtemp.load_tempered` has its adapters switched off for them, and a
+    model with an active PEFT adapter that hf_seqtemp does not know is refused (it may be this repository's
+    tempered adapter, which would be tempered twice).
     """
     kwargs.pop("custom_generate", None)
     kwargs.pop("trust_remote_code", None)
