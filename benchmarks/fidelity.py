@@ -61,7 +61,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import REPO, pick_device, print_device, write_json
-from _fidelity_table import add_flags, plot_within_prompts, print_table, summarise
+from _fidelity_table import (
+    add_flags,
+    paired_tau_intervals,
+    per_prompt_tau,
+    plot_within_prompts,
+    print_table,
+    summarise,
+)
 from _prompts import split_prompts
 from datasets import Dataset
 
@@ -110,6 +117,19 @@ METHODS = ("myopic", "ssts", "ratio", "smc_distill", "smc_distill_adapter")
 LOSSES = {"smc_distill_adapter": ("smc_distill", "adapter")}  # method → (loss_type, smc_proposal)
 
 
+def method_spec(text: str) -> str:
+    """`--methods` entry: a trained method, `none`, or `METHOD@STEPS` (that method trained for STEPS optimiser steps
+    instead of the mode's `max_steps`, e.g. `ratio@128` beside `smc_distill` to compare at equal wall time)."""
+    name, at, steps = text.partition("@")
+    bad_steps = bool(at) and (name == "none" or not steps.isdigit() or int(steps) < 1)
+    if name not in (*METHODS[1:], "none") or bad_steps:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected one of {', '.join((*METHODS[1:], 'none'))}, optionally followed by @STEPS with "
+            "STEPS a positive integer (e.g. ratio@128)"
+        )
+    return text
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
@@ -119,8 +139,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--methods",
         nargs="+",
-        choices=(*METHODS[1:], "none"),
-        help="trained methods to run (default: all; `none`: the baselines only, no training)",
+        type=method_spec,
+        help=f"trained methods to run, among {', '.join(METHODS[1:])} (default: all; `none`: the baselines only, no "
+        "training); METHOD@STEPS trains that method for STEPS steps instead of max_steps (row `METHOD@STEPS`)",
     )
     for name, kind in (("max_steps", int), ("learning_rate", float), ("nll_weight", float), ("lora_r", int)):
         parser.add_argument(f"--{name}", type=kind, help=f"override the mode's {name}")
@@ -189,13 +210,17 @@ def conversations(prompts: list[str]) -> list[list[dict]]:
 
 
 def train_adapter(method: str, temperature: float, settings: dict, train, tokenizer, device, shared, workdir: str):
-    """A fresh base model with a LoRA adapter trained towards sequence temperature `temperature`; returns the model
-    and the trainer's logged training figures (loss, T_eff and τ on training batches)."""
+    """A fresh base model with a LoRA adapter trained towards sequence temperature `temperature`; returns the model,
+    the trainer's logged training figures (loss, T_eff and τ on training batches), its steps and times:
+    `prepare_seconds` builds the trainer (the first run that needs p's samples draws and scores them there, the others
+    reuse them), `train_seconds` is the trainer's own runtime (SMC particles are drawn there)."""
     model, _ = load_default_model(device=device)
     torch.manual_seed(settings["seed"])
-    loss_type, proposal = LOSSES.get(method, (method, "token"))
+    name, _, steps = method.partition("@")
+    max_steps = int(steps) if steps else settings["max_steps"]
+    loss_type, proposal = LOSSES.get(name, (name, "token"))
     config = SeqTempConfig(
-        output_dir=f"{workdir}/{method}_{temperature:g}",
+        output_dir=f"{workdir}/{method.replace('@', '_steps')}_{temperature:g}",
         target_temperature=temperature,
         loss_type=loss_type,
         smc_proposal=proposal,
@@ -203,12 +228,12 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
         nll_weight=0.0 if loss_type == "smc_distill" else settings["nll_weight"],
         num_generations=settings["num_generations"],
         max_completion_length=settings["max_completion_length"],
-        max_steps=settings["max_steps"],
+        max_steps=max_steps,
         per_device_train_batch_size=settings["batch_size"],
         per_device_eval_batch_size=32,
         learning_rate=settings["learning_rate"],
         lr_scheduler_type=settings["lr_scheduler_type"],
-        logging_steps=max(1, settings["max_steps"] // 4),
+        logging_steps=max(1, max_steps // 4),
         save_strategy="no",
         seed=settings["seed"],
         use_cpu=device.type == "cpu",
@@ -217,11 +242,14 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
     )
     r = settings["lora_r"]
     lora = LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+    start = time.perf_counter()
     trainer = shared.trainer_class()(model, config, train_dataset=train, processing_class=tokenizer, peft_config=lora)
-    trainer.train()
+    prepare_seconds = time.perf_counter() - start
+    train_seconds = trainer.train().metrics["train_runtime"]
     keys = ("step", "loss", "temp/t_eff", "temp/kendall_tau")
     logged = [{k: entry[k] for k in keys} for entry in trainer.state.log_history if "temp/t_eff" in entry]
-    return trainer.model, logged
+    timing = {"max_steps": max_steps, "prepare_seconds": prepare_seconds, "train_seconds": train_seconds}
+    return trainer.model, logged, timing
 
 
 def proposal_figures(model, tokenizer, prompts: list[str], temperature: float, settings: dict) -> dict:
@@ -293,13 +321,14 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
                         continue
                     extra = {"token_temperature": token_t}
                 else:
-                    model, training_logs[f"{method}_T{temperature:g}"] = train_adapter(
+                    model, training_logs[f"{method}_T{temperature:g}"], extra = train_adapter(
                         method, temperature, settings, train, tokenizer, device, shared, workdir
                     )
                     logps[method], _ = score(model)
-                    extra = proposal_figures(model, tokenizer, held_prompts, temperature, settings)
+                    extra.update(proposal_figures(model, tokenizer, held_prompts, temperature, settings))
                     del model
                 report = temperature_report(base_logps, logps[method], lengths, groups)
+                report["tau_per_prompt"] = per_prompt_tau(base_logps, logps[method], groups)
                 rows.append({"method": method, "target": temperature, **report, **extra})
                 this_t[method] = report
                 rows[-1]["seconds"] = time.perf_counter() - start
@@ -311,7 +340,7 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
                 if plots_dir and method not in ("myopic", "tuned"):
                     reports = {"myopic": this_t["myopic"], "tempered": report}
                     run_logps = {"base": base_logps, "myopic": logps["myopic"], "tempered": logps[method]}
-                    path = f"{plots_dir}/{method}_T{temperature:g}.png"
+                    path = f"{plots_dir}/{method.replace('@', '_steps')}_T{temperature:g}.png"
                     title = f"SmolLM2-135M-Instruct, {method}"
                     plots.append(plot_within_prompts(run_logps, groups, reports, temperature, path, title))
     info = {
@@ -351,9 +380,13 @@ def main(argv=None) -> None:
         f"{measured['num_train_prompts']} training prompts ({measured['num_train_completions']} completions), "
         f"{measured['num_held_out_prompts']} held-out prompts ({measured['num_held_out_completions']} completions)"
     )
+    intervals = paired_tau_intervals(rows)
+    for key, (mean, low, high) in intervals.items():
+        print(f"{key}: {mean:+.4f} [{low:+.4f}, {high:+.4f}] (95 % bootstrap over held-out prompts)")
     settings["wall_seconds"] = time.perf_counter() - start
     print(f"wall time: {settings['wall_seconds']:.0f} s" + (" (QUICK MODE: smoke run)" if args.quick else ""))
-    write_json(args.output or str(output_dir / "fidelity.json"), "fidelity", info, settings, rows, summarise(rows))
+    summary = {**summarise(rows), **intervals}
+    write_json(args.output or str(output_dir / "fidelity.json"), "fidelity", info, settings, rows, summary)
 
 
 if __name__ == "__main__":

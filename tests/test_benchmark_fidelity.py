@@ -122,3 +122,43 @@ def test_shared_preparation_reuses_the_samples_and_their_reference_across_runs(f
     kept = shared.completed
     distill = trainer("smc_distill").train_dataset
     assert distill is not kept and len(distill) == len(first.train_dataset) and shared.completed is kept
+
+
+def test_method_steps_variant_is_parsed_and_bad_ones_are_named(fidelity):
+    """`ratio@144` is the ratio loss trained for 144 steps (its own row); a typo or a bad step count is an error that
+    names the value and the expected form, not a silently dropped row."""
+    args = fidelity.parse_args(["--methods", "ratio", "ratio@144", "smc_distill"])
+    assert fidelity.resolve_settings(args)["methods"] == ["ratio", "ratio@144", "smc_distill"]
+    for bad in ("ratio@0", "ratio@x", "ratoi", "ratio@", "none@3"):
+        with pytest.raises(argparse.ArgumentTypeError, match="optionally followed by @STEPS"):
+            fidelity.method_spec(bad)
+
+
+def test_per_prompt_tau_and_paired_intervals(fidelity):
+    """τ is computed prompt by prompt (two prompts, one ranked in order, one reversed), its mean is the row's pooled
+    τ when prompts have as many completions, and the interval against the tuned row pairs prompts at the same T."""
+    import torch
+
+    from hf_seqtemp.metrics import kendall_tau
+
+    ref = torch.tensor([-1.0, -2.0, -3.0, -1.0, -2.0, -3.0])
+    policy = torch.tensor([-5.0, -6.0, -9.0, -9.0, -6.0, -5.0])
+    groups = [7, 7, 7, 3, 3, 3]
+    per_prompt = fidelity.per_prompt_tau(ref, policy, groups)
+    assert per_prompt == [1.0, -1.0]  # in order of first appearance
+    assert sum(per_prompt) / 2 == pytest.approx(kendall_tau(ref, policy, groups=groups))
+
+    tuned = [0.90, 0.80, 0.95, 0.85]
+    rows = [
+        {"method": "tuned", "target": 0.5, "tau_per_prompt": tuned},
+        {"method": "tuned", "target": 0.25, "tau_per_prompt": [0.0, 0.0, 0.0, 0.0]},
+        {"method": "ratio", "target": 0.5, "tau_per_prompt": [t + d for t, d in zip(tuned, (0.02, 0.04, 0.01, 0.03))]},
+        {"method": "myopic", "target": 0.5, "tau_per_prompt": tuned},
+    ]
+    intervals = fidelity.paired_tau_intervals(rows)
+    assert list(intervals) == ["ratio_T0.5_tau_minus_tuned"]  # not the baselines, not the other T's tuned row
+    mean, low, high = intervals["ratio_T0.5_tau_minus_tuned"]
+    assert mean == pytest.approx(0.025)
+    # paired: the differences are all in [0.01, 0.04], whereas the rows' own τ spread over 0.15
+    assert 0.01 <= low <= mean <= high <= 0.04 and high - low < 0.03
+    assert fidelity.paired_tau_intervals(rows) == intervals  # seeded: the same figures on every run
