@@ -130,6 +130,12 @@ def method_spec(text: str) -> str:
     return text
 
 
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer (e.g. 4)")
+    return int(text)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
@@ -147,6 +153,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.add_argument(f"--{name}", type=kind, help=f"override the mode's {name}")
     for name in ("train_prompts", "num_generations", "batch_size"):
         parser.add_argument(f"--{name}", type=int, help=f"override the mode's {name}")
+    parser.add_argument(
+        "--ess_repeats",
+        type=positive_int,
+        default=1,
+        help="independent draws of ess_samples answers per prompt and proposal whose ESS / N is averaged (default 1)",
+    )
     parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True, help="save a plot per run")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "fidelity"), help="plots and fidelity.json")
     parser.add_argument("--output", default=None, help="path of the JSON (default: <output_dir>/fidelity.json)")
@@ -165,6 +177,7 @@ def resolve_settings(args: argparse.Namespace) -> dict:
     for name in ("train_prompts", "num_generations", "batch_size"):
         if getattr(args, name, None) is not None:
             settings[name] = getattr(args, name)
+    settings["ess_repeats"] = getattr(args, "ess_repeats", 1)
     settings["methods"] = [m for m in settings["methods"] if m != "none"]
     return settings
 
@@ -254,14 +267,16 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
 
 def proposal_figures(model, tokenizer, prompts: list[str], temperature: float, settings: dict) -> dict:
     """SMC's two proposals on the held-out prompts (`proposal_ess.py`): per prompt, ESS / N of `N = ess_samples`
-    whole answers drawn from token temperature T and from this adapter, weighed against the base's `p^(1/T)`; the
-    row keeps the medians and `ess_ratio_adapter_over_token` (the median over prompts of adapter / token)."""
+    whole answers drawn from token temperature T and from this adapter (mean over `ess_repeats` draws), weighed
+    against the base's `p^(1/T)`; the row keeps the medians and `ess_ratio_adapter_over_token` (the median over
+    prompts of adapter / token)."""
     if not settings.get("ess_samples"):
         return {}
     from proposal_ess import compare_proposals
 
     per_prompt, summary = compare_proposals(
-        model, tokenizer, prompts, SYSTEM_PROMPT, temperature, num_samples=settings["ess_samples"], repeats=1,
+        model, tokenizer, prompts, SYSTEM_PROMPT, temperature, num_samples=settings["ess_samples"],
+        repeats=settings.get("ess_repeats", 1),
         max_new_tokens=settings["max_completion_length"], seed=settings["seed"],
     )  # fmt: skip
     keep = ("ess_ratio_adapter_over_token", "median_token_ess_fraction", "median_adapter_ess_fraction")

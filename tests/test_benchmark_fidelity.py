@@ -132,6 +132,11 @@ def test_method_steps_variant_is_parsed_and_bad_ones_are_named(fidelity):
     for bad in ("ratio@0", "ratio@x", "ratoi", "ratio@", "none@3"):
         with pytest.raises(argparse.ArgumentTypeError, match="optionally followed by @STEPS"):
             fidelity.method_spec(bad)
+    assert fidelity.resolve_settings(fidelity.parse_args(["--ess_repeats", "4"]))["ess_repeats"] == 4
+    assert fidelity.resolve_settings(args)["ess_repeats"] == 1
+    for bad in ("0", "-2", "two"):
+        with pytest.raises(argparse.ArgumentTypeError, match="expected a positive integer"):
+            fidelity.positive_int(bad)
 
 
 def test_per_prompt_tau_and_paired_intervals(fidelity):
