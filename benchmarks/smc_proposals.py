@@ -11,7 +11,9 @@ trained one. A randomly initialised LoRA is the poor adapter.
 For N in {4, 16, 64} particles, `runs` independent SMC runs per prompt give, per prompt:
 
 - `kl`: KL(law of the returned answer || target), the law estimated from the weighted particles of all runs
-  (Rao-Blackwellised), then averaged over the prompts: how far SMC with N particles is from exact;
+  (Rao-Blackwellised), then averaged over the prompts: how far SMC with N particles is from exact; `kl_interval` its
+  95 % basic bootstrap interval over runs (the runs' own spread adds to `kl`: an interval reaching 0 says these runs
+  cannot tell that SMC from exact);
 - `ess_fraction`: ESS / N of the final weights (before drawing the answer), mean over runs and prompts;
 - `sequential_calls` and `token_forwards` per answer, counted by a forward pre-hook: the adapter proposal runs two
   passes per token (adapter on and off), so twice the calls and forwards of the token proposal at the same N.
@@ -20,8 +22,10 @@ Each proposal is run with resampling at ESS < N/2 (`token`, `adapter`) and witho
 importance sampling of whole answers, whose final ESS / N is `proposal_ess`'s figure). ESS / N and KL can
 disagree: a forward-KL fit leaves some answers of small target mass with a far smaller adapter mass (weights of
 60-140 times the mean), drawn rarely and then overweighted; ESS at N = 16 does not see them, the KL of the answer law
-does, and it falls slowly with N. The figures below say which wins on this toy. The question it answers: does the adapter proposal reach the token proposal's KL at N = 64 with at
-most 16 particles?
+does, and it falls slowly with N. The figures below say which wins on this toy. The question it answers: does the
+adapter proposal reach the token proposal's KL at N = 64 with at most 16 particles? `summary.alpha<a>.
+kl_minus_token64` gives, per proposal and N <= 16, the difference of the two KLs with a 95 % bootstrap interval over
+the (independent) runs of both rows.
 
 Usage:
     python benchmarks/smc_proposals.py [--quick] [--output outputs/bench/smc_proposals.json]
@@ -134,18 +138,52 @@ def run_smc(model, settings, alpha, n, proposal, threshold, counter, seed=0) -> 
     }
 
 
-def law_kl(out, answers, targets, runs: int) -> list[float]:
-    """Per prompt, KL(law of the returned answer || target), the law from the weighted particles of all runs."""
-    kls = []
-    for b, (cells, target) in enumerate(zip(answers, targets)):
+def run_laws(out, answers, runs: int) -> list[torch.Tensor]:
+    """Per prompt, a (runs, answers) matrix: row r is run r's law of the returned answer, the normalised weights of its
+    particles summed per answer (Rao-Blackwellised). Their mean over runs is the law that `kl` scores."""
+    laws = []
+    for b, cells in enumerate(answers):
         rows = slice(b * runs, (b + 1) * runs)
-        particles = out.particles[rows].flatten(0, 1)
-        weights = out.particle_log_weights[rows].flatten().double().exp() / runs
-        index = (particles[:, None, :] == cells[None]).all(-1).long().argmax(dim=1)
-        law = torch.zeros(len(cells), dtype=torch.float64).index_add_(0, index, weights)
+        particles = out.particles[rows]  # (runs, N, length)
+        weights = out.particle_log_weights[rows].double().exp()  # (runs, N), each row sums to 1
+        index = (particles[:, :, None, :] == cells[None, None]).all(-1).long().argmax(dim=-1)
+        laws.append(torch.zeros(runs, len(cells), dtype=torch.float64).scatter_add_(1, index, weights))
+    return laws
+
+
+def law_kl(laws: list[torch.Tensor], targets) -> list[float]:
+    """Per prompt, KL(law of the returned answer || target), the law being the mean of the runs' laws."""
+    kls = []
+    for runs_law, target in zip(laws, targets):
+        law = runs_law.mean(0)
         seen = law > 0
         kls.append(float((law[seen] * (law[seen] / target[seen]).log()).sum()))
     return kls
+
+
+def bootstrap_kl(laws: list[torch.Tensor], targets, draws: int = 1000, seed: int = 0) -> torch.Tensor:
+    """`draws` bootstrap replicates of the mean over prompts of `law_kl`, the runs of each prompt resampled with
+    replacement (runs are independent, so this is the run-to-run uncertainty of `kl`)."""
+    generator = torch.Generator().manual_seed(seed)
+    total = torch.zeros(draws, dtype=torch.float64)
+    for law, target in zip(laws, targets):
+        runs = len(law)
+        picks = torch.randint(runs, (draws, runs), generator=generator)
+        counts = torch.zeros(draws, runs, dtype=torch.float64).scatter_add_(
+            1, picks, torch.ones(draws, runs, dtype=torch.float64)
+        )
+        boot = counts @ law / runs  # (draws, answers)
+        ratio = torch.where(boot > 0, boot / target, torch.ones_like(boot))
+        total += (boot * ratio.log()).sum(1)
+    return total / len(laws)
+
+
+def interval(replicates: torch.Tensor, point: float) -> list[float]:
+    """`[point, low, high]` with the 95 % BASIC bootstrap interval `[2·point − q97.5, 2·point − q2.5]`. A KL of a
+    mean of runs is biased upwards by the runs' own spread, and a bootstrap replicate (a mean of resampled runs) adds
+    that spread once more: the percentile interval sits above the point, the basic one reflects the shift back."""
+    low, high = torch.quantile(replicates, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+    return [point, 2 * point - high, 2 * point - low]
 
 
 def measure(settings: dict, alpha: float) -> tuple[list[dict], dict]:
@@ -166,15 +204,28 @@ def measure(settings: dict, alpha: float) -> tuple[list[dict], dict]:
         "adapter_is": (fitted, "adapter", 0.0),
         "random_adapter": (poor, "adapter", 0.5),
     }
-    rows = []
+    rows, replicates = [], {}
     for name, (model, proposal, threshold) in proposals.items():
         counter = CallCounter(model)
         for n in settings["particles"]:
             result = run_smc(model, settings, alpha, n, proposal, threshold, counter)
-            kls = law_kl(result.pop("out"), answers, targets, settings["runs"])
+            laws = run_laws(result.pop("out"), answers, settings["runs"])
+            kls = law_kl(laws, targets)
+            boot = bootstrap_kl(laws, targets, seed=len(rows))
+            replicates[(name, n)] = boot
             rows.append({"alpha": alpha, "proposal": name, "num_particles": n, "kl": sum(kls) / len(kls),
+                         "kl_interval": interval(boot, sum(kls) / len(kls)),
                          "kl_per_prompt": kls, **result})  # fmt: skip
-    return rows, {"adapter_fit_kl_per_prompt": fit_kl, "random_adapter_kl_per_prompt": poor_kl}
+    gaps = {}  # KL(proposal, N <= 16) - KL(token, N = 64): the two rows' runs are independent, so are their replicates
+    for name in ("adapter", "adapter_is"):
+        for n in (m for m in settings["particles"] if m <= 16):
+            point = next(r["kl"] for r in rows if r["proposal"] == name and r["num_particles"] == n)
+            token_64 = next(r["kl"] for r in rows if r["proposal"] == "token" and r["num_particles"] == 64)
+            gaps[f"{name}_N{n}_minus_token_N64"] = interval(
+                replicates[(name, n)] - replicates[("token", 64)], point - token_64
+            )
+    fits = {"adapter_fit_kl_per_prompt": fit_kl, "random_adapter_kl_per_prompt": poor_kl, "kl_minus_token64": gaps}
+    return rows, fits
 
 
 def summary_of(rows: list[dict], settings: dict) -> dict:
@@ -215,11 +266,15 @@ def main():
         poor = ", ".join(f"{k:.3f}" for k in fits[f"alpha{alpha:g}"]["random_adapter_kl_per_prompt"])
         print(f"\nalpha {alpha:g} (T = {1 / alpha:g}); {settings['runs']} runs per prompt, 3 prompts")
         print(f"adapter fit: KL(target || q) per prompt {fit}; random adapter: {poor}")
-        print(f"{'proposal':<15} | {'N':>3} | {'KL to p^alpha':>13} | {'final ESS/N':>11} | {'calls/answer':>12} | "
-              f"{'token-fwd/answer':>16}")  # fmt: skip
+        print(f"{'proposal':<15} | {'N':>3} | {'KL to p^alpha [95 % over runs]':>32} | {'final ESS/N':>11} | "
+              f"{'calls/answer':>12} | {'token-fwd/answer':>16}")  # fmt: skip
         for r in alpha_rows:
-            print(f"{r['proposal']:<15} | {r['num_particles']:>3} | {r['kl']:>13.5f} | {r['ess_fraction']:>11.3f} | "
-                  f"{r['sequential_calls_per_answer']:>12} | {r['token_forwards_per_answer']:>16.1f}")  # fmt: skip
+            kl, low, high = r["kl_interval"]
+            print(f"{r['proposal']:<15} | {r['num_particles']:>3} | {kl:>8.5f} [{low:+.5f}, {high:+.5f}] | "
+                  f"{r['ess_fraction']:>11.3f} | {r['sequential_calls_per_answer']:>12} | "
+                  f"{r['token_forwards_per_answer']:>16.1f}")  # fmt: skip
+        for key, (gap, low, high) in fits[f"alpha{alpha:g}"]["kl_minus_token64"].items():
+            print(f"KL {key}: {gap:+.5f} [{low:+.5f}, {high:+.5f}]")
     summary = summary_of(rows, settings)
     summary.update(fits)
     print()

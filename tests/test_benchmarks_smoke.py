@@ -170,3 +170,42 @@ def test_samplers_benchmark_counts_calls_and_forwards_and_matches_the_exact_targ
     assert result["kl_noise_floor"] < 0.2 * rows["plain"]["kl"]
     _, targets = bench.exact_targets(bench.enumerable_model(), 3, 2.0)
     assert all(abs(t.sum().item() - 1.0) < 1e-9 for t in targets)
+
+
+def test_smc_proposals_kl_intervals_cover_the_true_kl_of_an_exact_and_of_a_biased_sampler():
+    """`smc_proposals.py`'s KL intervals over runs, on three prompts with different targets. Runs that each return
+    one draw of a known law (the target itself: an exact sampler, true KL 0; or a law biased towards one answer:
+    a known KL) give a `law_kl` biased upwards by the runs' spread; the basic bootstrap interval covers the true KL in
+    at least 17 of 20 repeats for both, where the percentile interval of the same replicates never covers the exact
+    sampler's 0. `run_laws` turns weighted particles into per-run laws that sum to 1 and put each particle's weight
+    on its own answer."""
+    from types import SimpleNamespace
+
+    bench = _load("smc_proposals")
+    generator = torch.Generator().manual_seed(0)
+    targets = [torch.tensor(t, dtype=torch.float64) for t in ([0.5, 0.3, 0.2], [0.7, 0.2, 0.1], [0.25, 0.25, 0.5])]
+    biased = torch.tensor([0.8, 0.1, 0.1], dtype=torch.float64)
+    true_biased = sum(float((biased * (biased / t).log()).sum()) for t in targets) / 3
+    covered = {"exact": 0, "biased": 0, "exact_percentile": 0}
+    for repeat in range(20):
+        for name, laws, truth in (("exact", targets, 0.0), ("biased", [biased] * 3, true_biased)):
+            runs = [
+                torch.eye(3, dtype=torch.float64)[torch.multinomial(law, 300, True, generator=generator)]
+                for law in laws
+            ]
+            point = sum(bench.law_kl(runs, targets)) / 3
+            replicates = bench.bootstrap_kl(runs, targets, draws=400, seed=repeat)
+            _, low, high = bench.interval(replicates, point)
+            covered[name] += low <= truth <= high
+            if name == "exact":
+                covered["exact_percentile"] += float(torch.quantile(replicates, 0.025)) <= 0.0
+    assert covered["exact"] >= 17 and covered["biased"] >= 17, covered
+    assert covered["exact_percentile"] == 0, covered
+
+    answers = [torch.tensor([[0, 1], [1, 1], [2, 3]])] * 2  # two prompts, three answers each
+    particles = torch.tensor([[[1, 1], [2, 3]], [[0, 1], [0, 1]], [[2, 3], [2, 3]], [[1, 1], [0, 1]]])
+    weights = torch.tensor([[0.25, 0.75], [0.5, 0.5], [0.9, 0.1], [0.6, 0.4]])
+    out = SimpleNamespace(particles=particles, particle_log_weights=weights.log())
+    laws = bench.run_laws(out, answers, runs=2)
+    expected = [[[0.0, 0.25, 0.75], [1.0, 0.0, 0.0]], [[0.0, 0.0, 1.0], [0.4, 0.6, 0.0]]]
+    torch.testing.assert_close(torch.stack(laws), torch.tensor(expected, dtype=torch.float64))
