@@ -50,7 +50,8 @@ def print_table(rows: list[dict], title: str = "") -> None:
 
 def summarise(rows: list[dict], prefix: str = "") -> dict:
     """Per method: mean relative T_eff miss, runs within ±10 %, lowest τ and mean NLL per token (keys `prefix` +
-    method + statistic; diffusion rows also give the mean schedule variance, trained rows their ESS ratio per T)."""
+    method + statistic; diffusion rows also give the mean schedule variance, trained rows their ESS ratio per T and
+    its bootstrap interval)."""
     summary = {}
     for method in dict.fromkeys(r["method"] for r in rows if r["method"] != "base"):
         mine = [r for r in rows if r["method"] == method]
@@ -64,6 +65,9 @@ def summarise(rows: list[dict], prefix: str = "") -> dict:
         for r in mine:
             if "ess_ratio_adapter_over_token" in r:
                 summary[f"{key}_T{r['target']:g}_ess_ratio_adapter_over_token"] = r["ess_ratio_adapter_over_token"]
+            for name in ("ess_ratio_interval", "ess_ratio_interval_these_prompts"):  # 95 % bootstrap intervals
+                if name in r:
+                    summary[f"{key}_T{r['target']:g}_{name}"] = r[name]
     return summary
 
 

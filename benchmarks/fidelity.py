@@ -279,7 +279,14 @@ def proposal_figures(model, tokenizer, prompts: list[str], temperature: float, s
         repeats=settings.get("ess_repeats", 1),
         max_new_tokens=settings["max_completion_length"], seed=settings["seed"],
     )  # fmt: skip
-    keep = ("ess_ratio_adapter_over_token", "median_token_ess_fraction", "median_adapter_ess_fraction")
+    keep = (  # the intervals: 95 % bootstrap of the median, over prompts / over each prompt's draws
+        "ess_ratio_adapter_over_token",
+        "ess_ratio_interval",
+        "ess_ratio_interval_these_prompts",
+        "prompts_with_ratio_at_least_2",
+        "median_token_ess_fraction",
+        "median_adapter_ess_fraction",
+    )
     return {**{key: summary[key] for key in keep}, "ess_per_prompt": per_prompt}
 
 

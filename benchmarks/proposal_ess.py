@@ -8,8 +8,10 @@ weighs them by `alpha log p - log r` (p the base model, adapter off): the ESS / 
 the variance of the log-weights, within each prompt, tell how far each proposal is from `p^alpha / Z` with no
 enumeration and no partition function. Each prompt's figure is the mean over `--repeats` independent draws of `N`.
 
-The JSON gives every prompt's figures for both proposals, their ratio, and
-`ess_ratio_adapter_over_token`: the median over prompts of (adapter ESS / token ESS) at that N (goal: >= 2).
+The JSON gives every prompt's figures for both proposals (and each draw's ESS / N), their ratio,
+`ess_ratio_adapter_over_token`: the median over prompts of (adapter ESS / token ESS) at that N (goal: >= 2), and
+`ess_ratio_interval`: a 95 % bootstrap interval of that median over unseen prompts (prompts resampled), and with
+`--repeats` > 1 `ess_ratio_interval_these_prompts` (each prompt's draws resampled: the median of these prompts).
 
 Usage:
     make demo   # once, if outputs/quickstart/hub does not exist
@@ -54,11 +56,12 @@ def render(tokenizer, prompts: list[str], system: str) -> tuple[torch.Tensor, to
     return batch["input_ids"], batch["attention_mask"]
 
 
-def per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, pad) -> dict[str, list[float]]:
+def per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, pad) -> dict[str, list]:
+    """Per prompt: ESS / N and log-weight variance, the mean over `repeats` draws, and every draw's ESS / N."""
     from hf_seqtemp.generation import proposal_ess
 
-    ess, variance = torch.zeros(len(ids)), torch.zeros(len(ids))
     repeats, batch = settings["repeats"], settings["prompts_per_batch"]
+    ess, variance = torch.zeros(repeats, len(ids)), torch.zeros(repeats, len(ids))
     for repeat in range(repeats):
         for start in range(0, len(ids), batch):
             rows = slice(start, start + batch)
@@ -74,9 +77,45 @@ def per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, p
                 eos_token_id=eos,
                 pad_token_id=pad,
             )
-            ess[rows] += out.ess_fraction / repeats
-            variance[rows] += out.log_weight_variance / repeats
-    return {"ess_fraction": ess.tolist(), "log_weight_variance": variance.tolist()}
+            ess[repeat, rows] = out.ess_fraction
+            variance[repeat, rows] = out.log_weight_variance
+    return {
+        "ess_fraction": ess.mean(0).tolist(),
+        "log_weight_variance": variance.mean(0).tolist(),
+        "ess_fraction_draws": ess.T.tolist(),
+    }
+
+
+def median_ratio_interval(
+    token: torch.Tensor, adapter: torch.Tensor, level: str = "prompts", replicates: int = 4000, seed: int = 0
+) -> list[float]:
+    """95 % percentile bootstrap interval of the median over prompts of `mean(adapter draws) / mean(token draws)`.
+
+    `token` and `adapter` are `(prompts, draws)` ESS / N. `level="prompts"` resamples the prompts with replacement,
+    each with its figures as measured: the uncertainty of the median over unseen prompts like these (each measured
+    ratio already carries its draw noise, so resampling the draws too would count that noise twice).
+    `level="draws"` keeps the prompts and resamples each prompt's draws of each proposal: how sure the median of THESE
+    prompts is (needs several draws per prompt). The median of an even number of prompts is the mean of the two
+    middle ones, as `statistics.median`.
+    """
+    if level not in ("prompts", "draws"):
+        raise ValueError(f"level={level!r}: expected 'prompts' or 'draws'")
+    token, adapter = token.double(), adapter.double()
+    prompts, draws = token.shape
+    generator = torch.Generator().manual_seed(seed)
+    if level == "prompts":
+        picked = torch.randint(prompts, (replicates, prompts), generator=generator)
+        ratios = (adapter.mean(1) / token.mean(1))[picked]
+    else:
+        rows = torch.arange(prompts)[None, :, None]
+
+        def resampled_means(figures: torch.Tensor) -> torch.Tensor:
+            return figures[rows, torch.randint(draws, (replicates, prompts, draws), generator=generator)].mean(-1)
+
+        ratios = resampled_means(adapter) / resampled_means(token)
+    medians = torch.quantile(ratios, 0.5, dim=1)
+    low, high = torch.quantile(medians, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+    return [low, high]
 
 
 def compare_proposals(model, tokenizer, prompts: list[str], system: str, temperature: float, **settings):
@@ -100,11 +139,23 @@ def compare_proposals(model, tokenizer, prompts: list[str], system: str, tempera
             "token_log_weight_variance": figures["token"]["log_weight_variance"][i],
             "adapter_log_weight_variance": figures["adapter"]["log_weight_variance"][i],
             "ess_ratio_adapter_over_token": ratios[i],
+            "token_ess_fraction_draws": figures["token"]["ess_fraction_draws"][i],
+            "adapter_ess_fraction_draws": figures["adapter"]["ess_fraction_draws"][i],
         }
         for i, prompt in enumerate(prompts)
     ]
     summary = {
         "ess_ratio_adapter_over_token": statistics.median(ratios),
+        **{
+            key: median_ratio_interval(
+                torch.tensor(figures["token"]["ess_fraction_draws"]),
+                torch.tensor(figures["adapter"]["ess_fraction_draws"]),
+                level=level,
+                seed=settings["seed"],
+            )
+            for key, level in (("ess_ratio_interval", "prompts"), ("ess_ratio_interval_these_prompts", "draws"))
+            if level == "prompts" or settings["repeats"] > 1
+        },
         "ess_ratio_min": min(ratios),
         "ess_ratio_max": max(ratios),
         "prompts_with_ratio_at_least_2": sum(r >= 2 for r in ratios),
@@ -157,7 +208,9 @@ def main():
         )
     print(
         f"median ESS ratio adapter/token {summary['ess_ratio_adapter_over_token']:.2f} "
-        f"[{summary['ess_ratio_min']:.2f}, {summary['ess_ratio_max']:.2f}] over {len(prompts)} prompts; "
+        f"(95 % bootstrap over prompts [{summary['ess_ratio_interval'][0]:.2f}, "
+        f"{summary['ess_ratio_interval'][1]:.2f}]; "
+        f"range [{summary['ess_ratio_min']:.2f}, {summary['ess_ratio_max']:.2f}]) over {len(prompts)} prompts; "
         f"{summary['prompts_with_ratio_at_least_2']} prompts at >= 2"
     )
     settings = {**vars(args), "temperature": temperature, "wall_seconds": round(time.perf_counter() - started, 1)}

@@ -209,3 +209,44 @@ def test_smc_proposals_kl_intervals_cover_the_true_kl_of_an_exact_and_of_a_biase
     laws = bench.run_laws(out, answers, runs=2)
     expected = [[[0.0, 0.25, 0.75], [1.0, 0.0, 0.0]], [[0.0, 0.0, 1.0], [0.4, 0.6, 0.0]]]
     torch.testing.assert_close(torch.stack(laws), torch.tensor(expected, dtype=torch.float64))
+
+
+def test_median_ess_ratio_intervals_cover_the_median_they_estimate():
+    """`proposal_ess.median_ratio_interval` on synthetic ESS draws with known laws. Prompts of a population whose true
+    ratio adapter / token has median 2; each prompt measured with 4 noisy draws per proposal. Over unseen prompts
+    (`level="prompts"`) the interval must cover the population median of the measured ratios; with the prompts fixed
+    (`level="draws"`) it must cover the median of these prompts' true ratios. Each bar is checked against the other
+    level's target too, where it must fail more often: the levels estimate different things."""
+    module = _load("proposal_ess")
+
+    def draw(prompts: int, generator: torch.Generator):
+        token = 0.05 + 0.05 * torch.rand(prompts, generator=generator, dtype=torch.float64)
+        ratio = 2.0 * (0.5 * torch.randn(prompts, generator=generator, dtype=torch.float64).clamp(-3, 3)).exp()
+        return token, ratio
+
+    def noisy(true: torch.Tensor, generator: torch.Generator) -> torch.Tensor:  # 4 draws, relative spread 0.3
+        shape = torch.full((len(true), 4), 1 / 0.09, dtype=torch.float64)
+        gamma = torch._standard_gamma(shape, generator=generator) * 0.09
+        return true[:, None] * gamma
+
+    generator = torch.Generator().manual_seed(0)
+    token, ratio = draw(200_000, generator)
+    measured = noisy(ratio * token, generator).mean(1) / noisy(token, generator).mean(1)
+    population_median = float(measured.median())
+    covered = {"prompts": 0, "draws": 0}
+    crossed = {"prompts": 0, "draws": 0}
+    for repeat in range(20):
+        token, ratio = draw(16, generator)
+        these_median = float(torch.quantile(ratio, 0.5))
+        token_draws, adapter_draws = noisy(token, generator), noisy(ratio * token, generator)
+        for level, target, other in (
+            ("prompts", population_median, these_median),
+            ("draws", these_median, population_median),
+        ):
+            low, high = module.median_ratio_interval(token_draws, adapter_draws, level=level, seed=repeat)
+            covered[level] += low <= target <= high
+            crossed[level] += low <= other <= high
+    assert covered["prompts"] >= 17 and covered["draws"] >= 16, covered
+    assert crossed["draws"] < covered["draws"], (crossed, covered)
+    with pytest.raises(ValueError, match="level='prompt'"):
+        module.median_ratio_interval(token_draws, adapter_draws, level="prompt")
