@@ -41,6 +41,17 @@ INTEGRATION_PACKAGES = {
 }
 
 
+class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """`(default: X)` after a flag's help, except where the default is None: there the field is unset or resolved
+    later (e.g. `--nll_weight`: 0.1, or 0 for smc_distill), and its help says what happens; "(default: None)" would
+    contradict it."""
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
 class SeqTempArgumentParser(HfArgumentParser):
     """[`~transformers.HfArgumentParser`] that groups a `TrainingArguments` subclass's own fields first and keeps
     errors short.
@@ -61,6 +72,7 @@ class SeqTempArgumentParser(HfArgumentParser):
 
     def __init__(self, dataclass_types, **kwargs):
         kwargs.setdefault("usage", USAGE)
+        kwargs.setdefault("formatter_class", _DefaultsHelpFormatter)
         super().__init__(dataclass_types, **kwargs)
         for action in self._actions:  # `--no_x` got the help of `--x`: say what it does instead
             if isinstance(action, argparse._StoreFalseAction) and action.option_strings[0].startswith("--no_"):
