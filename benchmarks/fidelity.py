@@ -151,8 +151,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     for name, kind in (("max_steps", int), ("learning_rate", float), ("nll_weight", float), ("lora_r", int)):
         parser.add_argument(f"--{name}", type=kind, help=f"override the mode's {name}")
-    for name in ("train_prompts", "num_generations", "batch_size"):
-        parser.add_argument(f"--{name}", type=int, help=f"override the mode's {name}")
+    for name in ("train_prompts", "held_out_prompts", "num_generations", "batch_size"):
+        parser.add_argument(f"--{name}", type=positive_int, help=f"override the mode's {name}")
     parser.add_argument(
         "--ess_repeats",
         type=positive_int,
@@ -174,7 +174,7 @@ def resolve_settings(args: argparse.Namespace) -> dict:
     for name in ("temperatures", "methods", "max_steps", "learning_rate", "nll_weight", "lora_r"):
         if getattr(args, name, None) is not None:
             settings[name] = getattr(args, name)
-    for name in ("train_prompts", "num_generations", "batch_size"):
+    for name in ("train_prompts", "held_out_prompts", "num_generations", "batch_size"):
         if getattr(args, name, None) is not None:
             settings[name] = getattr(args, name)
     settings["ess_repeats"] = getattr(args, "ess_repeats", 1)

@@ -25,7 +25,9 @@ def fidelity():
 
 def _args(**overrides) -> argparse.Namespace:
     values = {"quick": False, "full": False, "temperatures": None, "methods": None, "max_steps": None, "seed": 0}
-    values.update({name: None for name in ("learning_rate", "nll_weight", "lora_r", "train_prompts")})
+    values.update(
+        {name: None for name in ("learning_rate", "nll_weight", "lora_r", "train_prompts", "held_out_prompts")}
+    )
     values.update({name: None for name in ("num_generations", "batch_size")})
     return argparse.Namespace(**{**values, **overrides})
 
@@ -46,6 +48,10 @@ def test_modes_pick_sizes_and_overrides(fidelity):
     assert full["mode"] == "full" and full["temperatures"] == [0.8] and full["max_steps"] == 7
     assert full["methods"] == ["ratio"] and full["num_generations"] == 64
     assert fidelity.resolve_settings(_args(methods=["none"]))["methods"] == []  # baselines (myopic, tuned) only
+    more = fidelity.resolve_settings(_args(held_out_prompts=30))  # the pool's 158 prompts: 128 + 30
+    assert more["held_out_prompts"] == 30 and more["train_prompts"] == 128
+    with pytest.raises(SystemExit):
+        fidelity.parse_args(["--held_out_prompts", "0"])
 
 
 def test_prompts_are_split_by_prompt(fidelity):
