@@ -65,7 +65,10 @@ def summarise(rows: list[dict], prefix: str = "") -> dict:
         for r in mine:
             if "ess_ratio_adapter_over_token" in r:
                 summary[f"{key}_T{r['target']:g}_ess_ratio_adapter_over_token"] = r["ess_ratio_adapter_over_token"]
-            for name in ("ess_ratio_interval", "ess_ratio_interval_these_prompts"):  # 95 % bootstrap intervals
+            for name in (
+                *("ess_ratio_interval", "ess_ratio_interval_these_prompts"),  # 95 % bootstrap intervals
+                *("train_ess_ratio_adapter_over_token", "train_ess_ratio_interval"),  # on prompts it trained on
+            ):
                 if name in r:
                     summary[f"{key}_T{r['target']:g}_{name}"] = r[name]
     return summary

@@ -159,6 +159,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=1,
         help="independent draws of ess_samples answers per prompt and proposal whose ESS / N is averaged (default 1)",
     )
+    parser.add_argument(
+        "--ess_train_prompts",
+        type=int,
+        default=0,
+        help="also measure the ESS figures on up to this many prompts each adapter was trained on (rows' `train_` "
+        "keys; methods that draw samples during training, e.g. smc_distill): tells generalisation from fit",
+    )
     parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True, help="save a plot per run")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "fidelity"), help="plots and fidelity.json")
     parser.add_argument("--output", default=None, help="path of the JSON (default: <output_dir>/fidelity.json)")
@@ -178,6 +185,7 @@ def resolve_settings(args: argparse.Namespace) -> dict:
         if getattr(args, name, None) is not None:
             settings[name] = getattr(args, name)
     settings["ess_repeats"] = getattr(args, "ess_repeats", 1)
+    settings["ess_train_prompts"] = getattr(args, "ess_train_prompts", 0)
     settings["methods"] = [m for m in settings["methods"] if m != "none"]
     return settings
 
@@ -262,7 +270,30 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
     keys = ("step", "loss", "temp/t_eff", "temp/kendall_tau")
     logged = [{k: entry[k] for k in keys} for entry in trainer.state.log_history if "temp/t_eff" in entry]
     timing = {"max_steps": max_steps, "prepare_seconds": prepare_seconds, "train_seconds": train_seconds}
+    timing["trained_prompt_indices"] = trained_prompt_indices(trainer, train, tokenizer)
     return trainer.model, logged, timing
+
+
+def trained_prompt_indices(trainer, train, tokenizer) -> list[int] | None:
+    """Indices (into `train`) of the prompts of the batches the trainer trained on (its sampler's order, over all
+    prompts once the run passed an epoch); None when it drew no samples during training (its samples were drawn
+    before, for every prompt). Not the prompts whose particles were drawn: the dataloader collates one batch ahead."""
+    pool = getattr(trainer, "_pool", None)
+    if pool is None:
+        return None
+    n, args = pool.num_generations, trainer.args
+    rows = trainer.state.global_step * args.per_device_train_batch_size * args.gradient_accumulation_steps
+    order = list(trainer._get_train_sampler())
+    indices = sorted({i // n for i in order[:rows]})
+    for index in indices:  # the pool keeps the dataset's prompt order, `num_generations` slots each
+        rendered = tokenizer.decode(pool.prompt_ids[index * n])
+        prompt = train[index]["prompt"]
+        if (
+            pool.rows[index * n] is None
+            or (prompt if isinstance(prompt, str) else prompt[-1]["content"]) not in rendered
+        ):
+            raise RuntimeError(f"pool slot {index * n} holds {rendered!r}, not training prompt {index}'s particles")
+    return indices
 
 
 def proposal_figures(model, tokenizer, prompts: list[str], temperature: float, settings: dict) -> dict:
@@ -348,6 +379,13 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
                     )
                     logps[method], _ = score(model)
                     extra.update(proposal_figures(model, tokenizer, held_prompts, temperature, settings))
+                    trained = extra.pop("trained_prompt_indices")
+                    if settings.get("ess_train_prompts") and trained is None:
+                        print(f"{method}: drew no samples during training, so no ESS on its training prompts")
+                    elif settings.get("ess_train_prompts"):  # the same figures on prompts it trained on
+                        seen = [train_prompts[i] for i in trained[: settings["ess_train_prompts"]]]
+                        figures = proposal_figures(model, tokenizer, seen, temperature, settings)
+                        extra.update({f"train_{key}": value for key, value in figures.items()})
                     del model
                 report = temperature_report(base_logps, logps[method], lengths, groups)
                 report["tau_per_prompt"] = per_prompt_tau(base_logps, logps[method], groups)
@@ -405,6 +443,16 @@ def main(argv=None) -> None:
     intervals = paired_tau_intervals(rows)
     for key, (mean, low, high) in intervals.items():
         print(f"{key}: {mean:+.4f} [{low:+.4f}, {high:+.4f}] (95 % bootstrap over held-out prompts)")
+    for r in rows:
+        for prefix, where in (("", "held-out prompts"), ("train_", "prompts it trained on")):
+            if f"{prefix}ess_ratio_interval" in r:
+                low, high = r[f"{prefix}ess_ratio_interval"]
+                print(
+                    f"{r['method']}_T{r['target']:g} ESS ratio adapter/token on {where}: median "
+                    f"{r[f'{prefix}ess_ratio_adapter_over_token']:.2f} [{low:.2f}, {high:.2f}] (95 % bootstrap "
+                    f"over prompts), {r[f'{prefix}prompts_with_ratio_at_least_2']}/{len(r[f'{prefix}ess_per_prompt'])}"
+                    " prompts at >= 2"
+                )
     settings["wall_seconds"] = time.perf_counter() - start
     print(f"wall time: {settings['wall_seconds']:.0f} s" + (" (QUICK MODE: smoke run)" if args.quick else ""))
     summary = {**summarise(rows), **intervals}

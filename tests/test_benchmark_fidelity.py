@@ -173,3 +173,43 @@ def test_per_prompt_tau_and_paired_intervals(fidelity):
     # paired: the differences are all in [0.01, 0.04], whereas the rows' own τ spread over 0.15
     assert 0.01 <= low <= mean <= high <= 0.04 and high - low < 0.03
     assert fidelity.paired_tau_intervals(rows) == intervals  # seeded: the same figures on every run
+
+
+def test_trained_prompt_indices_are_the_prompts_of_the_batches_the_trainer_read(fidelity, tmp_path):
+    """`--ess_train_prompts` measures the ESS on prompts the adapter trained on: with 2 steps of one prompt each out of
+    5, exactly the two prompts the trainer's sampler put in its first two batches, and none for a trainer whose
+    samples were all drawn before training."""
+    from datasets import Dataset
+    from tiny_models import conditional_lm
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    from hf_seqtemp import SeqTempConfig
+
+    backend = Tokenizer(models.WordLevel({"<s>": 0, "x": 1, "y": 2, "z": 3}, unk_token="<s>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="z")
+    data = Dataset.from_dict({"prompt": ["x", "x y", "y x y", "y y", "y"]})
+    indices = {}
+    for loss_type in ("smc_distill", "ratio"):
+        args = SeqTempConfig(output_dir=str(tmp_path), target_temperature=0.5, loss_type=loss_type, num_generations=4,
+                             max_completion_length=3, per_device_train_batch_size=4, max_steps=2, save_strategy="no",
+                             use_cpu=True, seed=3, disable_tqdm=True, report_to="none")  # fmt: skip
+        trainer = fidelity.SharedPreparation().trainer_class()(
+            conditional_lm(4), args, train_dataset=data, processing_class=tokenizer
+        )
+        seen = set()
+
+        def recording(model, inputs, _seen=seen, _original=trainer.compute_loss, **kwargs):
+            _seen.update(inputs["group_id"].tolist())
+            return _original(model, inputs, **kwargs)
+
+        trainer.compute_loss = recording
+        trainer.train()
+        indices[loss_type] = fidelity.trained_prompt_indices(trainer, data, tokenizer)
+        if loss_type == "smc_distill":  # the groups the loss saw; a third prompt's particles were drawn ahead
+            pool = trainer._pool
+            assert indices[loss_type] == sorted(i for i in range(5) if pool.group_ids[4 * i] in seen)
+            assert len(indices[loss_type]) == 2 and sum(row is not None for row in pool.rows) == 12
+    assert indices["ratio"] is None
