@@ -136,6 +136,12 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 0 (off) or a positive integer (e.g. 16)")
+    return int(text)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
@@ -161,7 +167,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--ess_train_prompts",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="also measure the ESS figures on up to this many prompts each adapter was trained on (rows' `train_` "
         "keys; methods that draw samples during training, e.g. smc_distill): tells generalisation from fit",

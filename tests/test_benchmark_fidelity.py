@@ -52,6 +52,9 @@ def test_modes_pick_sizes_and_overrides(fidelity):
     assert more["held_out_prompts"] == 30 and more["train_prompts"] == 128
     with pytest.raises(SystemExit):
         fidelity.parse_args(["--held_out_prompts", "0"])
+    with pytest.raises(SystemExit):
+        fidelity.parse_args(["--ess_train_prompts", "-3"])
+    assert fidelity.parse_args(["--ess_train_prompts", "16"]).ess_train_prompts == 16
 
 
 def test_prompts_are_split_by_prompt(fidelity):
