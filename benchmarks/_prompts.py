@@ -4,6 +4,10 @@
 Every prompt asks for a short free answer (a word, a name, a few words), so that its completions differ and their
 log-likelihoods spread; the templates and topics are mixed so that held-out prompts (split off by prompt, never
 trained on) come from the same distribution as the training prompts without repeating any of them.
+
+[`training_extension`] holds more prompts of the same templates with other fillers: they only ever train (the held-out
+prompts always come from [`prompt_pool`]), so asking for more training prompts than the pool holds keeps every split
+of the pool, and every result measured on it, as it was.
 """
 
 from __future__ import annotations
@@ -32,6 +36,55 @@ THINGS = (
 )  # fmt: skip
 
 
+EXTRA_CATEGORIES = (
+    "bird of prey", "farm animal", "pet", "wild cat", "kind of tea", "coffee drink", "soft drink", "juice", "grain",
+    "bean", "salad", "sandwich", "pizza topping", "sauce", "sweet", "cake", "biscuit", "pie", "ice cream flavour",
+    "kitchen appliance", "garden tool", "chess piece", "card suit", "currency", "capital city", "country in Asia",
+    "country in Africa", "country in South America", "lake", "waterfall", "forest animal", "arctic animal",
+    "jungle animal", "kind of shark", "kind of whale", "butterfly", "snake", "lizard", "frog", "dinosaur",
+    "famous inventor", "famous explorer", "famous writer", "novel", "fairy tale", "playwright", "philosopher",
+    "mathematician", "astronaut", "famous athlete", "Olympic sport", "water sport", "winter sport", "team sport",
+    "ball game", "yoga pose", "exercise", "house plant", "mushroom", "item of clothing", "kind of shoe", "hat",
+    "piece of jewellery", "shade of blue", "shade of green", "primary colour", "room in a house", "building material",
+    "kind of house", "stationery item", "toy", "video game", "puzzle", "circus act", "musical", "opera", "rock band",
+    "string instrument", "brass instrument", "percussion instrument", "woodwind instrument", "computer part",
+    "web browser", "operating system", "data structure", "sorting algorithm", "mathematical constant",
+    "geometric solid", "prime number", "Roman emperor", "Egyptian god", "Norse god", "zodiac sign", "star",
+    "moon of Jupiter", "galaxy", "gas", "mineral", "kind of rock", "energy source", "vitamin", "muscle", "sense",
+    "flavour", "smell", "sound", "texture", "kind of boat", "aircraft", "farm crop",
+    "yellow fruit", "red fruit", "green vegetable", "root vegetable", "citrus fruit", "tropical fruit", "dried fruit",
+    "seafood dish", "street food", "festival", "party game", "outdoor activity", "indoor activity", "camping item",
+    "beach item", "travel destination", "national park", "ancient civilisation", "invention", "famous painting",
+    "sculptor", "nursery rhyme", "cartoon character", "superhero", "villain", "wizard", "knot", "hairstyle",
+    "kind of bag", "kind of pen", "kind of chair", "kind of bed", "kind of lamp", "kind of road", "kind of cake",
+)  # fmt: skip
+EXTRA_WORDS = (
+    "sad", "slow", "hot", "dark", "loud", "young", "soft", "hard", "clean", "kind", "weak", "calm", "easy", "early",
+    "new", "tall", "wide", "sharp", "sweet", "wet", "empty", "cheap", "lazy", "polite", "simple", "safe", "proud",
+    "shy", "wild", "thin",
+)  # fmt: skip
+EXTRA_RHYMES = (
+    "hat", "dog", "house", "fish", "bear", "game", "ring", "boat", "snow", "king", "cold", "sun", "hill", "time",
+    "book", "door", "green", "red", "box", "night",
+)  # fmt: skip
+EXTRA_THINGS = (
+    "a garden", "the mountains", "a rainy day", "summer", "autumn", "a beach", "a birthday party", "music",
+    "a train journey", "a thunderstorm", "a market", "chocolate", "a snowy morning", "a campfire", "a river",
+    "a school", "a kitchen", "an old house", "a sunset", "a museum", "a football match", "a dog", "the stars",
+    "a bakery", "the wind",
+)  # fmt: skip
+EXTRA_OTHERS = (
+    "Suggest a name for a horse.", "Suggest a name for a goldfish.", "Suggest a name for a robot.",
+    "Suggest a name for a cafe.", "Suggest a name for a band.", "Suggest a title for a book.",
+    "Suggest a title for a film.", "Pick a colour for a flag.", "Give a word that starts with S.",
+    "Give a word that starts with T.", "Give a word that ends with -ly.", "Name something green.",
+    "Name something blue.", "Name something sweet.", "Name something loud.", "Name something heavy.",
+    "Name something small.", "Name something fast.", "Name a reason to travel.", "Give a tip for studying.",
+    "Name a place to relax.", "Suggest a snack.", "Suggest a weekend activity.", "Name a busy place.",
+    "Suggest a colour for a wall.",
+)  # fmt: skip
+
+
 def _article(noun: str) -> str:
     return "an" if noun[0] in "aeioAEIO" else "a"
 
@@ -55,8 +108,24 @@ def prompt_pool() -> list[str]:
     return prompts
 
 
+def training_extension() -> list[str]:
+    """More prompts of the pool's templates with other fillers, none of them in [`prompt_pool`] nor a rewording
+    of one of its prompts (no "Name a kind of bird." beside "Name a bird."), in a fixed order:
+    [`split_prompts`] adds them to the training prompts only, after every training prompt the pool can give."""
+    prompts = [f"Name {_article(category)} {category}." for category in EXTRA_CATEGORIES]
+    prompts += [f"Give a synonym for {word}." for word in EXTRA_WORDS]
+    prompts += [f"Give the opposite of {word}." for word in EXTRA_WORDS]
+    prompts += [f"Write one word that rhymes with {word}." for word in EXTRA_RHYMES]
+    prompts += [f"Describe {thing} in three words." for thing in EXTRA_THINGS]
+    prompts += [f"Give me a number between 1 and {n}." for n in (5, 30, 200, 500)]
+    return prompts + list(EXTRA_OTHERS)
+
+
 def split_prompts(num_train: int, num_held_out: int, seed: int = 0) -> tuple[list[str], list[str]]:
-    """`(train, held_out)`: disjoint prompts drawn from [`prompt_pool`] by a seeded shuffle.
+    """`(train, held_out)`: disjoint prompts drawn from [`prompt_pool`] by a seeded shuffle. The held-out prompts are
+    the first `num_held_out` of the shuffled pool and the training prompts the next `num_train`; past the pool's end the
+    training prompts go on with [`training_extension`] (shuffled with the same seed), so a larger `num_train` keeps
+    the held-out prompts and the smaller split's training prompts.
 
     Example:
     ```python
@@ -65,11 +134,13 @@ def split_prompts(num_train: int, num_held_out: int, seed: int = 0) -> tuple[lis
     (96, 16, False)
     ```
     """
-    pool = prompt_pool()
-    if num_train + num_held_out > len(pool):
+    pool, extension = prompt_pool(), training_extension()
+    if num_held_out > len(pool) or num_train + num_held_out > len(pool) + len(extension):
         raise ValueError(
-            f"`num_train` + `num_held_out` = {num_train + num_held_out} prompts, but the pool has {len(pool)}: ask "
-            "for fewer prompts (or more completions per prompt)."
+            f"`num_train` = {num_train} and `num_held_out` = {num_held_out}, but the pool has {len(pool)} prompts "
+            f"(all of them can be held out) and {len(extension)} more that only train: ask for fewer prompts (or "
+            "more completions per prompt)."
         )
     order = random.Random(seed).sample(pool, len(pool))
+    order += random.Random(seed).sample(extension, len(extension))
     return order[num_held_out : num_held_out + num_train], order[:num_held_out]

@@ -58,13 +58,22 @@ def test_modes_pick_sizes_and_overrides(fidelity):
 
 
 def test_prompts_are_split_by_prompt(fidelity):
-    from _prompts import prompt_pool, split_prompts
+    from _prompts import prompt_pool, split_prompts, training_extension
 
     train, held_out = split_prompts(128, 16, seed=0)
     assert len(set(train)) == 128 and len(set(held_out)) == 16 and not set(train) & set(held_out)
     assert split_prompts(128, 16, seed=0) == (train, held_out) and split_prompts(128, 16, seed=1) != (train, held_out)
+    pool, extension = prompt_pool(), training_extension()
+    assert not set(pool) & set(extension)
+    # more training prompts than the pool holds: the same held-out prompts, the smaller split's training prompts
+    # first, then the extension (training only); held-out prompts never come from the extension
+    more_train, same_held_out = split_prompts(len(pool), 16, seed=0)
+    assert same_held_out == held_out and more_train[:128] == train and not set(more_train) & set(held_out)
+    assert set(more_train[len(pool) - 16 :]) <= set(extension) and len(set(more_train)) == len(pool)
     with pytest.raises(ValueError, match="ask for fewer prompts"):
-        split_prompts(len(prompt_pool()), 1)
+        split_prompts(len(pool) + len(extension), 1)
+    with pytest.raises(ValueError, match="ask for fewer prompts"):
+        split_prompts(0, len(pool) + 1)
 
 
 def test_flags_and_summary(fidelity):
