@@ -37,6 +37,9 @@ Modes:
 - default (under 60 minutes on 2 CPU cores): T ∈ {0.25, 0.5, 0.8, 2}, see `MODES["default"]`.
 - `--full` (meant for a GPU): every prompt of the pool, more completions and steps.
 
+`--train_prompts` past the pool (158 prompts less the held-out ones) goes on with the prompts of
+`_prompts.training_extension()`, which only ever train: the held-out prompts stay the pool's.
+
 A plot per trained run (log p vs log q, raw and centred within prompts, points coloured by prompt) and the JSON go
 to `--output_dir` (default `outputs/fidelity`, git-ignored).
 
