@@ -15,7 +15,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -57,29 +60,57 @@ def _kill_marked(marker: str) -> None:
             pass
 
 
-def run_ranks(command: list[str], timeout: float = DEFAULT_TIMEOUT, tail: int = 3000) -> subprocess.CompletedProcess:
+def run_ranks(
+    command: list[str],
+    timeout: float = DEFAULT_TIMEOUT,
+    tail: int = 3000,
+    ready: Callable[[], bool] | None = None,
+    startup: float = 180.0,
+) -> subprocess.CompletedProcess:
     """Runs a multi-process launcher in its own process group; fails the test (never hangs) after `timeout` s.
 
     Returns the completed process when it exits with 0; otherwise fails with the last `tail` characters of its
-    output (the ranks' stdout and stderr, interleaved as the launcher relays them).
+    output (the ranks' stdout and stderr, interleaved as the launcher relays them). With `ready` (a callable that
+    says the ranks have started, e.g. that their pid files exist), `timeout` counts from the moment it first returns
+    True, and the start itself gets up to `startup` s: a launcher that starts slowly on a loaded machine is not taken
+    for a hung rank.
     """
     marker = uuid.uuid4().hex
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path), MARKER: marker}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_marked(marker)  # launcher and ranks: the pipe closes only when the last holder is gone
-        output, _ = process.communicate()
-        pytest.fail(
-            f"{Path(command[0]).name} did not finish within {timeout:g} s; its process group was killed. "
-            f"Last output of the ranks:\n{output[-tail:]}"
-        )
-    finally:
-        _kill_marked(marker)  # a rank that outlived its launcher must not survive the test
+    name = Path(command[0]).name
+    # the output goes to a file, not a pipe: no rank blocks on a full pipe while the test waits
+    with tempfile.TemporaryFile("w+") as log:
+
+        def output() -> str:
+            log.seek(0)
+            return log.read()[-tail:]
+
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+        try:
+            if ready is not None:
+                begun = time.monotonic()
+                while process.poll() is None and not ready():
+                    if time.monotonic() - begun > startup:
+                        _kill_marked(marker)
+                        process.wait()
+                        pytest.fail(f"{name} did not start its ranks within {startup:g} s. Last output:\n{output()}")
+                    time.sleep(0.05)
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_marked(marker)  # launcher and ranks
+                process.wait()
+                pytest.fail(
+                    f"{name} did not finish within {timeout:g} s; its process group was killed. "
+                    f"Last output of the ranks:\n{output()}"
+                )
+        finally:
+            _kill_marked(marker)  # a rank that outlived its launcher must not survive the test
+        log.seek(0)
+        text = log.read()
     if process.returncode != 0:
-        pytest.fail(f"{Path(command[0]).name} exited with {process.returncode}. Last output:\n{output[-tail:]}")
-    return subprocess.CompletedProcess(command, process.returncode, output, "")
+        pytest.fail(f"{name} exited with {process.returncode}. Last output:\n{text[-tail:]}")
+    return subprocess.CompletedProcess(command, process.returncode, text, "")
 
 
 def leave(code: int = 0) -> None:

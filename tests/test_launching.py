@@ -18,12 +18,22 @@ def _alive(pid: int) -> bool:
 def test_a_hung_rank_fails_the_test_within_the_timeout_and_leaves_no_process(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
     script = Path(__file__).parent / "trainer" / "hung_rank.py"
-    start = time.monotonic()
+    pid_files = [tmp_path / f"rank{r}.pid" for r in range(2)]
+    started = []
+
+    def ready() -> bool:  # both ranks wrote their pid: the 15 s count from here, however slow the start was
+        if all(path.exists() and path.read_text() for path in pid_files):
+            started.append(time.monotonic())
+            return True
+        return False
+
     with pytest.raises(pytest.fail.Exception, match=r"(?s)did not finish within 15 s.*rank 1 hangs now"):
         run_ranks(
-            [str(torchrun), "--nproc_per_node", "2", "--master_port", free_port(), str(script), str(tmp_path)], 15
+            [str(torchrun), "--nproc_per_node", "2", "--master_port", free_port(), str(script), str(tmp_path)],
+            15,
+            ready=ready,
         )
-    assert time.monotonic() - start < 30
-    pids = [int((tmp_path / f"rank{r}.pid").read_text()) for r in range(2)]
+    assert started and time.monotonic() - started[0] < 30
+    pids = [int(path.read_text()) for path in pid_files]
     time.sleep(0.5)
     assert not any(_alive(pid) for pid in pids), pids
