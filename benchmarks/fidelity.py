@@ -175,6 +175,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="also measure the ESS figures on up to this many prompts each adapter was trained on (rows' `train_` "
         "keys; methods that draw samples during training, e.g. smc_distill): tells generalisation from fit",
     )
+    parser.add_argument(
+        "--steps_per_generation",
+        type=positive_int,
+        default=None,
+        help="SMC distillation rows only: draw each prompt's particles afresh (from the adapter as it is then, for "
+        "smc_distill_adapter) whenever a batch reads them after this many steps, instead of once for every epoch "
+        "(default: once); the other rows keep their fixed samples of p",
+    )
     parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True, help="save a plot per run")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "fidelity"), help="plots and fidelity.json")
     parser.add_argument("--output", default=None, help="path of the JSON (default: <output_dir>/fidelity.json)")
@@ -195,6 +203,7 @@ def resolve_settings(args: argparse.Namespace) -> dict:
             settings[name] = getattr(args, name)
     settings["ess_repeats"] = getattr(args, "ess_repeats", 1)
     settings["ess_train_prompts"] = getattr(args, "ess_train_prompts", 0)
+    settings["steps_per_generation"] = getattr(args, "steps_per_generation", None)
     settings["methods"] = [m for m in settings["methods"] if m != "none"]
     return settings
 
@@ -256,6 +265,8 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
         smc_proposal=proposal,
         # SMC distillation is a likelihood of the target itself: no λ term (its default)
         nll_weight=0.0 if loss_type == "smc_distill" else settings["nll_weight"],
+        # fresh particles during training (SMC rows only: the other rows train on the shared samples of p)
+        steps_per_generation=settings.get("steps_per_generation") if loss_type == "smc_distill" else None,
         num_generations=settings["num_generations"],
         max_completion_length=settings["max_completion_length"],
         max_steps=max_steps,
