@@ -287,8 +287,10 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
     trainer = shared.trainer_class()(model, config, train_dataset=train, processing_class=tokenizer, peft_config=lora)
     prepare_seconds = time.perf_counter() - start
     train_seconds = trainer.train().metrics["train_runtime"]
-    keys = ("step", "loss", "temp/t_eff", "temp/kendall_tau")
-    logged = [{k: entry[k] for k in keys} for entry in trainer.state.log_history if "temp/t_eff" in entry]
+    keys = ("step", "loss", "temp/t_eff", "temp/kendall_tau", "ess/proposal_fraction")  # the last: SMC rows only
+    logged = [
+        {k: entry[k] for k in keys if k in entry} for entry in trainer.state.log_history if "temp/t_eff" in entry
+    ]
     timing = {"max_steps": max_steps, "prepare_seconds": prepare_seconds, "train_seconds": train_seconds}
     timing["trained_prompt_indices"] = trained_prompt_indices(trainer, train, tokenizer)
     return trainer.model, logged, timing

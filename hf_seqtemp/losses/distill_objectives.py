@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from .distill import particle_ess_fraction, particle_weights, weighted_sequence_nll
+from .distill import particle_ess_fraction, particle_weights, proposal_ess_fraction, weighted_sequence_nll
 from .spec import LossInputs, LossOutput, LossSpec
 
 
@@ -21,6 +21,11 @@ def _smc_distill_objective(inputs: LossInputs, args) -> LossOutput:
     tokens = inputs.completion_mask.sum(1)
     distill = weighted_sequence_nll(inputs.policy_logps, weights, tokens)
     metrics = {"loss/smc_distill": distill.item(), "ess/fraction": particle_ess_fraction(weights, inputs.groups)}
+    if inputs.log_weights is not None:  # SMC particles: how good a proposal q is now (see proposal_ess_fraction)
+        alpha = 1.0 / args.target_temperature
+        metrics["ess/proposal_fraction"] = proposal_ess_fraction(
+            inputs.log_weights, inputs.ref_logps, inputs.policy_logps, alpha, inputs.groups
+        )
     if args.nll_weight == 0:
         return LossOutput(distill, metrics)
     nll = inputs.drift_term()

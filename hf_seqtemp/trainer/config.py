@@ -46,7 +46,10 @@ class SeqTempConfig(TrainingArguments):
             `"smc_distill"` trains on sequential Monte Carlo particles of p^{1/T} that the trainer draws for every
             prompt of a prompt-only `train_dataset` (`num_generations` particles per prompt, see `smc_proposal`): the
             self-normalised weighted NLL of the particles, weights normalised within each prompt (the forward KL to
-            the SMC estimate of p_T(·|c)).
+            the SMC estimate of p_T(·|c)). It logs `ess/fraction` (the particles' ESS / N after SMC's resampling) and
+            `ess/proposal_fraction`, the particles' estimate of how good the trained model is as an importance
+            sampler of p_T(·|c): the mean over prompts of 1 / E_{p_T}[p_T / q] (1 at the target; optimistic where q's
+            tails are lighter than the target's, as few particles miss the answers that q under-weights).
         nll_weight (`float`, *optional*, defaults to `0.1`, and to `0` for `loss_type="smc_distill"`):
             λ: weight of the model's own token NLL added to the objective. It prevents *likelihood drift* (the ratio
             loss alone is also minimised by shifting every log q by a constant per length), at the price of pulling
