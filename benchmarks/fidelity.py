@@ -38,7 +38,10 @@ Modes:
 - `--full` (meant for a GPU): every prompt of the pool, more completions and steps.
 
 `--train_prompts` past the pool (158 prompts less the held-out ones) goes on with the prompts of
-`_prompts.training_extension()`, which only ever train: the held-out prompts stay the pool's.
+`_prompts.training_extension()`, which only ever train: the held-out prompts stay the pool's. `--split_seed` fixes
+the split while `--seed` changes the training (order, particles) and the draws, to tell the spread between training
+seeds from the split's. SMC distillation draws each prompt's particles once and re-uses them every epoch, unless
+`--steps_per_generation k` draws them afresh (with the adapter proposal, from the adapter as it is then).
 
 A plot per trained run (log p vs log q, raw and centred within prompts, points coloured by prompt) and the JSON go
 to `--output_dir` (default `outputs/fidelity`, git-ignored).
@@ -189,6 +192,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--device", default=None)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (CPU runs only)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--split_seed",
+        type=int,
+        default=None,
+        help="seed of the split into training and held-out prompts (default: --seed); another --seed with the same "
+        "--split_seed changes only the training (order, particles) and the draws: it tells training-seed spread from "
+        "the split's",
+    )
     return parser.parse_args(argv)
 
 
@@ -204,6 +215,8 @@ def resolve_settings(args: argparse.Namespace) -> dict:
     settings["ess_repeats"] = getattr(args, "ess_repeats", 1)
     settings["ess_train_prompts"] = getattr(args, "ess_train_prompts", 0)
     settings["steps_per_generation"] = getattr(args, "steps_per_generation", None)
+    split_seed = getattr(args, "split_seed", None)
+    settings["split_seed"] = args.seed if split_seed is None else split_seed
     settings["methods"] = [m for m in settings["methods"] if m != "none"]
     return settings
 
@@ -360,7 +373,7 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
     """Trains and measures every method × T on the held-out prompts; returns the rows and the run's extra info."""
     base, tokenizer = load_default_model(device=device)
     train_prompts, held_prompts = split_prompts(
-        settings["train_prompts"], settings["held_out_prompts"], settings["seed"]
+        settings["train_prompts"], settings["held_out_prompts"], settings["split_seed"]
     )
     train = Dataset.from_dict({"prompt": conversations(train_prompts)})
     held_out = sample_held_out(base, tokenizer, held_prompts, settings)
