@@ -49,7 +49,8 @@ class SeqTempConfig(TrainingArguments):
             the SMC estimate of p_T(·|c)). It logs `ess/fraction` (the particles' ESS / N after SMC's resampling) and
             `ess/proposal_fraction`, the particles' estimate of how good the trained model is as an importance
             sampler of p_T(·|c): the mean over prompts of 1 / E_{p_T}[p_T / q] (1 at the target; optimistic where q's
-            tails are lighter than the target's, as few particles miss the answers that q under-weights).
+            tails are lighter than the target's, as few particles miss the answers that q under-weights, and
+            in-sample on particles re-used across epochs without `steps_per_generation`, which q has fitted).
         nll_weight (`float`, *optional*, defaults to `0.1`, and to `0` for `loss_type="smc_distill"`):
             λ: weight of the model's own token NLL added to the objective. It prevents *likelihood drift* (the ratio
             loss alone is also minimised by shifting every log q by a constant per length), at the price of pulling
