@@ -66,10 +66,11 @@ def proposal_ess_fraction(
 
     With `w(x) = p(x)^alpha / q(x)`, `E_q[w^2] / E_q[w]^2 = E_pi[w] / Z`: the particles' self-normalised weights give
     `E_pi[w]`, and their own normaliser estimate gives `Z` (the mean of `exp(log_weights)` within the prompt, as the
-    trainer stores them). An estimate from few particles, never clamped: it can exceed 1, and it is optimistic where `q`'s
-    tails are lighter than the target's (the particles rarely hold the answers where `pi / q` is large; on the
-    enumerable toy with 16 particles, 0.43 where the exact figure is 0.21 at `T = 2`, 0.76 for 0.75 at `T = 0.5`). Unlike the particles' own
-    ESS (after resampling), it says how far the proposal is from the target, without drawing from `q`.
+    trainer stores them). An estimate from few particles, never clamped: it can exceed 1, and it is optimistic where
+    `q`'s tails are lighter than the target's (the particles rarely hold the answers where `pi / q` is large; on the
+    enumerable toy with 16 particles, 0.43 where the exact figure is 0.21 at `T = 2`, 0.76 for 0.75 at `T = 0.5`).
+    Unlike the particles' own ESS (after resampling), it says how far the proposal is from the target, without
+    drawing from `q`.
 
     Args:
         log_weights (`torch.Tensor` of shape `(n,)`): the particles' log-weights, whose mean `exp` within a prompt is
