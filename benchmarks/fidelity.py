@@ -44,7 +44,8 @@ seeds from the split's. SMC distillation draws each prompt's particles once and 
 `--steps_per_generation k` draws them afresh (with the adapter proposal, from the adapter as it is then).
 
 A plot per trained run (log p vs log q, raw and centred within prompts, points coloured by prompt) and the JSON go
-to `--output_dir` (default `outputs/fidelity`, git-ignored).
+to `--output_dir` (default `outputs/fidelity`, git-ignored); `--save_adapters DIR` also keeps every trained adapter,
+for `load_tempered` and `benchmarks/proposal_ess.py --adapter`.
 
 Usage:
     python benchmarks/fidelity.py [--quick | --full] [--output_dir outputs/fidelity] [--no-plots]
@@ -186,6 +187,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         "smc_distill_adapter) whenever a batch reads them after this many steps, instead of once for every epoch "
         "(default: once); the other rows keep their fixed samples of p",
     )
+    parser.add_argument(
+        "--save_adapters",
+        default=None,
+        help="also save every trained adapter (weights, seqtemp_config.json, card) to DIR/<method>_T<T>, for "
+        "`load_tempered` and `benchmarks/proposal_ess.py --adapter` (default: not saved)",
+    )
     parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True, help="save a plot per run")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "fidelity"), help="plots and fidelity.json")
     parser.add_argument("--output", default=None, help="path of the JSON (default: <output_dir>/fidelity.json)")
@@ -215,6 +222,7 @@ def resolve_settings(args: argparse.Namespace) -> dict:
     settings["ess_repeats"] = getattr(args, "ess_repeats", 1)
     settings["ess_train_prompts"] = getattr(args, "ess_train_prompts", 0)
     settings["steps_per_generation"] = getattr(args, "steps_per_generation", None)
+    settings["save_adapters"] = getattr(args, "save_adapters", None)
     split_seed = getattr(args, "split_seed", None)
     settings["split_seed"] = args.seed if split_seed is None else split_seed
     settings["methods"] = [m for m in settings["methods"] if m != "none"]
@@ -300,6 +308,8 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
     trainer = shared.trainer_class()(model, config, train_dataset=train, processing_class=tokenizer, peft_config=lora)
     prepare_seconds = time.perf_counter() - start
     train_seconds = trainer.train().metrics["train_runtime"]
+    if settings.get("save_adapters"):
+        trainer.save_model(adapter_folder(settings["save_adapters"], method, temperature))
     keys = ("step", "loss", "temp/t_eff", "temp/kendall_tau", "ess/proposal_fraction")  # the last: SMC rows only
     logged = [
         {k: entry[k] for k in keys if k in entry} for entry in trainer.state.log_history if "temp/t_eff" in entry
@@ -307,6 +317,12 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
     timing = {"max_steps": max_steps, "prepare_seconds": prepare_seconds, "train_seconds": train_seconds}
     timing["trained_prompt_indices"] = trained_prompt_indices(trainer, train, tokenizer)
     return trainer.model, logged, timing
+
+
+def adapter_folder(root: str, method: str, temperature: float) -> str:
+    """Where `--save_adapters root` puts the adapter of `method` at `temperature` (`@` of METHOD@STEPS → `_steps`, as
+    in the plots' names)."""
+    return str(Path(root) / f"{method.replace('@', '_steps')}_T{temperature:g}")
 
 
 def trained_prompt_indices(trainer, train, tokenizer) -> list[int] | None:
@@ -350,6 +366,8 @@ def proposal_figures(model, tokenizer, prompts: list[str], temperature: float, s
         "ess_ratio_interval",
         "ess_ratio_interval_these_prompts",
         "prompts_with_ratio_at_least_2",
+        "prompts_where_2_is_reachable",
+        "ess_ratio_where_2_is_reachable",
         "median_token_ess_fraction",
         "median_adapter_ess_fraction",
     )
@@ -475,6 +493,8 @@ def main(argv=None) -> None:
         f"{measured['num_train_prompts']} training prompts ({measured['num_train_completions']} completions), "
         f"{measured['num_held_out_prompts']} held-out prompts ({measured['num_held_out_completions']} completions)"
     )
+    from proposal_ess import reachable_text
+
     intervals = paired_tau_intervals(rows)
     for key, (mean, low, high) in intervals.items():
         print(f"{key}: {mean:+.4f} [{low:+.4f}, {high:+.4f}] (95 % bootstrap over held-out prompts)")
@@ -486,7 +506,7 @@ def main(argv=None) -> None:
                     f"{r['method']}_T{r['target']:g} ESS ratio adapter/token on {where}: median "
                     f"{r[f'{prefix}ess_ratio_adapter_over_token']:.2f} [{low:.2f}, {high:.2f}] (95 % bootstrap "
                     f"over prompts), {r[f'{prefix}prompts_with_ratio_at_least_2']}/{len(r[f'{prefix}ess_per_prompt'])}"
-                    " prompts at >= 2"
+                    f" prompts at >= 2; {reachable_text(r, prefix)}"
                 )
     settings["wall_seconds"] = time.perf_counter() - start
     print(f"wall time: {settings['wall_seconds']:.0f} s" + (" (QUICK MODE: smoke run)" if args.quick else ""))

@@ -12,6 +12,9 @@ The JSON gives every prompt's figures for both proposals (and each draw's ESS / 
 `ess_ratio_adapter_over_token`: the median over prompts of (adapter ESS / token ESS) at that N (goal: >= 2), and
 `ess_ratio_interval`: a 95 % bootstrap interval of that median over unseen prompts (prompts resampled), and with
 `--repeats` > 1 `ess_ratio_interval_these_prompts` (each prompt's draws resampled: the median of these prompts).
+A prompt's ratio is at most 1 / (token ESS / N), since ESS / N <= 1: where token temperature already has ESS / N
+above 1/2 (nearly one answer), no proposal reaches 2. `ess_ratio_where_2_is_reachable` is the median over the other
+prompts (`prompts_where_2_is_reachable` of them), a companion that does not depend on how many such prompts a set holds.
 
 Usage:
     make demo   # once, if outputs/quickstart/hub does not exist
@@ -84,6 +87,13 @@ def per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, p
         "log_weight_variance": variance.mean(0).tolist(),
         "ess_fraction_draws": ess.T.tolist(),
     }
+
+
+def where_reachable(token: list[float], adapter: list[float], goal: float = 2.0) -> tuple[int, float | None]:
+    """`(count, median ratio)` over the prompts whose token ESS / N is at most `1 / goal`, the only ones where the
+    ratio adapter / token can reach `goal` (ESS / N <= 1); `(0, None)` when there are none."""
+    ratios = [a / t for t, a in zip(token, adapter) if t * goal <= 1]
+    return len(ratios), (statistics.median(ratios) if ratios else None)
 
 
 def median_ratio_interval(
@@ -159,6 +169,12 @@ def compare_proposals(model, tokenizer, prompts: list[str], system: str, tempera
         "ess_ratio_min": min(ratios),
         "ess_ratio_max": max(ratios),
         "prompts_with_ratio_at_least_2": sum(r >= 2 for r in ratios),
+        **dict(
+            zip(
+                ("prompts_where_2_is_reachable", "ess_ratio_where_2_is_reachable"),
+                where_reachable(figures["token"]["ess_fraction"], figures["adapter"]["ess_fraction"]),
+            )
+        ),
         "prompts": len(prompts),
         "num_samples": settings["num_samples"],
         "median_token_ess_fraction": statistics.median(figures["token"]["ess_fraction"]),
@@ -167,6 +183,17 @@ def compare_proposals(model, tokenizer, prompts: list[str], system: str, tempera
         "median_adapter_log_weight_variance": statistics.median(figures["adapter"]["log_weight_variance"]),
     }
     return rows, summary
+
+
+def reachable_text(summary: dict, prefix: str = "") -> str:
+    """The companion figure in words: the median ratio where token ESS / N <= 1/2, or that no prompt is such."""
+    count, median = (
+        summary[f"{prefix}prompts_where_2_is_reachable"],
+        summary[f"{prefix}ess_ratio_where_2_is_reachable"],
+    )
+    if not count:
+        return "no prompt where 2 is reachable (token ESS/N > 1/2 on all)"
+    return f"median {median:.2f} over the {count} prompts where 2 is reachable (token ESS/N <= 1/2)"
 
 
 def main():
@@ -211,7 +238,8 @@ def main():
         f"(95 % bootstrap over prompts [{summary['ess_ratio_interval'][0]:.2f}, "
         f"{summary['ess_ratio_interval'][1]:.2f}]; "
         f"range [{summary['ess_ratio_min']:.2f}, {summary['ess_ratio_max']:.2f}]) over {len(prompts)} prompts; "
-        f"{summary['prompts_with_ratio_at_least_2']} prompts at >= 2"
+        f"{summary['prompts_with_ratio_at_least_2']} prompts at >= 2; "
+        f"{reachable_text(summary)}"
     )
     settings = {**vars(args), "temperature": temperature, "wall_seconds": round(time.perf_counter() - started, 1)}
     write_json(args.output, "proposal_ess", info, settings, rows, summary)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -232,3 +233,36 @@ def test_trained_prompt_indices_are_the_prompts_of_the_batches_the_trainer_read(
             assert indices[loss_type] == sorted(i for i in range(5) if pool.group_ids[4 * i] in seen)
             assert len(indices[loss_type]) == 2 and sum(row is not None for row in pool.rows) == 12
     assert indices["ratio"] is None
+
+
+def test_saved_adapters_load_back_as_the_trained_model(fidelity, tmp_path, monkeypatch):
+    """`--save_adapters DIR`: the folder that `train_adapter` writes loads with `load_tempered` onto a fresh base and
+    gives the trained model's log-probabilities on several prompts (the folded 1/T norm included), not the base's."""
+    from datasets import Dataset
+    from tiny_models import conditional_lm
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    from hf_seqtemp import load_tempered
+
+    backend = Tokenizer(models.WordLevel({"<s>": 0, "x": 1, "y": 2, "z": 3}, unk_token="<s>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="z")
+    monkeypatch.setattr(fidelity, "load_default_model", lambda device=None: (conditional_lm(4), tokenizer))
+    settings = {**fidelity.TRAINING, "seed": 1, "max_steps": 3, "num_generations": 4, "max_completion_length": 3,
+                "batch_size": 4, "save_adapters": str(tmp_path / "adapters")}  # fmt: skip
+    data = Dataset.from_dict({"prompt": ["x", "x y", "y x y", "y y"]})
+    shared = fidelity.SharedPreparation()
+    model, _, _ = fidelity.train_adapter(
+        "smc_distill_adapter@3", 0.5, settings, data, tokenizer, torch.device("cpu"), shared, str(tmp_path / "work")
+    )
+    folder = fidelity.adapter_folder(settings["save_adapters"], "smc_distill_adapter@3", 0.5)
+    assert folder.endswith("smc_distill_adapter_steps3_T0.5")
+    inputs = torch.tensor([[0, 1, 2, 1], [0, 2, 2, 1], [0, 1, 1, 2]])
+    loaded = load_tempered(folder, base_model=conditional_lm(4)).eval()
+    expected = model.eval()(input_ids=inputs).logits.log_softmax(-1)
+    torch.testing.assert_close(loaded(input_ids=inputs).logits.log_softmax(-1), expected)
+    base = conditional_lm(4)(input_ids=inputs).logits.log_softmax(-1)
+    assert (expected - base).abs().max() > 0.1  # trained and tempered, not the base
+    assert loaded.seqtemp_config.target_temperature == 0.5

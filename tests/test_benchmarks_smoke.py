@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import statistics
 import sys
 from pathlib import Path
 
@@ -250,3 +251,25 @@ def test_median_ess_ratio_intervals_cover_the_median_they_estimate():
     assert crossed["draws"] < covered["draws"], (crossed, covered)
     with pytest.raises(ValueError, match="level='prompt'"):
         module.median_ratio_interval(token_draws, adapter_draws, level="prompt")
+
+
+def test_the_reachable_companion_keeps_only_prompts_where_the_goal_ratio_is_possible():
+    """`proposal_ess.where_reachable`: a prompt whose token ESS / N is above 1/2 caps the ratio below 2 for any
+    proposal (ESS / N <= 1), so the companion median leaves it out: here the all-prompt median is 1 (the two capped
+    prompts pull it down) while the median over the three prompts where 2 is possible is 2; the boundary 1/2
+    counts as reachable (a perfect proposal gives exactly 2), and a set with none says so."""
+    module = _load("proposal_ess")
+    token = [0.9, 0.6, 0.5, 0.1, 0.2]
+    adapter = [0.45, 0.3, 1.0, 0.3, 0.2]
+    ratios = [a / t for t, a in zip(token, adapter)]
+    assert sorted(ratios) == pytest.approx([0.5, 0.5, 1.0, 2.0, 3.0]) and statistics.median(ratios) == 1.0
+    count, median = module.where_reachable(token, adapter)
+    assert count == 3 and median == pytest.approx(2.0)
+    assert module.where_reachable(token, adapter, goal=4.0) == (2, pytest.approx(2.0))
+    assert module.where_reachable([0.8, 0.7], [0.9, 0.1]) == (0, None)
+    summary = {"prompts_where_2_is_reachable": 0, "ess_ratio_where_2_is_reachable": None}
+    assert "no prompt where 2 is reachable" in module.reachable_text(summary)
+    summary = {"train_prompts_where_2_is_reachable": 3, "train_ess_ratio_where_2_is_reachable": 2.0}
+    assert module.reachable_text(summary, "train_") == (
+        "median 2.00 over the 3 prompts where 2 is reachable (token ESS/N <= 1/2)"
+    )
