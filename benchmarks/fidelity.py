@@ -80,6 +80,7 @@ from _prompts import split_prompts
 from datasets import Dataset
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
+from hf_seqtemp.config import CONFIG_NAME
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report, tune_myopic
 
@@ -191,7 +192,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--save_adapters",
         default=None,
         help="also save every trained adapter (weights, seqtemp_config.json, card) to DIR/<method>_T<T>, for "
-        "`load_tempered` and `benchmarks/proposal_ess.py --adapter` (default: not saved)",
+        "`load_tempered` and `benchmarks/proposal_ess.py --adapter`; refused before training if one of those folders "
+        "already holds an adapter (default: not saved)",
     )
     parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True, help="save a plot per run")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "fidelity"), help="plots and fidelity.json")
@@ -223,6 +225,21 @@ def resolve_settings(args: argparse.Namespace) -> dict:
     settings["ess_train_prompts"] = getattr(args, "ess_train_prompts", 0)
     settings["steps_per_generation"] = getattr(args, "steps_per_generation", None)
     settings["save_adapters"] = getattr(args, "save_adapters", None)
+    if settings["save_adapters"]:  # refused before any training, not after an hour of it
+        taken = [
+            folder
+            for method in settings["methods"]
+            for temperature in settings["temperatures"]
+            if method != "none"
+            and (
+                Path(folder := adapter_folder(settings["save_adapters"], method, temperature)) / CONFIG_NAME
+            ).is_file()
+        ]
+        if taken:
+            raise ValueError(
+                f"--save_adapters {settings['save_adapters']!r}: {', '.join(taken)} already hold(s) a saved adapter; "
+                "pass another folder or remove those (a run never overwrites a saved adapter)"
+            )
     split_seed = getattr(args, "split_seed", None)
     settings["split_seed"] = args.seed if split_seed is None else split_seed
     settings["methods"] = [m for m in settings["methods"] if m != "none"]
@@ -471,7 +488,10 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    settings = resolve_settings(args)
+    try:
+        settings = resolve_settings(args)
+    except ValueError as error:  # a setting that cannot run: said before any model loads
+        sys.exit(f"fidelity.py: error: {error}")
     device = pick_device(args.device)
     if device.type == "cpu":
         torch.set_num_threads(args.threads)

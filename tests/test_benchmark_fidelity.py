@@ -266,3 +266,15 @@ def test_saved_adapters_load_back_as_the_trained_model(fidelity, tmp_path, monke
     base = conditional_lm(4)(input_ids=inputs).logits.log_softmax(-1)
     assert (expected - base).abs().max() > 0.1  # trained and tempered, not the base
     assert loaded.seqtemp_config.target_temperature == 0.5
+    # a second run into the same folder is refused before it trains, and the saved adapter stays as it was
+    args = _args(
+        methods=["smc_distill_adapter@3", "ratio"], temperatures=[0.5, 2.0], save_adapters=settings["save_adapters"]
+    )
+    with pytest.raises(ValueError, match=r"smc_distill_adapter_steps3_T0\.5 already hold\(s\) a saved adapter"):
+        fidelity.resolve_settings(args)
+    assert fidelity.resolve_settings(_args(methods=["ratio"], save_adapters=settings["save_adapters"]))[
+        "save_adapters"
+    ]
+    with pytest.raises(SystemExit, match="fidelity.py: error: --save_adapters"):
+        fidelity.main(["--methods", "smc_distill_adapter@3", "--temperatures", "0.5", "--save_adapters",
+                       settings["save_adapters"]])  # fmt: skip
