@@ -378,17 +378,19 @@ def proposal_figures(model, tokenizer, prompts: list[str], temperature: float, s
         repeats=settings.get("ess_repeats", 1),
         max_new_tokens=settings["max_completion_length"], seed=settings["seed"],
     )  # fmt: skip
-    keep = (  # the intervals: 95 % bootstrap of the median, over prompts / over each prompt's draws
+    keep = (  # the intervals: 95 % bootstrap of the median, over prompts / over each prompt's draws (absent with one
+        # draw per prompt), over the prompts where 2 is reachable (absent with fewer than two)
         "ess_ratio_adapter_over_token",
         "ess_ratio_interval",
         "ess_ratio_interval_these_prompts",
         "prompts_with_ratio_at_least_2",
         "prompts_where_2_is_reachable",
         "ess_ratio_where_2_is_reachable",
+        "ess_ratio_where_2_is_reachable_interval",
         "median_token_ess_fraction",
         "median_adapter_ess_fraction",
     )
-    return {**{key: summary[key] for key in keep}, "ess_per_prompt": per_prompt}
+    return {**{key: summary[key] for key in keep if key in summary}, "ess_per_prompt": per_prompt}
 
 
 def sample_held_out(model, tokenizer, prompts: list[str], settings: dict) -> Dataset:

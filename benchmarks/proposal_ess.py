@@ -89,10 +89,15 @@ def per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, p
     }
 
 
+def reachable_prompts(token: list[float], goal: float = 2.0) -> list[int]:
+    """Indices of the prompts whose token ESS / N is at most `1 / goal`, the only ones where the ratio adapter / token
+    can reach `goal` (ESS / N <= 1)."""
+    return [i for i, t in enumerate(token) if t * goal <= 1]
+
+
 def where_reachable(token: list[float], adapter: list[float], goal: float = 2.0) -> tuple[int, float | None]:
-    """`(count, median ratio)` over the prompts whose token ESS / N is at most `1 / goal`, the only ones where the
-    ratio adapter / token can reach `goal` (ESS / N <= 1); `(0, None)` when there are none."""
-    ratios = [a / t for t, a in zip(token, adapter) if t * goal <= 1]
+    """`(count, median ratio)` over the [`reachable_prompts`]; `(0, None)` when there are none."""
+    ratios = [adapter[i] / token[i] for i in reachable_prompts(token, goal)]
     return len(ratios), (statistics.median(ratios) if ratios else None)
 
 
@@ -141,6 +146,8 @@ def compare_proposals(model, tokenizer, prompts: list[str], system: str, tempera
         for proposal in ("token", "adapter")
     }
     ratios = [a / t for a, t in zip(figures["adapter"]["ess_fraction"], figures["token"]["ess_fraction"])]
+    draws = {proposal: torch.tensor(figures[proposal]["ess_fraction_draws"]) for proposal in figures}
+    reachable = reachable_prompts(figures["token"]["ess_fraction"])
     rows = [
         {
             "prompt": prompt,
@@ -157,12 +164,7 @@ def compare_proposals(model, tokenizer, prompts: list[str], system: str, tempera
     summary = {
         "ess_ratio_adapter_over_token": statistics.median(ratios),
         **{
-            key: median_ratio_interval(
-                torch.tensor(figures["token"]["ess_fraction_draws"]),
-                torch.tensor(figures["adapter"]["ess_fraction_draws"]),
-                level=level,
-                seed=settings["seed"],
-            )
+            key: median_ratio_interval(draws["token"], draws["adapter"], level=level, seed=settings["seed"])
             for key, level in (("ess_ratio_interval", "prompts"), ("ess_ratio_interval_these_prompts", "draws"))
             if level == "prompts" or settings["repeats"] > 1
         },
@@ -174,6 +176,16 @@ def compare_proposals(model, tokenizer, prompts: list[str], system: str, tempera
                 ("prompts_where_2_is_reachable", "ess_ratio_where_2_is_reachable"),
                 where_reachable(figures["token"]["ess_fraction"], figures["adapter"]["ess_fraction"]),
             )
+        ),
+        # 95 % bootstrap over those prompts, as `ess_ratio_interval` over all
+        **(
+            {
+                "ess_ratio_where_2_is_reachable_interval": median_ratio_interval(
+                    draws["token"][reachable], draws["adapter"][reachable], level="prompts", seed=settings["seed"]
+                )
+            }
+            if len(reachable) > 1
+            else {}
         ),
         "prompts": len(prompts),
         "num_samples": settings["num_samples"],
@@ -193,7 +205,9 @@ def reachable_text(summary: dict, prefix: str = "") -> str:
     )
     if not count:
         return "no prompt where 2 is reachable (token ESS/N > 1/2 on all)"
-    return f"median {median:.2f} over the {count} prompts where 2 is reachable (token ESS/N <= 1/2)"
+    interval = summary.get(f"{prefix}ess_ratio_where_2_is_reachable_interval")
+    shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+    return f"median {median:.2f}{shown} over the {count} prompts where 2 is reachable (token ESS/N <= 1/2)"
 
 
 def main():

@@ -278,3 +278,37 @@ def test_saved_adapters_load_back_as_the_trained_model(fidelity, tmp_path, monke
     with pytest.raises(SystemExit, match="fidelity.py: error: --save_adapters"):
         fidelity.main(["--methods", "smc_distill_adapter@3", "--temperatures", "0.5", "--save_adapters",
                        settings["save_adapters"]])  # fmt: skip
+
+
+@pytest.mark.parametrize("repeats", [1, 3])
+def test_proposal_figures_keep_what_the_draws_allow(fidelity, monkeypatch, repeats):
+    """The fidelity row's ESS keys with the default one draw per prompt (`make bench`'s quick mode): no
+    these-prompts interval (it needs several draws), no error; the reachable companion's interval is the prompt
+    bootstrap over exactly the prompts with token ESS/N <= 1/2. The sampling is replaced by fixed per-draw figures:
+    what is checked is which prompts and draws each figure uses."""
+    import proposal_ess
+
+    token = [[0.9] * repeats, [0.2] * repeats, [0.5] * repeats, [0.1] * repeats, [0.6] * repeats]
+    adapter = [[0.45] * repeats, [0.6] * repeats, [0.7] * repeats, [0.15] * repeats, [0.9] * repeats]
+    fixed = {"token": token, "adapter": adapter}
+
+    def figures(model, ids, mask, settings, temperature, proposal, eos, pad):
+        draws = fixed[proposal]
+        return {"ess_fraction": [sum(d) / len(d) for d in draws], "log_weight_variance": [1.0] * len(draws),
+                "ess_fraction_draws": draws}  # fmt: skip
+
+    monkeypatch.setattr(proposal_ess, "per_prompt_figures", figures)
+    monkeypatch.setattr(proposal_ess, "render", lambda tokenizer, prompts, system: (torch.zeros(5, 2), None))
+    monkeypatch.setattr("hf_seqtemp.data.sampling.eos_ids_of", lambda model, tokenizer: [0])
+    tokenizer = argparse.Namespace(pad_token_id=0)
+    settings = {"ess_samples": 16, "ess_repeats": repeats, "max_completion_length": 4, "seed": 3}
+    out = fidelity.proposal_figures(None, tokenizer, [f"p{i}" for i in range(5)], 0.25, settings)
+    assert ("ess_ratio_interval_these_prompts" in out) == (repeats > 1)
+    assert out["prompts_where_2_is_reachable"] == 3  # prompts 1, 2, 3 (0.5 counts: a perfect proposal gives 2)
+    assert out["ess_ratio_where_2_is_reachable"] == pytest.approx(1.5)  # ratios 3.0, 1.4, 1.5
+    rows = [1, 2, 3]
+    expected = proposal_ess.median_ratio_interval(
+        torch.tensor(token)[rows], torch.tensor(adapter)[rows], level="prompts", seed=3
+    )
+    assert out["ess_ratio_where_2_is_reachable_interval"] == pytest.approx(expected)
+    assert out["ess_ratio_adapter_over_token"] == pytest.approx(1.5) and len(out["ess_per_prompt"]) == 5
