@@ -2,16 +2,16 @@
 """What a user saved is never lost or mixed: staged saves, one run per output folder, no silent overwrite.
 
 - Saves are staged ([`~hf_seqtemp.staging.staged_save`]).
-- **One run per folder** ([`OutputDirLock`]): `train()` holds `<output_dir>/.seqtemp.lock`, which names its holder
-  (host, process id, start time). A second run into the folder stops with that name; a lock whose process is gone
-  (same host) is stale and taken over with a warning.
+- **One run per folder** ([`OutputDirLock`]): `train()` takes `<output_dir>/.seqtemp.lock` (an exclusive `flock`,
+  which the kernel grants to one process and drops when it dies) before it deletes or writes anything, and holds it
+  to the end; the file names its holder (host, process id, start time). A second run into the folder stops with
+  that name; a lock whose holder is gone is taken over with a warning.
 - **No silent overwrite**: a folder that holds a finished adapter (`seqtemp_config.json` at its top) is not trained
   into afresh unless `overwrite_output_dir=True` ([`check_finished_output`]).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -19,12 +19,18 @@ import time
 import warnings
 
 from ..config import CONFIG_NAME
+from ..locking import LockFile
 
 LOCK_NAME = ".seqtemp.lock"
 
 
 def _holder() -> dict:
-    return {"host": socket.gethostname(), "pid": os.getpid(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "locking": "flock",
+    }
 
 
 def _alive(pid: int) -> bool:
@@ -38,54 +44,86 @@ def _alive(pid: int) -> bool:
 
 
 class OutputDirLock:
-    """`<output_dir>/.seqtemp.lock`, created exclusively, naming its holder; released by [`release`]."""
+    """`<output_dir>/.seqtemp.lock`: an exclusive `flock` ([`~hf_seqtemp.locking.LockFile`]) held for the whole run,
+    the file naming its holder (host, process id, start time); released by [`release`].
+
+    Two processes cannot both hold it (the kernel grants the `flock` to one), and the kernel lets it go when its
+    holder dies, so a lock left by a killed run on this host is taken over (with a warning naming that run), however
+    its process id has been reused since. A lock file written on another host, or by an hf_seqtemp without `flock`
+    whose process is still alive, is refused: this host cannot tell whether that run is gone.
+    """
 
     def __init__(self, output_dir: str | os.PathLike):
         self.path = os.path.join(str(output_dir), LOCK_NAME)
-        self.held = False
+        self._file = LockFile(self.path)
+
+    @property
+    def held(self) -> bool:
+        return self._file.held
 
     def acquire(self) -> None:
-        """Takes the lock, or raises `RuntimeError` naming the run that holds it. A lock left by a process that is
-        gone (same host) is taken over with a warning."""
+        """Takes the lock, or raises `RuntimeError` naming the run that holds it."""
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._read()
-                if holder.get("host") == socket.gethostname() and not _alive(int(holder.get("pid", -1))):
-                    warnings.warn(
-                        f"Taking over the stale lock {self.path}: its run (process {holder.get('pid')} on "
-                        f"{holder.get('host')}, started {holder.get('started')}) is gone.",
-                        stacklevel=4,  # the caller of `train()`
-                    )
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(self.path)
-                    continue
-                raise RuntimeError(
-                    f"`output_dir` {os.path.dirname(self.path)!r} is in use by another run (process "
-                    f"{holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}; lock "
-                    f"{self.path}). Two runs in one folder overwrite each other's adapter and checkpoints: give this "
-                    "run another `output_dir`, or wait for that one to end. If that run is gone (another host, "
-                    "killed), delete the lock file."
-                ) from None
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(_holder(), handle)
-            self.held = True
-            return
+        if not self._file.try_acquire():
+            raise RuntimeError(self._in_use(self._read(), "it holds the lock now"))
+        previous = self._parse(self._file.read())
+        if previous:  # its holder never released it: killed, or another host's, or an older hf_seqtemp's
+            unknown = self._cannot_tell(previous)
+            if unknown:
+                self._file.release(remove=False)
+                raise RuntimeError(self._in_use(previous, unknown) + " If that run is gone, delete the lock file.")
+            warnings.warn(
+                f"Taking over the stale lock {self.path}: its run (process {previous.get('pid')} on "
+                f"{previous.get('host')}, started {previous.get('started')}) is gone{self._why_gone(previous)}.",
+                stacklevel=4,  # the caller of `train()`
+            )
+        self._file.write(json.dumps(_holder()))
+
+    @staticmethod
+    def _cannot_tell(previous: dict) -> str:
+        """Why this host cannot tell whether the run that wrote `previous` is gone ('' when it can)."""
+        if previous.get("host") != socket.gethostname():
+            return f"it was written on another host ({previous.get('host')}), whose `flock` this host may not see"
+        if previous.get("locking") != "flock" and _alive(int(previous.get("pid", -1))):
+            return "it was written by an hf_seqtemp without `flock`, and its process is still alive"
+        return ""
+
+    @staticmethod
+    def _why_gone(previous: dict) -> str:
+        if previous.get("locking") == "flock" and _alive(int(previous.get("pid", -1))):
+            return f" (process {previous.get('pid')} is alive but does not hold the lock: its id was reused)"
+        return ""
+
+    def _in_use(self, holder: dict, why: str) -> str:
+        return (
+            f"`output_dir` {os.path.dirname(self.path)!r} is in use by another run (process {holder.get('pid')} on "
+            f"{holder.get('host')}, started {holder.get('started')}; lock {self.path}"
+            f"{'; ' + why if why else ''}). Two runs in one folder overwrite each other's adapter and checkpoints: "
+            "give this run another `output_dir`, or wait for that one to end."
+        )
+
+    @staticmethod
+    def _parse(text: str) -> dict:
+        if not text.strip():
+            return {}
+        try:
+            record = json.loads(text)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            return {"pid": -1, "host": "unknown (unreadable lock)", "started": "unknown"}
+        return record
 
     def _read(self) -> dict:
         try:
             with open(self.path, encoding="utf-8") as handle:
-                return json.load(handle)
-        except (OSError, ValueError):
-            return {"pid": -1, "host": "unknown (unreadable lock)", "started": "unknown"}
+                return self._parse(handle.read()) or {"pid": "?", "host": "?", "started": "just now"}
+        except OSError:
+            return {"pid": "?", "host": "?", "started": "just now"}
 
     def release(self) -> None:
-        if self.held:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.path)
-            self.held = False
+        """Removes the lock file while holding it, then lets the lock go."""
+        self._file.release(remove=True)
 
 
 def check_finished_output(args, resume: str | None) -> None:
