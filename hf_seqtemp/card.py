@@ -14,6 +14,7 @@ from typing import Any
 
 from .card_plot import plot_log_likelihoods, within_prompt_points  # noqa: F401  (the card's plot)
 from .config import SequenceTemperatureConfig
+from .manifest import weights_digest
 
 CARD_NAME = "README.md"
 PLOT_NAME = "seqtemp_loglik.png"
@@ -371,6 +372,7 @@ def write_card(
         figures = (config.eval_t_eff, config.eval_kendall_tau, config.eval_nll)
         reports = {"tempered": dict(zip(("t_eff", "kendall_tau", "nll_per_token"), figures))}
         plot_name = PLOT_NAME if os.path.isfile(os.path.join(folder, PLOT_NAME)) else None  # the recorded plot
+    config.weights_sha256 = weights_digest(folder)  # ties the config (and its figures) to the weights beside it
     config.save_pretrained(folder)
     tags = _existing_tags(folder)
     chat = _has_chat_template(folder, config)

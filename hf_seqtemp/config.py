@@ -58,6 +58,10 @@ def _check_hyperparameters(value) -> dict:
     return value
 
 
+def _is_sha256(value) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
 def check_fingerprint(value: Any) -> dict[str, Any]:
     """Checks the types of a recorded `base_model_fingerprint` ([`~hf_seqtemp.fingerprint.base_fingerprint`]),
     raising naming the bad key."""
@@ -65,7 +69,7 @@ def check_fingerprint(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"`{name}` must be an object (written by hf_seqtemp) or null, got {value!r}.")  # noqa: TRY004
     digest = value.get("weights_sha256")
-    if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+    if not _is_sha256(digest):
         raise ValueError(f"`{name}.weights_sha256` must be 64 lowercase hex digits, got {digest!r}.")
     ids, logps = value.get("canary_token_ids"), value.get("canary_logps")
     if (ids is None) != (logps is None):
@@ -113,6 +117,9 @@ class SequenceTemperatureConfig:
             log-probabilities of a fixed canary sequence. `load_tempered` compares it with the base it is given.
         base_model_source (`str`, *optional*): what exactly `base_model_id` stands for when the id alone does not
             say, e.g. the embedded model, which is the Hub model dequantised from a Q4_1 GGUF file.
+        weights_sha256 (`str`, *optional*): the SHA-256 of the weights saved beside this config, which its figures
+            were measured on ([`~hf_seqtemp.manifest.weights_digest`]); `load_tempered` refuses weights of another
+            hash (a save that replaced the weights without the config, or the other way round).
 
     Fields are checked when the config is built or read: `target_temperature` must be in [1e-3, 1e3]
     (`hf_seqtemp.checks.SUPPORTED_TEMPERATURES`; outside it p^(1/T) is numerically the mode or uniform), every
@@ -142,6 +149,7 @@ class SequenceTemperatureConfig:
     eval_sequences: int | None = None
     base_model_fingerprint: dict[str, Any] | None = None
     base_model_source: str | None = None
+    weights_sha256: str | None = None
     hf_seqtemp_version: str = "0.1.0"
 
     def __post_init__(self):
@@ -162,6 +170,8 @@ class SequenceTemperatureConfig:
         self.eval_sequences = _check_optional_count("eval_sequences", self.eval_sequences)
         if self.base_model_fingerprint is not None:
             check_fingerprint(self.base_model_fingerprint)
+        if self.weights_sha256 is not None and not _is_sha256(self.weights_sha256):
+            raise ValueError(f"`weights_sha256` must be 64 lowercase hex digits or null, got {self.weights_sha256!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

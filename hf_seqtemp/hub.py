@@ -178,7 +178,9 @@ def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, d
         if measurement is None and config.eval_t_eff is not None and os.path.isfile(plot):
             shutil.copyfile(plot, os.path.join(staging, PLOT_NAME))  # the recorded figures' plot travels with them
         options = {"repo_id": repo_id, "dataset_names": dataset_names, "source": source, "shown_as": folder}
-        return write_card(staging, config, measurement, **options)
+        written = write_card(staging, config, measurement, **options)
+        write_custom_generate(staging)
+        return written
 
 
 def save_for_hub(
@@ -228,10 +230,7 @@ def save_for_hub(
     save_own_folder = getattr(trainer_or_model, "save_for_hub", None)
     if callable(save_own_folder):  # a SeqTempTrainer writes its folder itself, through the functions of this module
         return save_own_folder(folder, **options)
-    os.makedirs(folder, exist_ok=True)
-    config = _save_model_folder(trainer_or_model, folder, **options)
-    write_custom_generate(folder)
-    return config
+    return _save_model_folder(trainer_or_model, folder, **options)
 
 
 # ---------------------------------------------------------------------------------------------------- the upload

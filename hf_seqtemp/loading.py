@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
 
-from .config import SequenceTemperatureConfig, looks_like_local_path, resolve_hub_file
+from .config import CONFIG_NAME, SequenceTemperatureConfig, looks_like_local_path, resolve_hub_file
 from .fingerprint import warn_if_base_differs
 from .generation.adapters import register_tempered_adapter
 from .generation.custom_generate import enable_seq_temperature_generate
+from .manifest import file_sha256, manifest_problem, read_manifest
 from .models.default import DEFAULT_MODEL_ID, load_default_model
 from .peft_compat import peft_deprecations_silenced
+from .staging import saved_version
 
 
 def adapter_name_for(temperature: float) -> str:
@@ -141,29 +144,81 @@ def load_tempered(
     """
     from peft import PeftModel
 
-    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "adapter_config.json")):
-        inside = sorted(e for e in os.listdir(path) if os.path.isfile(os.path.join(path, e, "adapter_config.json")))
-        hint = f"; the adapter is in its subfolder {inside[0]!r}: pass that folder" if inside else ""
-        raise ValueError(f"`path` {str(path)!r} is a folder without `adapter_config.json`{hint}.")
-    config = SequenceTemperatureConfig.from_pretrained(path)
-    folder = adapter_folder(path)
-    check_adapter_weights(os.path.join(folder, SAFE_WEIGHTS))
+    config, folder = _read_save(path)
     name = adapter_name or adapter_name_for(config.target_temperature)
     source = f"the adapter {str(path)!r}"
     if isinstance(base_model, PeftModel):
         if name in base_model.peft_config:
             raise ValueError(f"an adapter named {name!r} is already loaded: pass another `adapter_name`.")
         warn_if_base_differs(config, base_model, source)
-        base_model.load_adapter(folder, adapter_name=name)
+        with _shape_checked(path, config):
+            base_model.load_adapter(folder, adapter_name=name)
         base_model.set_adapter(name)
         model = base_model
     else:
         base = _resolve_base(config, base_model, dtype)
         warn_if_base_differs(config, base, source)
-        with peft_deprecations_silenced():
+        with peft_deprecations_silenced(), _shape_checked(path, config):
             model = PeftModel.from_pretrained(base, folder, adapter_name=name)
     register_tempered_adapter(model, config, name)
     enable_seq_temperature_generate(model)
     model.seqtemp_config = config
     model.seqtemp_source = str(path)  # where it came from: `save_for_hub` takes the tokenizer and plot from there
     return model.eval()
+
+
+def _read_save(path, attempts: int = 3) -> tuple[SequenceTemperatureConfig, str]:
+    """The config of the save at `path` and the folder PEFT reads its adapter from, both of one save: a local
+    folder's current version ([`~hf_seqtemp.staging.saved_version`], never changed by a later save), checked
+    against its manifest, and weights whose hash is the one the config records. A version deleted while it is read
+    (two later saves in the meantime) is read again from the new one."""
+    for attempt in range(attempts):
+        version = saved_version(path) if os.path.isdir(path) else path
+        try:
+            return _read_version(path, version)
+        except FileNotFoundError:
+            if attempt == attempts - 1 or version == path or os.path.isdir(version):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _read_version(path, version) -> tuple[SequenceTemperatureConfig, str]:
+    if os.path.isdir(version) and not os.path.isfile(os.path.join(version, "adapter_config.json")):
+        inside = sorted(e for e in os.listdir(path) if os.path.isfile(os.path.join(path, e, "adapter_config.json")))
+        hint = f"; the adapter is in its subfolder {inside[0]!r}: pass that folder" if inside else ""
+        raise ValueError(f"`path` {str(path)!r} is a folder without `adapter_config.json`{hint}.")
+    if os.path.isdir(version) and read_manifest(version) is not None:
+        problem = manifest_problem(version)
+        if problem is not None:
+            raise ValueError(
+                f"the adapter {str(path)!r} is damaged: {problem}. Save it again (or download it again); a "
+                "checkpoint of the run can be loaded instead."
+            )
+    config = SequenceTemperatureConfig.from_pretrained(version)
+    folder = adapter_folder(version)
+    check_adapter_weights(os.path.join(folder, SAFE_WEIGHTS))
+    if config.weights_sha256 is not None:
+        found = file_sha256(os.path.join(folder, SAFE_WEIGHTS))
+        if found != config.weights_sha256:
+            raise ValueError(
+                f"the adapter {str(path)!r} mixes two saves: its {CONFIG_NAME} was written for weights with SHA-256 "
+                f"{config.weights_sha256[:16]}…, but {SAFE_WEIGHTS} beside it has {found[:16]}… (one file was "
+                "replaced without the other). Save the model again, or download it again."
+            )
+    return config, folder
+
+
+@contextlib.contextmanager
+def _shape_checked(path, config: SequenceTemperatureConfig):
+    """Turns PEFT's size-mismatch error (an adapter loaded onto a base of another shape) into one that says so."""
+    try:
+        yield
+    except RuntimeError as error:
+        if "size mismatch" not in str(error):
+            raise
+        first = next((line.strip() for line in str(error).splitlines() if "size mismatch" in line), str(error))
+        raise ValueError(
+            f"the adapter {str(path)!r} does not fit this base model: its weights have other shapes than the base's "
+            f"layers ({first}). It was trained on {config.base_model_id or 'another base model'}: load it onto "
+            "that model (`base_model=`)."
+        ) from None

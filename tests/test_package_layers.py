@@ -18,6 +18,8 @@ ROOT = PACKAGE.name
 FLOORS = {
     # bottom: checks of user input, shared data and its checks, prompt groups, model wrappers, scorers
     "checks": 0,
+    "manifest": 0,
+    "locking": 0,
     "_lazy": 0,
     "config": 1,
     "groups": 1,

@@ -63,15 +63,20 @@ class HubMixin:
         folder = str(folder)
         self._card_options, self._card_config = options, None
         try:
-            self.save_model(folder, _internal_call=True)
+            self.save_model(folder, _internal_call=True)  # one version: weights, card, tokenizer, custom_generate/
         finally:
             self._card_options = None
-        if self.args.should_save:
-            if tokenizer is not None and tokenizer is not self.processing_class:
-                tokenizer.save_pretrained(folder)
-            write_custom_generate(folder)
         self.accelerator.wait_for_everyone()  # the folder is whole before any rank reads it
         return self._card_config or self.sequence_temperature_config()
+
+    def _write_hub_files(self, folder: str) -> None:
+        """Inside a [`save_for_hub`] save: the tokenizer it was given and `custom_generate/`, in the same version."""
+        if self._card_options is None:
+            return
+        tokenizer = self._card_options.get("tokenizer")
+        if tokenizer is not None and tokenizer is not self.processing_class:
+            tokenizer.save_pretrained(folder)
+        write_custom_generate(folder)
 
     def _save_card(self, output_dir: str, shown_as: str | None = None) -> None:
         """Writes `seqtemp_config.json` and the model card (measured when possible) beside the saved weights;

@@ -372,18 +372,27 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
         """Saves what `from_pretrained` reloads, in safetensors and JSON only: the weights of the model (for a
         `DiffusionLM` wrapper, of the model inside it; the wrapper is rebuilt from `seqtemp_config.json`'s
         `model_family`), the tokenizer, the training arguments as JSON (not a pickled `training_args.bin`), and
-        `seqtemp_config.json` with the model card ([`HubMixin`]). The files are staged and moved into `output_dir`
-        at the end, `seqtemp_config.json` last ([`~hf_seqtemp.trainer.output_dir.staged_save`]): a kill mid-save
-        leaves the old save whole, or no `seqtemp_config.json`, never new weights under the old one.
+        `seqtemp_config.json` with the model card ([`HubMixin`]). A save is one version of `output_dir`, published at
+        once ([`~hf_seqtemp.staging.staged_save`]): a kill or a full disk at any moment leaves the old save whole or
+        the new one, never a mix. A checkpoint is written into its own new folder, which the checkpoint's manifest,
+        written last ([`CheckpointMixin`]), makes whole.
         """
         if not self.args.should_save:
             return
         output_dir = output_dir or self.args.output_dir
+        if self._saving_checkpoint:
+            os.makedirs(output_dir, exist_ok=True)
+            self._write_save(output_dir, state_dict)
+            return
         with staged_save(output_dir) as staging:  # the old save stays whole until every new file is written
-            model = wrapped_model(self.accelerator.unwrap_model(self.model, keep_torch_compile=False))
-            save_weights(model, staging, state_dict)
-            if self.processing_class is not None:
-                self.processing_class.save_pretrained(staging)
-            with open(os.path.join(staging, "training_args.json"), "w", encoding="utf-8") as handle:
-                handle.write(self.args.to_json_string())
-            self._save_card(staging, shown_as=output_dir)
+            self._write_save(staging, state_dict, shown_as=output_dir)
+
+    def _write_save(self, folder: str, state_dict=None, shown_as: str | None = None) -> None:
+        model = wrapped_model(self.accelerator.unwrap_model(self.model, keep_torch_compile=False))
+        save_weights(model, folder, state_dict)
+        if self.processing_class is not None:
+            self.processing_class.save_pretrained(folder)
+        with open(os.path.join(folder, "training_args.json"), "w", encoding="utf-8") as handle:
+            handle.write(self.args.to_json_string())
+        self._save_card(folder, shown_as=shown_as)
+        self._write_hub_files(folder)
