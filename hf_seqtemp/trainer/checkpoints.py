@@ -2,8 +2,13 @@
 """Crash-safe checkpoints of [`SeqTempTrainer`]: which checkpoint a run resumes from, what it must agree with, and
 the state of the fresh-sample pool saved beside `Trainer`'s own.
 
-`Trainer` writes `trainer_state.json` last, so a checkpoint folder whose `trainer_state.json` is missing or cut short
-was being written when the run was killed (or the disk filled): it is *partial*, and never resumed from.
+Every checkpoint ends with `seqtemp_manifest.json` ([`~hf_seqtemp.manifest.write_manifest`]: each file's name, size
+and SHA-256, `fsync`ed), written after `Trainer`'s last file and before older checkpoints are rotated away. A
+checkpoint is resumed from only when its files are what its manifest records: a file cut short, emptied, or with
+bytes overwritten (finite or not) is named and the checkpoint skipped or refused. A checkpoint without a manifest
+was written by an hf_seqtemp before manifests, or killed just before its manifest: it is checked by its structure
+alone (`trainer_state.json` readable, weights readable and finite, optimizer and scheduler state not empty), with a
+warning that its content cannot be verified.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import warnings
 
 from ..config import CONFIG_NAME
 from ..losses.recall import RollingQuantile
+from ..manifest import MANIFEST_NAME, manifest_problem, write_manifest
+from ..staging import free_space, is_write_failure
 from .output_dir import OutputDirLock, check_finished_output
 
 TRAINER_STATE = "trainer_state.json"
@@ -33,14 +40,19 @@ OPTIMIZER_FILES = ("optimizer.pt", "scheduler.pt")
 
 
 def checkpoint_problem(folder: str) -> str | None:
-    """What makes `folder` unusable to resume from, or `None`: `trainer_state.json` (written last) unreadable, the
-    weights missing, unreadable (cut short, overwritten) or not finite, or the optimizer's or scheduler's state
-    missing (resuming without them is another run)."""
+    """What makes `folder` unusable to resume from, or `None`: `trainer_state.json` unreadable, a file that differs
+    from what the checkpoint's manifest records (missing, another size, other bytes), the weights missing,
+    unreadable or not finite, or the optimizer's or scheduler's state missing or empty (resuming without them is
+    another run)."""
     try:
         with open(os.path.join(folder, TRAINER_STATE), encoding="utf-8") as handle:
             json.load(handle)
     except (OSError, ValueError):
         return f"a partial checkpoint: no readable {TRAINER_STATE} (the run was killed while writing it)"
+    if has_manifest(folder):
+        problem = manifest_problem(folder)
+        if problem is not None:
+            return problem
     weights = [os.path.join(folder, name) for name in WEIGHT_FILES if os.path.isfile(os.path.join(folder, name))]
     if not weights:
         return f"no weights ({' or '.join(WEIGHT_FILES)})"
@@ -57,7 +69,24 @@ def checkpoint_problem(folder: str) -> str | None:
     missing = [name for name in OPTIMIZER_FILES if not os.path.isfile(os.path.join(folder, name))]
     if missing:
         return f"{' and '.join(missing)} missing (resuming without them would be another run)"
+    empty = [name for name in OPTIMIZER_FILES if os.path.getsize(os.path.join(folder, name)) == 0]
+    if empty:
+        return f"{' and '.join(empty)} empty (0 bytes: cut short)"
     return None
+
+
+def has_manifest(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, MANIFEST_NAME))
+
+
+def unverified_warning(folder: str) -> str | None:
+    """The warning for resuming from `folder` when it has no manifest, else `None`."""
+    if has_manifest(folder):
+        return None
+    return (
+        f"checkpoint {folder} has no {MANIFEST_NAME} (written by an hf_seqtemp before manifests, or killed just "
+        "before writing it): its files were checked for structure only, not for their content."
+    )
 
 
 def is_complete(folder: str) -> bool:
@@ -89,9 +118,10 @@ def _last_complete(output_dir: str) -> tuple[str | None, list[str]]:
 def resolve_resume(resume, output_dir: str) -> str | None:
     """The checkpoint folder a run resumes from: `None` (start afresh), a path, or `True` (the latest usable one).
 
-    With `True`, unusable checkpoints after the latest usable one ([`checkpoint_problem`]: partial, damaged weights,
-    missing optimizer state) are skipped with a warning naming each and its problem. Such a checkpoint given by path
-    is refused with the same words.
+    With `True`, unusable checkpoints after the latest usable one ([`checkpoint_problem`]: partial, files that differ
+    from their manifest, damaged weights, missing optimizer state) are skipped with a warning naming each and its
+    problem. Such a checkpoint given by path is refused with the same words. A checkpoint without a manifest is
+    resumed from with a warning that its content could not be verified ([`unverified_warning`]).
 
     Raises:
         ValueError: a path that is not a folder or is unusable (the message names the latest usable checkpoint),
@@ -102,16 +132,21 @@ def resolve_resume(resume, output_dir: str) -> str | None:
     if resume is True:
         folder, skipped = _last_complete(output_dir)
         if folder is None:
-            what = f"only unusable ones: {'; '.join(skipped)}" if skipped else "none"
+            if skipped:
+                raise ValueError(
+                    f"`resume_from_checkpoint` is True but `output_dir` {output_dir!r} holds only unusable "
+                    f"checkpoints ({'; '.join(skipped)}): there is nothing to resume. {_START_AFRESH}"
+                )
             raise ValueError(
-                f"`resume_from_checkpoint` is True but `output_dir` {output_dir!r} holds no usable checkpoint "
-                f"({what}). Start afresh without `resume_from_checkpoint`."
+                f"`resume_from_checkpoint` is True but `output_dir` {output_dir!r} holds no checkpoint: there is "
+                "nothing to resume. Start afresh without `resume_from_checkpoint`."
             )
         if skipped:
             warnings.warn(
                 f"Skipping checkpoint(s) {'; '.join(skipped)}; resuming from the last complete one, {folder}.",
                 stacklevel=3,
             )
+        _warn_if_unverified(folder)
         return folder
     folder = str(resume)
     if not os.path.isdir(folder):
@@ -119,12 +154,29 @@ def resolve_resume(resume, output_dir: str) -> str | None:
     problem = checkpoint_problem(folder)
     if problem is not None:
         last, _ = _last_complete(os.path.dirname(os.path.abspath(folder)))
-        fix = f"resume from the last complete one, {last}" if last is not None else "start afresh"
+        if last is None:
+            raise ValueError(
+                f"`resume_from_checkpoint` {folder!r} cannot be resumed: {problem}, and no other checkpoint beside it "
+                f"is usable: there is nothing to resume. {_START_AFRESH}"
+            )
         raise ValueError(
-            f"`resume_from_checkpoint` {folder!r} cannot be resumed: {problem}. {fix[0].upper()}{fix[1:]}, or set "
-            "`resume_from_checkpoint` True to pick it."
+            f"`resume_from_checkpoint` {folder!r} cannot be resumed: {problem}. Resume from the last complete one, "
+            f"{last}, or set `resume_from_checkpoint` True to pick it."
         )
+    _warn_if_unverified(folder)
     return folder
+
+
+_START_AFRESH = (
+    "To start afresh in this `output_dir`, run without `resume_from_checkpoint` and with `overwrite_output_dir` "
+    "True (which deletes them), or give another `output_dir`."
+)
+
+
+def _warn_if_unverified(folder: str) -> None:
+    message = unverified_warning(folder)
+    if message is not None:
+        warnings.warn(message, stacklevel=4)
 
 
 def check_resume_settings(folder: str, args, num_processes: int, model) -> None:
@@ -152,12 +204,18 @@ def check_resume_settings(folder: str, args, num_processes: int, model) -> None:
 
 
 def check_same_objective(folder: str, args) -> None:
-    """Refuses to resume `folder` with another target temperature or loss than it was trained with."""
+    """Refuses to resume `folder` with another target temperature or loss than it was trained with, or when the
+    checkpoint no longer says what it was trained with (both `seqtemp_config.json` and `training_args.json` gone)."""
     path = os.path.join(folder, CONFIG_NAME)
     if not os.path.isfile(path):  # no config (deleted, or a save cut short): the training arguments say the same
         path = os.path.join(folder, "training_args.json")
         if not os.path.isfile(path):
-            return
+            raise ValueError(
+                f"checkpoint {folder} says nothing of what it was trained with (neither {CONFIG_NAME} nor "
+                "training_args.json is there), so this run cannot check that its `target_temperature` and "
+                "`loss_type` are that run's. Restore one of those files, resume from another checkpoint, or start "
+                "afresh in another `output_dir`."
+            )
     with open(path, encoding="utf-8") as handle:
         saved = json.load(handle)
     for name, key in (("target_temperature", "target_temperature"), ("loss_type", "loss_type")):
@@ -172,16 +230,24 @@ def check_same_objective(folder: str, args) -> None:
 def check_output_dir(args, resume: str | None, is_main_process: bool) -> None:
     """Refuses to start afresh where the checkpoints of an earlier run would be overwritten, unless
     `args.overwrite_output_dir`, in which case they are deleted first (a later `resume_from_checkpoint=True` must
-    not pick an earlier run's checkpoint)."""
+    not pick an earlier run's checkpoint). Call it only while holding `output_dir`'s lock."""
     found = checkpoints_in(args.output_dir)
     if resume is not None or not found or args.save_strategy == "no":
         return
     if not args.overwrite_output_dir:
+        usable, skipped = _last_complete(args.output_dir)
+        names = ", ".join(os.path.basename(f) for f in found)
+        if usable is None:
+            raise ValueError(
+                f"`output_dir` {args.output_dir!r} holds checkpoints of an earlier run ({names}), none of them usable "
+                f"({'; '.join(skipped)}), which this run would overwrite. Set `overwrite_output_dir` True to delete "
+                "them and start afresh here, or give another `output_dir`; there is nothing to resume."
+            )
         raise ValueError(
-            f"`output_dir` {args.output_dir!r} already holds checkpoints of an earlier run "
-            f"({', '.join(os.path.basename(f) for f in found)}), which this run would overwrite. For a new run, "
-            "give another `output_dir` (or set `overwrite_output_dir` True to delete them); only if this is that "
-            "same run, interrupted, continue it with `resume_from_checkpoint` True (its last complete checkpoint)."
+            f"`output_dir` {args.output_dir!r} already holds checkpoints of an earlier run ({names}), which this run "
+            "would overwrite. For a new run, give another `output_dir` (or set `overwrite_output_dir` True to "
+            "delete them); only if this is that same run, interrupted, continue it with `resume_from_checkpoint` "
+            f"True (its last complete checkpoint, {os.path.basename(usable)})."
         )
     if is_main_process:
         warnings.warn(f"`overwrite_output_dir=True`: deleting {len(found)} checkpoint(s) in {args.output_dir}.")
@@ -189,25 +255,18 @@ def check_output_dir(args, resume: str | None, is_main_process: bool) -> None:
             shutil.rmtree(folder)
 
 
-WRITE_FAILURES = ("basic_ios", "unexpected pos", "file write failed", "No space left", "File too large")
-
-
 def raise_write_error(error: BaseException, folder: str, output_dir: str) -> None:
     """Re-raises a failure to write checkpoint `folder` as an `OSError` that names the folder, the free space of its
     disk and the fix (torch's own words for a full disk are `basic_ios::clear` or `unexpected pos`); any other
     error is re-raised as it is."""
-    if not (isinstance(error, OSError) or any(words in str(error) for words in WRITE_FAILURES)):
+    if not is_write_failure(error):
         raise error
-    try:
-        free = f"{shutil.disk_usage(folder if os.path.isdir(folder) else output_dir).free / 2**20:.0f} MiB free"
-    except OSError:
-        free = "free space unknown"
     last, _ = _last_complete(output_dir)
     raise OSError(
-        f"writing checkpoint {folder} failed: {error} ({free} on the disk of {output_dir}; a full disk or a file-size "
-        "limit gives this). Free space or raise the limit, or keep fewer checkpoints (`save_total_limit`), then "
-        f"resume with `resume_from_checkpoint` True (the last complete checkpoint: {last or 'none yet'}); the "
-        "partial folder is skipped."
+        f"writing checkpoint {folder} failed: {error} ({free_space(folder)} on the disk of {output_dir}; a full disk "
+        "or a file-size limit gives this). Free space or raise the limit, or keep fewer checkpoints "
+        "(`save_total_limit`), then resume with `resume_from_checkpoint` True (the last complete checkpoint: "
+        f"{last or 'none yet'}); the partial folder is skipped."
     ) from error
 
 
@@ -228,23 +287,24 @@ class CheckpointMixin:
     """Crash-safe `train()` and checkpoints of [`SeqTempTrainer`] (the functions above do the checking)."""
 
     def train(self, resume_from_checkpoint: str | bool | None = None, trial=None, ignore_keys_for_eval=None):
-        """[`~transformers.Trainer.train`], crash-safe: `resume_from_checkpoint=True` resumes from the last
-        *complete* checkpoint (skipping, with a warning, one a kill left half-written), a partial checkpoint given by
-        path is refused, a checkpoint trained to another `target_temperature` or `loss_type` is refused, the pool of
-        fresh samples, its random stream and the loss's memory are restored, and starting afresh over an earlier
-        run's checkpoints or finished adapter is an error unless `overwrite_output_dir=True`; the run holds
-        `output_dir`'s lock ([`~hf_seqtemp.trainer.output_dir.OutputDirLock`]) until it ends."""
-        resume = resolve_resume(resume_from_checkpoint, self.args.output_dir)
-        if resume is not None:
-            check_same_objective(resume, self.args)
-            check_resume_settings(resume, self.args, self.accelerator.num_processes, self.model)
-            self._load_process_state(resume)
-        else:
-            check_output_dir(self.args, resume, self.is_world_process_zero())
-            check_finished_output(self.args, resume)
-            self.accelerator.wait_for_everyone()
+        """[`~transformers.Trainer.train`], crash-safe: the run first takes `output_dir`'s lock
+        ([`~hf_seqtemp.trainer.output_dir.OutputDirLock`]), before it reads, deletes or writes anything there, and
+        holds it until it ends. `resume_from_checkpoint=True` resumes from the last *complete* checkpoint (skipping,
+        with a warning, one a kill left half-written or whose files differ from its manifest), such a checkpoint
+        given by path is refused, a checkpoint trained to another `target_temperature` or `loss_type` is refused,
+        the pool of fresh samples, its random stream and the loss's memory are restored, and starting afresh over
+        an earlier run's checkpoints or finished adapter is an error unless `overwrite_output_dir=True`."""
         lock = self._lock_output_dir()
         try:
+            resume = resolve_resume(resume_from_checkpoint, self.args.output_dir)
+            if resume is not None:
+                check_same_objective(resume, self.args)
+                check_resume_settings(resume, self.args, self.accelerator.num_processes, self.model)
+                self._load_process_state(resume)
+            else:
+                check_output_dir(self.args, resume, self.is_world_process_zero())
+                check_finished_output(self.args, resume)
+                self.accelerator.wait_for_everyone()
             return super().train(resume, trial, ignore_keys_for_eval)
         finally:
             lock.release()
@@ -266,20 +326,45 @@ class CheckpointMixin:
         return lock
 
     def _save_checkpoint(self, model, trial) -> None:
-        """Writes this process's state first: `Trainer` writes `trainer_state.json` last, so a checkpoint that has it
-        has everything."""
-        folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+        """Writes this process's state, then `Trainer`'s checkpoint, then (process 0, once every process has
+        written) the checkpoint's manifest, last; older checkpoints are rotated away only after it. A folder of the
+        same step left by an earlier, killed attempt is removed first, so the checkpoint holds this save's files
+        only."""
+        run_dir = self._get_output_dir(trial=trial)
+        folder = os.path.join(run_dir, f"checkpoint-{self.state.global_step}")
+        if self.is_world_process_zero() and os.path.isdir(folder):
+            problem = checkpoint_problem(folder)
+            warnings.warn(
+                f"Replacing {folder}, left by an earlier attempt at this step ({problem or 'complete'}): this run "
+                "writes its own checkpoint of the step.",
+                stacklevel=2,
+            )
+            shutil.rmtree(folder)
+        self.accelerator.wait_for_everyone()
         os.makedirs(folder, exist_ok=True)
         memory = {
             name: [[group, buffer.state_dict()] for group, buffer in buffers.items()]
             for name, buffers in self._loss_state.items()
         }
         state = {"sampling": self._sampling_state(), "loss": memory}
+        limit = self.args.save_total_limit
         try:
             write_json_atomically(process_state_file(folder, self.accelerator.process_index), state)
-            super()._save_checkpoint(model, trial)
+            self.args.save_total_limit = None  # rotation waits for this checkpoint's manifest
+            try:
+                super()._save_checkpoint(model, trial)
+            finally:
+                self.args.save_total_limit = limit
+            self.accelerator.wait_for_everyone()
+            if self.args.should_save:
+                write_manifest(folder)
         except (OSError, RuntimeError) as error:
             raise_write_error(error, folder, self.args.output_dir)
+        if self.args.should_save:
+            from transformers.trainer_utils import rotate_checkpoints
+
+            best = self.state.best_model_checkpoint
+            rotate_checkpoints(output_dir=run_dir, save_total_limit=limit, best_model_checkpoint=best, use_mtime=True)
 
     def _load_process_state(self, folder: str) -> None:
         path = process_state_file(folder, self.accelerator.process_index)

@@ -55,27 +55,71 @@ def _damage(path, how):
         path.write_bytes(bytes(data))
 
 
+def _overwrite_finite(path, count: int = 64):
+    """256 bytes (64 float32 values) at the end of the tensor data set to 0.01: readable and finite."""
+    data = bytearray(path.read_bytes())
+    data[-4 * count :] = torch.full((count,), 0.01, dtype=torch.float32).numpy().tobytes()
+    path.write_bytes(bytes(data))
+
+
 @pytest.mark.parametrize(
     ("damage", "words"),
     [
-        ("cut", "adapter_model.safetensors cannot be read"),
-        ("overwritten", "adapter_model.safetensors holds non-finite values"),
-        ("optimizer", "optimizer.pt missing"),
-        ("scheduler", "scheduler.pt missing"),
+        ("cut", r"adapter_model.safetensors has \d+ bytes where its manifest records \d+"),
+        ("overwritten", "adapter_model.safetensors differs from what was saved"),
+        ("finite", "adapter_model.safetensors differs from what was saved"),
+        ("empty optimizer", r"optimizer.pt has 0 bytes where its manifest records \d+"),
+        ("optimizer", r"optimizer.pt is missing \(listed in its manifest\)"),
+        ("scheduler", r"scheduler.pt is missing \(listed in its manifest\)"),
     ],
 )
 def test_an_unusable_checkpoint_is_named_refused_by_path_and_skipped_by_true(out, damage, words):
+    """Its manifest names what differs: 256 bytes overwritten with finite values and a 0-byte optimizer state used
+    to be resumed from without a word."""
     last = out / "checkpoint-2"
-    if damage in ("cut", "overwritten"):
+    if damage == "finite":
+        _overwrite_finite(last / "adapter_model.safetensors")
+    elif damage == "empty optimizer":
+        (last / "optimizer.pt").write_bytes(b"")
+    elif damage in ("cut", "overwritten"):
         _damage(last / "adapter_model.safetensors", damage)
     else:
         (last / f"{damage}.pt").unlink()
-    assert words in checkpoint_problem(str(last))
+    assert re.search(words, checkpoint_problem(str(last)))
     assert checkpoint_problem(str(out / "checkpoint-1")) is None
     with pytest.raises(ValueError, match=rf"cannot be resumed: {words}.*checkpoint-1"):
         resolve_resume(str(last), str(out))
     with pytest.warns(UserWarning, match=rf"Skipping checkpoint\(s\) .*checkpoint-2 \({words}"):
         assert resolve_resume(True, str(out)) == str(out / "checkpoint-1")
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        ("cut", "adapter_model.safetensors cannot be read"),
+        ("overwritten", "adapter_model.safetensors holds non-finite values"),
+        ("empty optimizer", r"optimizer.pt empty \(0 bytes"),
+        ("scheduler", "scheduler.pt missing"),
+    ],
+)
+def test_a_checkpoint_without_a_manifest_is_checked_by_its_structure_and_said_to_be_unverified(out, damage, words):
+    """A checkpoint of an hf_seqtemp before manifests (or killed just before its manifest): structural checks, and
+    a warning when it is resumed from."""
+    for folder in (out / "checkpoint-1", out / "checkpoint-2"):
+        (folder / "seqtemp_manifest.json").unlink()
+    last = out / "checkpoint-2"
+    if damage == "empty optimizer":
+        (last / "optimizer.pt").write_bytes(b"")
+    elif damage == "scheduler":
+        (last / "scheduler.pt").unlink()
+    else:
+        _damage(last / "adapter_model.safetensors", damage)
+    assert re.search(words, checkpoint_problem(str(last)))
+    with pytest.warns(UserWarning) as caught:
+        assert resolve_resume(True, str(out)) == str(out / "checkpoint-1")
+    messages = " ".join(str(w.message) for w in caught)
+    assert re.search(rf"Skipping checkpoint\(s\) .*checkpoint-2 \({words}", messages)
+    assert "checkpoint-1 has no seqtemp_manifest.json" in messages and "not for their content" in messages
 
 
 def test_a_damaged_last_checkpoint_resumes_from_the_one_before(out):
@@ -97,10 +141,47 @@ def test_resume_with_another_lora_rank_or_process_count_or_temperature_is_refuse
     with pytest.raises(ValueError, match=r"written by 2 process\(es\) and this run has 1"):
         _trainer(out).train(resume_from_checkpoint=True)
     os.remove(out / "checkpoint-2" / "seqtemp_state_1.json")
-    (out / "checkpoint-2" / "seqtemp_config.json").unlink()  # the guard reads training_args.json then
+    (out / "checkpoint-2" / "seqtemp_config.json").unlink()
+    with pytest.raises(ValueError, match=r"seqtemp_config.json is missing \(listed in its manifest\)"):
+        _trainer(out, temperature=2.0).train(resume_from_checkpoint=str(out / "checkpoint-2"))
+    (out / "checkpoint-2" / "seqtemp_manifest.json").unlink()  # an older checkpoint: training_args.json says it
     assert json.loads((out / "checkpoint-2" / "training_args.json").read_text())["target_temperature"] == 0.5
     with pytest.raises(ValueError, match=r"`target_temperature` 0.5, but this run has `target_temperature` 2.0"):
         _trainer(out, temperature=2.0).train(resume_from_checkpoint=True)
+
+
+def test_a_checkpoint_that_no_longer_says_its_temperature_is_not_resumed_at_another(out):
+    """Both `seqtemp_config.json` and `training_args.json` deleted from a T = 0.5 checkpoint: it used to resume at
+    T = 2.0 without a word. With its manifest, the missing files are named; without it, the objective check says
+    it cannot check."""
+    last = out / "checkpoint-2"
+    for name in ("seqtemp_config.json", "training_args.json"):
+        (last / name).unlink()
+    with pytest.raises(ValueError, match=r"cannot be resumed: (seqtemp_config|training_args).json is missing"):
+        _trainer(out, temperature=2.0).train(resume_from_checkpoint=str(last))
+    (last / "seqtemp_manifest.json").unlink()
+    unverified = pytest.warns(UserWarning, match="has no seqtemp_manifest.json")
+    with unverified, pytest.raises(ValueError, match=r"says nothing of what it was trained with .*`target_tempera"):
+        _trainer(out, temperature=2.0).train(resume_from_checkpoint=str(last))
+
+
+def test_a_folder_of_partial_checkpoints_says_one_way_forward(out):
+    """Only a partial checkpoint: `resume_from_checkpoint=True` used to say "start afresh", and starting afresh said
+    "already holds checkpoints ... or resume True". Both now say the same: nothing to resume, `overwrite_output_dir`
+    deletes them."""
+    shutil.rmtree(out / "checkpoint-1")
+    (out / "checkpoint-2" / "trainer_state.json").unlink()
+    with pytest.raises(
+        ValueError, match="holds only unusable checkpoints .*nothing to resume.*`overwrite_output_dir`"
+    ):
+        _trainer(out).train(resume_from_checkpoint=True)
+    with pytest.raises(ValueError, match=r"none of them usable .*`overwrite_output_dir` True to delete") as refused:
+        _trainer(out).train()
+    assert "resume_from_checkpoint` True" not in str(refused.value)
+    trainer = _trainer(out, overwrite_output_dir=True)
+    with pytest.warns(UserWarning, match="deleting 1 checkpoint"):
+        trainer.train()
+    assert trainer.state.global_step == 2 and checkpoint_problem(str(out / "checkpoint-2")) is None
 
 
 def test_a_full_disk_while_checkpointing_is_named_and_the_run_resumes_from_the_last_complete_one(
