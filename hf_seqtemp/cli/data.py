@@ -24,6 +24,9 @@ def _read_dataset(path: str, split: str, split_flag: str = "--dataset_train_spli
         _check_json_lines(path)  # a cut or malformed line is named, not a datasets traceback
         loaded = datasets.Dataset.from_json(path)
     elif path.endswith(".json") and os.path.isfile(path):
+        with open(path, encoding="utf-8") as handle:
+            if not any(chunk.strip() for chunk in iter(lambda: handle.read(65536), "")):
+                raise ValueError(f"`--dataset_path` {path!r} is empty: give a JSON list of example objects.")
         loaded = datasets.Dataset.from_json(path)
     else:
         raise ValueError(
@@ -41,10 +44,12 @@ def _check_json_lines(path: str) -> None:
     """Every non-blank line of the JSON Lines file `path` is one JSON object; else a `ValueError` naming the line."""
     import json
 
+    examples = 0
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
+            examples += 1
             try:
                 row = json.loads(line)
             except ValueError as error:
@@ -58,6 +63,11 @@ def _check_json_lines(path: str) -> None:
                     f"`--dataset_path` {path!r}: line {number} is a JSON {type(row).__name__}, not an object: each "
                     'line is one example, e.g. {"prompt": ..., "completion": ...}.'
                 )
+    if examples == 0:
+        raise ValueError(
+            f"`--dataset_path` {path!r} holds no example (the file is empty or blank): each line is one example, a "
+            'JSON object such as {"prompt": ..., "completion": ...}.'
+        )
 
 
 def _read_prompts(data_args: DataArguments, tokenizer) -> list:
