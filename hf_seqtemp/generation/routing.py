@@ -135,7 +135,7 @@ def seqtemp_generate(
             only: also return every particle with its normalised log-weight.
         proposal (`str`, *optional*): `"smc"` only: `"token"` (token temperature `T` of the base model) or
             `"adapter"` (the loaded sequence-temperature adapter trained for `seq_temperature` proposes, the base
-            model weighs: [`~hf_seqtemp.generation.smc_adapter`]). Defaults to `"adapter"` when such an adapter is
+            model weighs: [`~hf_seqtemp.generation.smc_proposals.AdapterProposal`]). Defaults to `"adapter"` when such an adapter is
             loaded, `"token"` otherwise.
         ess_threshold (`float`, *optional*, defaults to `0.5`): `"smc"` only: resample a prompt's particles when
             their effective sample size falls below this fraction of `num_particles` (0: never, i.e. importance

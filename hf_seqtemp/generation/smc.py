@@ -39,14 +39,8 @@ import torch
 from transformers.utils import ModelOutput
 
 from ..checks import check_int, check_temperature
-from ..likelihood.autoregressive import (
-    _accepts_position_ids,
-    cache_kwargs,
-    output_cache,
-    position_ids_from_attention_mask,
-)
 from .answers import resolve_eos_and_pad
-from .smc_adapter import AdapterStep, proposal_adapter_name, run_adapter_proposal
+from .smc_proposals import AdapterProposal, SMCProposal, TokenTemperatureProposal
 
 RESAMPLING = ("systematic", "multinomial")
 PROPOSALS = ("token", "adapter")
@@ -124,31 +118,25 @@ def effective_sample_size(log_weights: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class _Particles:
-    """The state of all `batch * N` particles (row `b * N + i` is particle `i` of prompt `b`)."""
+    """The state of all `batch * N` particles (row `b * N + i` is particle `i` of prompt `b`); the KV caches are the
+    proposal's."""
 
     ids: torch.Tensor
     attn: torch.Tensor
-    past: object
     logp: torch.Tensor  # log p of the answer so far
     done: torch.Tensor  # the answer ended at an EOS
     log_weights: torch.Tensor  # (batch, N)
-    proposal_past: object = None  # the adapter's cache, with `proposal="adapter"`
 
-    def reorder(self, index: torch.Tensor, next_logp: torch.Tensor) -> torch.Tensor:
+    def reorder(self, index: torch.Tensor) -> None:
         self.ids, self.attn = self.ids[index], self.attn[index]
         self.logp, self.done = self.logp[index], self.done[index]
-        self.past.reorder_cache(index)
-        if self.proposal_past is not None:
-            self.proposal_past.reorder_cache(index)
-        return next_logp[index]
 
-
-def _forward(model, step_ids, attn, past):
-    kwargs = {"attention_mask": attn, **cache_kwargs(model, past)}
-    if _accepts_position_ids(model):
-        kwargs["position_ids"] = position_ids_from_attention_mask(attn)[:, -step_ids.shape[1] :]
-    out = model(input_ids=step_ids, **kwargs)
-    return out.logits[:, -1].float(), output_cache(out)
+    def append(self, token: torch.Tensor, next_logp: torch.Tensor, eos: torch.Tensor) -> None:
+        """Adds the drawn `token` `(rows, 1)` (padding on finished answers) and its `log p`."""
+        self.logp = self.logp + next_logp.gather(1, token)[:, 0].masked_fill(self.done, 0.0)
+        self.done = self.done | torch.isin(token[:, 0], eos)
+        self.ids = torch.cat([self.ids, token], dim=1)
+        self.attn = torch.cat([self.attn, self.attn.new_ones(self.attn.shape[0], 1)], dim=1)
 
 
 def _next_logp(state: _Particles, logits: torch.Tensor, processors) -> torch.Tensor:
@@ -164,8 +152,9 @@ def _next_logp(state: _Particles, logits: torch.Tensor, processors) -> torch.Ten
     return logits.log_softmax(dim=-1)
 
 
-def _resample(state: _Particles, next_logp, method, threshold, generator):
-    """Resamples the prompts whose ESS is below `threshold * N`; returns the reordered `next_logp` and the mask."""
+def _resample(state: _Particles, proposal: SMCProposal, next_logp, method, threshold, generator):
+    """Resamples the prompts whose ESS is below `threshold * N` (particles, their caches and `next_logp` alike);
+    returns the reordered `next_logp` and the mask of resampled prompts."""
     batch, n = state.log_weights.shape
     low = effective_sample_size(state.log_weights) < threshold * n
     if not bool(low.any()):
@@ -175,18 +164,9 @@ def _resample(state: _Particles, next_logp, method, threshold, generator):
     index = (local + n * torch.arange(batch, device=low.device)[:, None]).flatten()
     mean = state.log_weights[low].logsumexp(dim=1, keepdim=True) - math.log(n)
     state.log_weights[low] = mean.expand(-1, n)  # equal weights that keep the normaliser estimate
-    return state.reorder(index, next_logp), low
-
-
-def _propose(state: _Particles, next_logp, alpha_t, eos, pad, generator):
-    """Draws `x_t ~ p^alpha_t / Z_t` for the running particles and appends it (pad on finished ones)."""
-    proposal = (alpha_t * next_logp).softmax(dim=-1)
-    token = torch.multinomial(proposal, 1, generator=generator).masked_fill(state.done[:, None], pad)
-    state.logp = state.logp + next_logp.gather(1, token)[:, 0].masked_fill(state.done, 0.0)
-    state.done = state.done | torch.isin(token[:, 0], eos)
-    state.ids = torch.cat([state.ids, token], dim=1)
-    state.attn = torch.cat([state.attn, state.attn.new_ones(state.attn.shape[0], 1)], dim=1)
-    return token
+    state.reorder(index)
+    proposal.reorder(index)
+    return next_logp[index], low
 
 
 def _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, alpha_ramp_tokens, resampling):
@@ -201,44 +181,57 @@ def _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, al
         raise ValueError(f"`resampling` must be one of {list(RESAMPLING)}, got {resampling!r}.")
 
 
-def _start(model, input_ids, attention_mask, num_particles, logits=None, past=None):
-    """Prefills each prompt once (unless its `logits` and `past` are given), then copies its cache and logits to its
-    `num_particles` particles."""
-    if past is None:
-        logits, past = _forward(model, input_ids, attention_mask, None)
-    past.batch_repeat_interleave(num_particles)
-    rows = input_ids.shape[0] * num_particles
+def _start(proposal: SMCProposal, input_ids, attention_mask, num_particles):
+    """The particles of every prompt, their prompt prefilled once by the proposal; returns them and `p`'s logits."""
+    logits = proposal.start(input_ids, attention_mask, num_particles)
+    rows, device = input_ids.shape[0] * num_particles, input_ids.device
     state = _Particles(
         ids=input_ids.repeat_interleave(num_particles, dim=0),
         attn=attention_mask.repeat_interleave(num_particles, dim=0),
-        past=past,
-        logp=torch.zeros(rows, device=input_ids.device),
-        done=torch.zeros(rows, dtype=torch.bool, device=input_ids.device),
-        log_weights=torch.zeros(input_ids.shape[0], num_particles, device=input_ids.device),
+        logp=torch.zeros(rows, device=device),
+        done=torch.zeros(rows, dtype=torch.bool, device=device),
+        log_weights=torch.zeros(input_ids.shape[0], num_particles, device=device),
     )
-    return state, logits.repeat_interleave(num_particles, dim=0)
+    return state, logits
 
 
-def _run(model, state, logits, settings, max_new_tokens, generator):
-    """The SMC loop; returns the number of model calls and of resampling steps per prompt."""
+def _run(proposal: SMCProposal, state, logits, settings, max_new_tokens, generator):
+    """The SMC loop, for any proposal; returns the number of model calls, the resampling steps per prompt and the
+    ESS after each step's weight update.
+
+    At step `t` the weight of a running particle grows by `alpha_t log p(x_t) - log r(x_t)` (plus the ramp's
+    `(alpha_t - alpha_{t-1}) log p(x_<t)`, also on finished answers). A proposal whose weight does not depend on the
+    token ([`~hf_seqtemp.generation.smc_proposals.SMCProposal.weight_before_draw`]) is weighed and resampled before
+    the draw; any other is resampled before the draw on the weights of the draws so far, then weighed."""
     alpha, ramp, processors, method, threshold, eos, pad = settings
     batch, n = state.log_weights.shape
-    calls, resamples, alpha_prev = 1, torch.zeros(batch, dtype=torch.long), ramp_exponent(0, alpha, ramp)
+    calls, alpha_prev = proposal.calls_per_step, ramp_exponent(0, alpha, ramp)
+    resamples = torch.zeros(batch, dtype=torch.long, device=state.log_weights.device)
     token, ess = None, []
     for step in range(max_new_tokens):
         if step:
-            logits, state.past = _forward(model, token, state.attn, state.past)
-            calls += 1
+            logits = proposal.advance(token, state.attn)
+            calls += proposal.calls_per_step
         next_logp = _next_logp(state, logits, processors)
         alpha_t = ramp_exponent(step, alpha, ramp)
-        log_norm = incremental_log_weight(next_logp, alpha_t).masked_fill(state.done, 0.0)
-        state.log_weights += (log_norm + (alpha_t - alpha_prev) * state.logp).view(batch, n)
-        ess.append(effective_sample_size(state.log_weights))
-        next_logp, low = _resample(state, next_logp, method, threshold, generator)
-        resamples += low.long().cpu()
-        token = _propose(state, next_logp, alpha_t, eos, pad, generator)
+        ramp_term = (alpha_t - alpha_prev) * state.logp
+        if proposal.weight_before_draw:
+            log_norm = incremental_log_weight(next_logp, alpha_t).masked_fill(state.done, 0.0)
+            state.log_weights += (log_norm + ramp_term).view(batch, n)
+            ess.append(effective_sample_size(state.log_weights))
+        if proposal.weight_before_draw or step:  # otherwise the weights of the draws so far are in
+            next_logp, low = _resample(state, proposal, next_logp, method, threshold, generator)
+            resamples += low.long()
+            ramp_term = (alpha_t - alpha_prev) * state.logp
+        next_logq = proposal.log_q(next_logp, alpha_t)
+        token = torch.multinomial(next_logq.exp(), 1, generator=generator).masked_fill(state.done[:, None], pad)
+        if not proposal.weight_before_draw:
+            increment = alpha_t * next_logp.gather(1, token)[:, 0] - next_logq.gather(1, token)[:, 0]
+            state.log_weights += (increment.masked_fill(state.done, 0.0) + ramp_term).view(batch, n)
+            ess.append(effective_sample_size(state.log_weights))
+        state.append(token, next_logp, eos)
         alpha_prev = alpha_t
-        if bool(state.done.all()):
+        if bool(state.done.all()):  # one host sync per token, as `generate`'s own stopping check
             break
     state.log_weights += ((alpha - alpha_prev) * state.logp).view(batch, n)  # the rest of a ramp: target p^alpha
     return calls, resamples, torch.stack(ess, dim=1)
@@ -268,8 +261,9 @@ def smc_sample(
 
     See the module docstring for the algorithm. The cost is one sequential forward pass per generated token, as for
     plain sampling, on a batch `num_particles` times wider. With `proposal="adapter"` the particles are drawn from a
-    tempered adapter and weighed by the base model ([`~hf_seqtemp.generation.smc_adapter`]): two forward passes per
-    token, and `p` is the model with every adapter off.
+    tempered adapter and weighed by the base model ([`~hf_seqtemp.generation.smc_proposals.AdapterProposal`]): two
+    forward passes per token, `p` is the model with every adapter off, and the adapter proposes only tokens that
+    `p` (processors included: top-k, top-p, min-p) allows.
 
     Args:
         model (`torch.nn.Module`): a causal LM (any `transformers` `...ForCausalLM`, PEFT-wrapped or not).
@@ -284,7 +278,8 @@ def smc_sample(
             tokens, with weights that keep the target `p^alpha` (0: no ramp).
         resampling (`str`, *optional*, defaults to `"systematic"`): `"systematic"` or `"multinomial"`.
         logits_processor (`LogitsProcessorList`, *optional*): processors that define `p` (applied to the logits
-            before the log-softmax, in the proposal and in the weights).
+            before the log-softmax, in the weights and in the token proposal; the adapter proposal is restricted to
+            the tokens they leave).
         generator (`torch.Generator`, *optional*): makes the run reproducible.
         return_dict_in_generate (`bool`, *optional*, defaults to `False`): return an [`SMCOutput`].
         return_particles (`bool`, *optional*, defaults to `False`): add every particle and its log-weight to it.
@@ -322,20 +317,9 @@ def smc_sample(
         attention_mask = torch.ones_like(input_ids)
     batch, prompt_length = input_ids.shape
     settings = (alpha, alpha_ramp_tokens, logits_processor, resampling, ess_threshold, eos, pad)
-    if proposal == "adapter":
-        step = AdapterStep(model, proposal_adapter_name(model, adapter_name), _forward)
-        logits_p, past_p, logits_q, past_q = step(input_ids, attention_mask, None, None)
-        past_q.batch_repeat_interleave(num_particles)
-        state, logits_p = _start(model, input_ids, attention_mask, num_particles, logits_p, past_p)
-        state.proposal_past = past_q
-        helpers = (ramp_exponent, _next_logp, _resample, effective_sample_size)
-        logits_q = logits_q.repeat_interleave(num_particles, dim=0)
-        calls, resamples, ess = run_adapter_proposal(
-            state, logits_p, logits_q, step, settings, max_new_tokens, generator, helpers
-        )
-    else:
-        state, logits = _start(model, input_ids, attention_mask, num_particles)
-        calls, resamples, ess = _run(model, state, logits, settings, max_new_tokens, generator)
+    sampler = AdapterProposal(model, adapter_name) if proposal == "adapter" else TokenTemperatureProposal(model)
+    state, logits = _start(sampler, input_ids, attention_mask, num_particles)
+    calls, resamples, ess = _run(sampler, state, logits, settings, max_new_tokens, generator)
     ids = state.ids
     if ids.shape[1] < prompt_length + max_new_tokens:  # every answer ended early
         ids = torch.cat([ids, ids.new_full((ids.shape[0], prompt_length + max_new_tokens - ids.shape[1]), pad)], 1)

@@ -18,9 +18,10 @@ from generation.test_smc import EOS, NEW, PAD, PROMPT_MASK, PROMPTS, T, V, _orac
 from peft import LoraConfig, get_peft_model
 from tiny_models import tiny_llama
 
-from hf_seqtemp.generation import smc_adapter
+from hf_seqtemp.generation.adapters import active_adapter
 from hf_seqtemp.generation.answers import answer_mask
 from hf_seqtemp.generation.smc import smc_sample
+from hf_seqtemp.generation.smc_proposals import AdapterProposal, forward_step
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
 ALPHA = 1 / T
@@ -72,25 +73,33 @@ def test_the_token_proposal_weight_with_the_adapter_proposal_fails(adapted, monk
     """The weight of the wrong proposal (Power-SMC's `log sum_v p(v)^alpha`, right only for token temperature)
     makes the returned answers miss the target: the chi-square test has power."""
     runs = 1500
-    monkeypatch.setattr(
-        smc_adapter, "adapter_log_weight", lambda logp, logq, token, alpha: (alpha * logp).logsumexp(dim=-1)
-    )
+    monkeypatch.setattr(AdapterProposal, "weight_before_draw", True)  # the loop then weighs with log Z_t
     out = _run(adapted, runs, 128)
     with adapted.disable_adapter():
         answers, targets = _oracle(adapted)
     assert min(_pvalues(out, runs, targets, answers)) < 1e-6
 
 
-def test_the_adapter_proposal_keeps_the_processors_in_p(adapted):
-    """A repetition penalty (depends on the prefix) is part of p, in the weights, and of the proposal; the prompts
-    are sampled in one batch, so the penalty sees the left padding as `generate` lays it out."""
-    from transformers.generation.logits_process import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
+@pytest.mark.parametrize("processor", ["repetition penalty", "top-k 2"])
+def test_the_adapter_proposal_keeps_the_processors_in_p(adapted, processor):
+    """A repetition penalty (depends on the prefix) and top-k 2 (depends on the logits: the adapter's own top 2
+    tokens are not p's) are part of p, in the weights; the adapter proposes only tokens p allows. Top-k used to end
+    in `probability tensor contains either inf, nan` (a proposed token with log p = -inf). The prompts are sampled
+    in one batch, so the penalty sees the left padding as `generate` lays it out."""
+    from transformers.generation.logits_process import (
+        LogitsProcessorList,
+        RepetitionPenaltyLogitsProcessor,
+        TopKLogitsWarper,
+    )
 
     runs = 1000
     per_prompt = []
     for b in range(len(PROMPTS)):
         padding = int((PROMPT_MASK[b] == 0).sum())
-        processors = LogitsProcessorList([RepetitionPenaltyLogitsProcessor(3.0, prompt_ignore_length=padding)])
+        if processor == "top-k 2":
+            processors = LogitsProcessorList([TopKLogitsWarper(2)])
+        else:
+            processors = LogitsProcessorList([RepetitionPenaltyLogitsProcessor(3.0, prompt_ignore_length=padding)])
         out = smc_sample(
             adapted,
             PROMPTS[b : b + 1].repeat(runs, 1),
@@ -108,9 +117,32 @@ def test_the_adapter_proposal_keeps_the_processors_in_p(adapted):
             answers, plain = _oracle(adapted)
             target = _processed_target(adapted, answers[b], PROMPT_MASK[b], processors)
         counts = cell_counts(out, answers[b])
+        assert counts.sum() == runs and counts[target == 0].sum() == 0  # never an answer p forbids
         assert chi_square_pvalue(counts, target)[1] > 1e-3
         per_prompt.append(chi_square_pvalue(counts, plain[b])[1])
-    assert min(per_prompt) < 1e-8 and sorted(per_prompt)[1] < 1e-2, per_prompt  # measured 1e-12, 1e-4, 3e-4
+    # against the unprocessed target: measured 1e-12, 1e-4, 3e-4 (penalty); 0 on every prompt (top-k)
+    assert min(per_prompt) < 1e-8 and sorted(per_prompt)[1] < 1e-2, per_prompt
+
+
+def test_the_adapter_proposal_ess_with_top_k_weighs_only_answers_p_allows(adapted):
+    """`proposal_ess(..., proposal="adapter")` with top-k 2: every answer drawn has finite `log p` under the
+    processed model, and each prompt's ESS / N is a number in (0, 1] (it used to end in NaN)."""
+    from transformers.generation.logits_process import LogitsProcessorList, TopKLogitsWarper
+
+    from hf_seqtemp.generation.proposal_ess import proposal_ess
+
+    processors = LogitsProcessorList([TopKLogitsWarper(2)])
+    out = proposal_ess(
+        adapted, PROMPTS, PROMPT_MASK, max_new_tokens=NEW, seq_temperature=T, num_samples=64, proposal="adapter",
+        logits_processor=processors, generator=torch.Generator().manual_seed(0), eos_token_id=EOS, pad_token_id=PAD,
+    )  # fmt: skip
+    assert bool(((out.ess_fraction > 0) & (out.ess_fraction <= 1 + 1e-6)).all()), out.ess_fraction
+    with adapted.disable_adapter():
+        answers, _ = _oracle(adapted)
+        for b in range(len(PROMPTS)):
+            target = _processed_target(adapted, answers[b], PROMPT_MASK[b], processors)
+            counts = cell_counts(out.sequences[b], answers[b])
+            assert counts.sum() == 64 and counts[target == 0].sum() == 0
 
 
 class _Prefixes:
@@ -159,15 +191,15 @@ def test_a_perfect_adapter_gives_equal_final_weights_and_the_exact_normaliser(ad
     with adapted.disable_adapter():
         tables, log_normalizers = _tempered_prefix_masses(adapted)
 
-    def perfect(self, ids, attn, past_p, past_q):
-        with smc_adapter.active_adapter(self.model, None):
-            logits_p, past_p = self.forward(self.model, ids, attn, past_p)
-        if past_q is None:
-            past_q = _Prefixes(ids.clone())
+    def perfect(self, ids, attn):
+        with active_adapter(self.model, None):
+            logits_p, self.past_p = forward_step(self.model, ids, attn, self.past_p)
+        if self.past_q is None:
+            self.past_q = _Prefixes(ids.clone())
         else:
-            past_q.ids = torch.cat([past_q.ids, ids], dim=1)
-        logq = torch.full((past_q.ids.shape[0], V), -1e9)
-        for r, row in enumerate(past_q.ids):
+            self.past_q.ids = torch.cat([self.past_q.ids, ids], dim=1)
+        logq = torch.full((self.past_q.ids.shape[0], V), -1e9)
+        for r, row in enumerate(self.past_q.ids):
             table = tables[int((PROMPTS == row[:2]).all(1).nonzero()[0])]
             prefix = tuple(row[2:].tolist())
             if EOS in prefix:
@@ -176,9 +208,10 @@ def test_a_perfect_adapter_gives_equal_final_weights_and_the_exact_normaliser(ad
             for v in range(V):
                 if prefix + (v,) in table:
                     logq[r, v] = math.log(table[prefix + (v,)] / table[prefix])
-        return logits_p, past_p, logq, past_q
+        self.logits_q = logq
+        return logits_p
 
-    monkeypatch.setattr(smc_adapter.AdapterStep, "__call__", perfect)
+    monkeypatch.setattr(AdapterProposal, "_both", perfect)
     out = smc_sample(
         adapted,
         PROMPTS,
