@@ -185,3 +185,16 @@ def test_a_jsonl_with_a_cut_last_line_is_named_by_line(workspace, tmp_path, caps
     path.write_text(good + "[1, 2]\n", encoding="utf-8")
     message = _error([*_train_args(workspace, tmp_path / "o"), "--dataset_path", str(path)], capsys)
     assert "line 2 is a JSON list, not an object" in message, message
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_an_empty_dataset_file_is_named_by_train_and_eval(workspace, trained, tmp_path, capsys, suffix):
+    """An empty (or blank) dataset file used to end `train` and `eval` in a bare `StopIteration` from datasets."""
+    path = tmp_path / f"data{suffix}"
+    path.write_text("\n  \n" if suffix == ".jsonl" else "", encoding="utf-8")
+    words = "holds no example" if suffix == ".jsonl" else "is empty"
+    message = _error([*_train_args(workspace, tmp_path / "o"), "--dataset_path", str(path)], capsys)
+    assert f"`--dataset_path` '{path}' {words}" in message, message
+    argv = ["eval", "--adapter_path", str(trained), "--model_name_or_path", str(workspace / "base")]
+    message = _error([*argv, "--dataset_path", str(path)], capsys)
+    assert f"`--dataset_path` '{path}' {words}" in message, message
