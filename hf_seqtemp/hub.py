@@ -19,7 +19,7 @@ from .config import SequenceTemperatureConfig
 from .generation.custom_generate import write_custom_generate
 from .measure import measure_held_out
 from .peft_compat import is_peft_model
-from .staging import staged_save
+from .staging import saved_version, staged_save
 
 logger = logging.getLogger(__name__)
 
@@ -272,7 +272,9 @@ def push_to_hub(
     commit_message: str = "Upload sequence-tempered adapter with hf_seqtemp",
     revision: str | None = None,
 ):
-    """Creates the repository (if needed) and uploads `folder`: the only network call of hf_seqtemp.
+    """Creates the repository (if needed) and uploads `folder`'s save: the only network call of hf_seqtemp. A folder
+    written by [`save_for_hub`] is uploaded as its current version (the files of one save, without the folder's
+    version links and older versions).
 
     Args:
         folder (`str` or `os.PathLike`): typically written by [`save_for_hub`].
@@ -299,6 +301,5 @@ def push_to_hub(
 
     api = HfApi(token=token)
     api.create_repo(repo_id, private=private, exist_ok=True)
-    return api.upload_folder(
-        repo_id=repo_id, folder_path=str(folder), commit_message=commit_message, revision=revision
-    )
+    files = saved_version(folder)  # one whole save: the version in force, read where no later save changes it
+    return api.upload_folder(repo_id=repo_id, folder_path=files, commit_message=commit_message, revision=revision)

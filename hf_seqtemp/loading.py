@@ -120,6 +120,10 @@ def load_tempered(
     ([`~hf_seqtemp.fingerprint.base_fingerprint`]): on another base (other weights, another dtype) a
     [`~hf_seqtemp.fingerprint.BaseModelMismatchWarning`] gives the size of the difference; on the same base
     nothing is said.
+    What is loaded is one whole save: the folder's current version ([`~hf_seqtemp.staging.saved_version`]), whose
+    files are checked against its manifest (a file cut, emptied or overwritten is named) and whose weights must have
+    the hash its config records (a config and weights of two saves are refused); a base of another shape than the
+    adapter's is named, not left to PEFT's size-mismatch traceback.
     Calling it again with another folder and the returned model as `base_model` loads a second adapter next to the
     first (named after its temperature), which `generate(seq_temperature=...)` can then choose between.
 
@@ -172,6 +176,7 @@ def _read_save(path, attempts: int = 3) -> tuple[SequenceTemperatureConfig, str]
     folder's current version ([`~hf_seqtemp.staging.saved_version`], never changed by a later save), checked
     against its manifest, and weights whose hash is the one the config records. A version deleted while it is read
     (two later saves in the meantime) is read again from the new one."""
+    path = str(path) if isinstance(path, os.PathLike) else path
     for attempt in range(attempts):
         version = saved_version(path) if os.path.isdir(path) else path
         try:
@@ -187,6 +192,8 @@ def _read_version(path, version) -> tuple[SequenceTemperatureConfig, str]:
         inside = sorted(e for e in os.listdir(path) if os.path.isfile(os.path.join(path, e, "adapter_config.json")))
         hint = f"; the adapter is in its subfolder {inside[0]!r}: pass that folder" if inside else ""
         raise ValueError(f"`path` {str(path)!r} is a folder without `adapter_config.json`{hint}.")
+    config = SequenceTemperatureConfig.from_pretrained(version)
+    folder = adapter_folder(version)
     if os.path.isdir(version) and read_manifest(version) is not None:
         problem = manifest_problem(version)
         if problem is not None:
@@ -194,8 +201,6 @@ def _read_version(path, version) -> tuple[SequenceTemperatureConfig, str]:
                 f"the adapter {str(path)!r} is damaged: {problem}. Save it again (or download it again); a "
                 "checkpoint of the run can be loaded instead."
             )
-    config = SequenceTemperatureConfig.from_pretrained(version)
-    folder = adapter_folder(version)
     check_adapter_weights(os.path.join(folder, SAFE_WEIGHTS))
     if config.weights_sha256 is not None:
         found = file_sha256(os.path.join(folder, SAFE_WEIGHTS))

@@ -15,8 +15,9 @@ A kill at any moment leaves the old save or the new one (plus, at worst, a stagi
 the next save removes). A reader resolves `current` once ([`saved_version`]) and reads the version folder, which no
 save changes: a save published meanwhile cannot give it one save's config with another's weights.
 
-A folder saved by an hf_seqtemp without versions (plain files) is adopted first: its files are hard-linked into a
-version `v000000` and each is replaced by its link, content unchanged at every moment.
+A folder saved by an hf_seqtemp without versions (plain files), or copied with its links followed (`cp -r`,
+`shutil.copytree`), is adopted first: its files are hard-linked into a version `v000000` and each is replaced by its
+link, content unchanged at every moment.
 """
 
 from __future__ import annotations
@@ -142,13 +143,11 @@ def _link_entry(folder: str, entry: str) -> None:
     path = os.path.join(folder, entry)
     if os.path.islink(path) and os.readlink(path) == _entry_target(entry):
         return
-    if os.path.lexists(path) and not os.path.islink(path):
-        raise FileExistsError(
-            f"{path} is not part of an hf_seqtemp save and the new save writes {entry!r}: move it away and save again."
-        )
+    if os.path.isdir(path) and not os.path.islink(path):  # a folder outside the save, of a name it writes
+        shutil.rmtree(path)
     temporary = os.path.join(folder, f".{entry}.link-{uuid.uuid4().hex}")
     os.symlink(_entry_target(entry), temporary)
-    os.replace(temporary, path)
+    os.replace(temporary, path)  # a file outside the save (a card another tool wrote) is replaced, as by a save
 
 
 _TEMPORARY_LINK = re.compile(r"^\..+\.link-[0-9a-f]{32}$")
@@ -180,8 +179,11 @@ def _adopt_unversioned(folder: str, new_entries: list[str]) -> None:
     files (the new save's names and [`LEGACY_NAMES`]) are hard-linked into the version, `current` is pointed at it,
     and each file is replaced by its link."""
     saves = os.path.join(folder, SAVES_DIR)
-    if os.path.lexists(os.path.join(saves, CURRENT)):
+    current = os.path.join(saves, CURRENT)
+    if os.path.islink(current):
         return
+    if os.path.isdir(current):  # the folder was copied with its links followed: the copy's files are plain now
+        shutil.rmtree(current)
     names = {*new_entries, *LEGACY_NAMES} - {SAVES_DIR}
     names |= {entry for entry in os.listdir(folder) if re.match(r"^model-\d+-of-\d+\.safetensors$", entry)}
     plain = sorted(

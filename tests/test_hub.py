@@ -13,6 +13,7 @@ from toy import all_sequences, as_dataset, exact_logps
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, hub, load_tempered
 from hf_seqtemp.likelihood import SequenceScorer
 from hf_seqtemp.metrics.core import effective_temperature, kendall_tau
+from hf_seqtemp.staging import saved_version
 
 SEED, VOCAB, T = 2, 4, 0.5
 
@@ -87,8 +88,9 @@ def test_hub_ids_reach_the_upload_call(pushed):
 
 
 def test_uploaded_folder_contents(pushed):
-    folder = pushed[1][0]["folder"]
+    folder = saved_version(pushed[1][0]["folder"])  # what `hub.push_to_hub` uploads: the save in force, whole
     files = {os.path.relpath(os.path.join(root, f), folder) for root, _, names in os.walk(folder) for f in names}
+    assert not [f for f in files if f.startswith(".seqtemp-saves")]  # no version links or older versions
     expected = {
         "adapter_model.safetensors",
         "adapter_config.json",

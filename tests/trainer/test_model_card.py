@@ -77,7 +77,8 @@ def test_save_model_writes_the_measured_card_scoring_once(tmp_path, monkeypatch)
     # the same sequences at the same step, passed raw as the quick-start does: not scored again
     hub.save_for_hub(trainer, tmp_path / "hub", held_out_dataset=as_dataset(_split()[1]), repo_id="me/tiny")
     # written once per folder (into its staging folder, then moved in: `hf_seqtemp.staging`)
-    folders = [os.path.dirname(c) if os.path.basename(c).startswith(".partial-save-") else c for c in configs]
+    staged = [c.split(os.sep + ".seqtemp-saves" + os.sep)[0] for c in configs]  # a staging folder -> its save's
+    folders = [folder for folder, config in zip(staged, configs) if config != folder]
     assert len(measured) == 1 and sorted(folders) == sorted([str(out), str(tmp_path / "hub")])
     card = (out / "README.md").read_text(encoding="utf-8")
     assert not any(text in card for text in PLACEHOLDER)
