@@ -20,7 +20,7 @@ def within_prompt_points(logps: dict[str, torch.Tensor], name: str):
     from .groups import group_codes, group_means
 
     base, values = logps["base"].double(), logps[name].double()
-    codes = group_codes(logps.get("groups"), base.numel())
+    codes = group_codes(logps.get("groups"), base.numel(), device=base.device)
     return codes, base - group_means(base, codes), values - group_means(values, codes)
 
 
@@ -48,7 +48,7 @@ def plot_log_likelihoods(
     codes, base_c, _ = within_prompt_points(logps, "base")
     from .audit.output import prompt_style
 
-    span = torch.linspace(base_c.min().item(), base_c.max().item(), 2, dtype=torch.float64)
+    span = torch.linspace(base_c.min().item(), base_c.max().item(), 2, dtype=torch.float64, device="cpu")
     figure, panels = plt.subplots(1, 2, figsize=(10, 4.4), dpi=100, sharex=True, sharey=True)
     for axes, (name, label) in zip(
         panels, (("myopic", "myopic baseline (token T)"), ("tempered", "tempered adapter"))

@@ -192,3 +192,30 @@ def check_bytes(estimated: int, device, what: str, fix: str, fraction: float = 0
             f"{what} needs about {_gigabytes(estimated)}, more than {fraction:.0%} of the {_gigabytes(free)} "
             f"available on {device}. {fix}"
         )
+
+
+def check_generator_device(generator, device, name: str = "generator") -> None:
+    """Refuses a `torch.Generator` on another device than the tensors it draws (a sampler draws on the device of
+    the model's inputs): torch would fail later, mid-sampling, with "Expected a 'cuda' device type for generator".
+
+    Example:
+    ```python
+    >>> import torch
+    >>> check_generator_device(torch.Generator().manual_seed(0), torch.device("cpu"))  # the same device: fine
+    >>> check_generator_device(torch.Generator(), torch.device("meta"))
+    Traceback (most recent call last):
+    ...
+    ValueError: `generator` is on cpu but draws tensors on meta: create it there, `torch.Generator(device="meta").manual_seed(...)`.
+    ```
+    """
+    if generator is None:
+        return
+    import torch
+
+    have, want = torch.device(generator.device), torch.device(device)
+    if have.type == want.type and (have.index is None or want.index is None or have.index == want.index):
+        return
+    raise ValueError(
+        f"`{name}` is on {have} but draws tensors on {want}: create it there, "
+        f'`torch.Generator(device="{want}").manual_seed(...)`.'
+    )

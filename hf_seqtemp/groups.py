@@ -15,7 +15,9 @@ from collections.abc import Hashable, Sequence
 import torch
 
 
-def group_codes(groups: Sequence[Hashable] | torch.Tensor | None, n: int, name: str = "groups") -> torch.Tensor:
+def group_codes(
+    groups: Sequence[Hashable] | torch.Tensor | None, n: int, name: str = "groups", device=None
+) -> torch.Tensor:
     """Dense codes `0..G-1` of per-sequence group ids (any hashable values), in order of first appearance.
 
     Args:
@@ -23,6 +25,8 @@ def group_codes(groups: Sequence[Hashable] | torch.Tensor | None, n: int, name: 
             every sequence in one group (an unconditional model, or one prompt).
         n (`int`): number of sequences.
         name (`str`, *optional*): the parameter name used in errors.
+        device (`torch.device`, *optional*): where the codes go; defaults to the device of a tensor `groups`, else
+            the CPU (the codes index the per-sequence values, which must live there too).
 
     Returns:
         `torch.LongTensor` of shape `(n,)`.
@@ -33,8 +37,10 @@ def group_codes(groups: Sequence[Hashable] | torch.Tensor | None, n: int, name: 
     [0, 1, 0]
     ```
     """
+    if device is None:
+        device = groups.device if isinstance(groups, torch.Tensor) else "cpu"
     if groups is None:
-        return torch.zeros(n, dtype=torch.long)
+        return torch.zeros(n, dtype=torch.long, device=device)
     if isinstance(groups, torch.Tensor):
         groups = groups.detach().cpu().flatten().tolist()
     elif isinstance(groups, (str, bytes)):
@@ -47,7 +53,7 @@ def group_codes(groups: Sequence[Hashable] | torch.Tensor | None, n: int, name: 
         )
     index: dict = {}
     try:
-        return torch.tensor([index.setdefault(g, len(index)) for g in groups], dtype=torch.long)
+        return torch.tensor([index.setdefault(g, len(index)) for g in groups], dtype=torch.long, device=device)
     except TypeError as error:
         raise TypeError(f"`{name}` must hold hashable ids (str, int, ...): {error}.") from None
 

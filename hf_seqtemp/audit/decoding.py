@@ -152,11 +152,11 @@ def score_completions(
     n, width = len(prompt), max(len(c) for c in completions)
     rows = len(completions)
     pad = config.pad_token_id if config.pad_token_id is not None else 0
-    ids = torch.full((rows, n + width), pad, dtype=torch.long)
-    ids[:, :n] = torch.as_tensor(list(prompt))
-    mask = torch.zeros(rows, n + width, dtype=torch.long)
+    ids = torch.full((rows, n + width), pad, dtype=torch.long, device="cpu")
+    ids[:, :n] = torch.as_tensor(list(prompt), device="cpu")
+    mask = torch.zeros(rows, n + width, dtype=torch.long, device="cpu")
     for row, completion in enumerate(completions):
-        ids[row, n : n + len(completion)] = torch.as_tensor(list(completion))
+        ids[row, n : n + len(completion)] = torch.as_tensor(list(completion), device="cpu")
         mask[row, : n + len(completion)] = 1
     ids, mask = ids.to(device), mask.to(device)
     processors = logits_processors(model, config, ids[:, :n])
@@ -174,7 +174,7 @@ def score_completions(
         ref += torch.where(live, raw.gather(-1, target).squeeze(-1).double(), 0.0)
         policy += torch.where(live, processed.gather(-1, target).squeeze(-1).double(), 0.0)
         kept_mass += torch.where(live, mass.double(), 0.0)
-    ends = torch.tensor([bool(c) and c[-1] in set(eos_ids) for c in completions])
+    ends = torch.tensor([bool(c) and c[-1] in set(eos_ids) for c in completions], device="cpu")
     return ScoredCompletions(ref.cpu(), policy.cpu(), kept_mass.cpu(), lengths.cpu(), ~ends)
 
 

@@ -84,7 +84,7 @@ def _distinct(completions: list[list[int]]) -> list[int]:
 
 def _rank_figures(ref: torch.Tensor, policy: torch.Tensor, groups: list[int]) -> tuple[float, float]:
     """Within-prompt T_eff and Kendall τ over distinct answers of the prompts that have at least two."""
-    counts = torch.bincount(torch.as_tensor(groups)) if groups else torch.zeros(0)
+    counts = torch.bincount(torch.as_tensor(groups, device="cpu")) if groups else torch.zeros(0, device="cpu")
     usable = [i for i, g in enumerate(groups) if counts[g] > 1]
     if not usable:
         return math.nan, math.nan

@@ -237,7 +237,7 @@ def run_generate(args: GenerateArguments) -> int:
     template = args.chat_template and getattr(tokenizer, "chat_template", None)
     for prompt in args.prompt:
         ids = tokenize_prompt(tokenizer, as_conversation(prompt, None) if template else prompt)
-        ids = torch.tensor([ids]).repeat(args.num_generations, 1)
+        ids = torch.tensor([ids], device=model.device).repeat(args.num_generations, 1)
         out = generate_tempered(
             model,
             ids,

@@ -85,15 +85,19 @@ class GroupSampler(Sampler[int]):
         self.epoch = epoch
 
     def __iter__(self) -> Iterator[int]:
-        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        generator = torch.Generator(device="cpu").manual_seed(self.seed + self.epoch)
         self.epoch += 1
         runs = []
         for group in self.groups:
-            order = torch.randperm(len(group), generator=generator).tolist() if self.shuffle else range(len(group))
+            order = (
+                torch.randperm(len(group), generator=generator, device="cpu").tolist()
+                if self.shuffle
+                else range(len(group))
+            )
             shuffled = [group[i] for i in order]
             whole = len(group) // self.num_generations * self.num_generations
             runs += [shuffled[i : i + self.num_generations] for i in range(0, whole, self.num_generations)]
         if self.shuffle:
-            runs = [runs[i] for i in torch.randperm(len(runs), generator=generator).tolist()]
+            runs = [runs[i] for i in torch.randperm(len(runs), generator=generator, device="cpu").tolist()]
         for run in runs:
             yield from run

@@ -194,26 +194,30 @@ class SeqTempCollator:
     def __call__(self, examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         length = max(len(e["input_ids"]) for e in examples)
         batch = {
-            "input_ids": torch.full((len(examples), length), self.pad_token_id, dtype=torch.long),
-            "attention_mask": torch.zeros(len(examples), length, dtype=torch.long),
-            "completion_mask": torch.zeros(len(examples), length, dtype=torch.bool),
-            EXAMPLE_ID: torch.tensor([e[EXAMPLE_ID] for e in examples], dtype=torch.long),
-            GROUP_ID: torch.tensor([e.get(GROUP_ID, 0) for e in examples], dtype=torch.long),
+            "input_ids": torch.full((len(examples), length), self.pad_token_id, dtype=torch.long, device="cpu"),
+            "attention_mask": torch.zeros(len(examples), length, dtype=torch.long, device="cpu"),
+            "completion_mask": torch.zeros(len(examples), length, dtype=torch.bool, device="cpu"),
+            EXAMPLE_ID: torch.tensor([e[EXAMPLE_ID] for e in examples], dtype=torch.long, device="cpu"),
+            GROUP_ID: torch.tensor([e.get(GROUP_ID, 0) for e in examples], dtype=torch.long, device="cpu"),
         }
         if "ref_token_logps" in examples[0]:
-            batch["ref_token_logps"] = torch.zeros(len(examples), length, dtype=torch.float32)
+            batch["ref_token_logps"] = torch.zeros(len(examples), length, dtype=torch.float32, device="cpu")
         for row, example in enumerate(examples):
             n = len(example["input_ids"])
-            batch["input_ids"][row, :n] = torch.as_tensor(example["input_ids"])
+            batch["input_ids"][row, :n] = torch.as_tensor(example["input_ids"], device="cpu")
             batch["attention_mask"][row, :n] = 1
-            batch["completion_mask"][row, :n] = torch.as_tensor(example["completion_mask"], dtype=torch.bool)
+            batch["completion_mask"][row, :n] = torch.as_tensor(
+                example["completion_mask"], dtype=torch.bool, device="cpu"
+            )
             if "ref_token_logps" in batch:
-                batch["ref_token_logps"][row, :n] = torch.as_tensor(example["ref_token_logps"])
+                batch["ref_token_logps"][row, :n] = torch.as_tensor(example["ref_token_logps"], device="cpu")
         for key in RAGGED_COLUMNS & examples[0].keys():  # per-example lists of their own lengths, 0-padded
-            batch[key] = torch.zeros(len(examples), max(len(e[key]) for e in examples), dtype=torch.float32)
+            batch[key] = torch.zeros(
+                len(examples), max(len(e[key]) for e in examples), dtype=torch.float32, device="cpu"
+            )
             for row, example in enumerate(examples):
-                batch[key][row, : len(example[key])] = torch.as_tensor(example[key])
+                batch[key][row, : len(example[key])] = torch.as_tensor(example[key], device="cpu")
         for key in ("ref_logps", "smc_log_weight"):  # per-sequence values (the latter: SMC particles' weights)
             if key in examples[0]:
-                batch[key] = torch.tensor([e[key] for e in examples], dtype=torch.float32)
+                batch[key] = torch.tensor([e[key] for e in examples], dtype=torch.float32, device="cpu")
         return batch

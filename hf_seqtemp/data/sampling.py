@@ -76,10 +76,10 @@ def sample_completions(
     for start in tqdm(starts, desc=desc, disable=desc is None or len(starts) < 2, leave=False):
         chunk = [list(p) for p in prompts[start : start + batch_size]]
         width = max(len(p) for p in chunk)
-        ids = torch.full((len(chunk), width), pad_token_id, dtype=torch.long)
-        attention = torch.zeros(len(chunk), width, dtype=torch.long)
+        ids = torch.full((len(chunk), width), pad_token_id, dtype=torch.long, device="cpu")
+        attention = torch.zeros(len(chunk), width, dtype=torch.long, device="cpu")
         for row, prompt in enumerate(chunk):
-            ids[row, width - len(prompt) :] = torch.tensor(prompt)
+            ids[row, width - len(prompt) :] = torch.tensor(prompt, device="cpu")
             attention[row, width - len(prompt) :] = 1
         generated = exact_generate(
             model,

@@ -38,7 +38,7 @@ def resolve_eos_and_pad(
         eos_token_id = getattr(config, "eos_token_id", None)
     if eos_token_id is None:
         eos_token_id = []
-    eos = torch.as_tensor(eos_token_id, dtype=torch.long).flatten()
+    eos = torch.as_tensor(eos_token_id, dtype=torch.long, device="cpu").flatten()  # callers move it to their ids
     if pad_token_id is None:
         pad_token_id = getattr(config, "pad_token_id", None)
     if pad_token_id is None:

@@ -26,7 +26,7 @@ import torch
 from transformers.generation.logits_process import TemperatureLogitsWarper
 from transformers.utils import ModelOutput
 
-from ..checks import check_int, check_temperature
+from ..checks import check_generator_device, check_int, check_temperature
 from ..models.base import DiffusionLM
 from ..models.layout import block_index, real_token_log_softmax
 from .imh import imh_chain, lookahead_correction
@@ -259,6 +259,7 @@ def diffusion_generate(
             )
         if not do_sample:
             raise ValueError("`do_sample=False` cannot be combined with `seq_temperature`: IMH samples by design.")
+    check_generator_device(generator, input_ids.device)
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
     batch, prompt_length = input_ids.shape
@@ -273,7 +274,11 @@ def diffusion_generate(
         return x
     acceptance = None
     if alpha is not None:
-        acceptance = decoder.accepted.float() / decoder.proposed if decoder.accepted is not None else torch.ones(batch)
+        acceptance = (
+            decoder.accepted.float() / decoder.proposed
+            if decoder.accepted is not None
+            else torch.ones(batch, device=x.device)
+        )
     return DiffusionGenerateOutput(
         sequences=x,
         acceptance_rate=acceptance,

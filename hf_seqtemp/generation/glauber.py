@@ -32,18 +32,19 @@ throughout (energy, AR proposal, draft), so the chain targets `p̃(answer)^(1/T)
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass
 
 import torch
 from transformers.utils import ModelOutput
 
-from ..checks import check_bytes, check_int, check_temperature
+from ..checks import check_bytes, check_generator_device, check_int, check_temperature
 from ..likelihood.autoregressive import AutoregressiveScorer, position_ids_from_attention_mask
 from .answers import answer_mask, pad_after_answer, resolve_eos_and_pad
 from .metropolis import mh_acceptance, mtm_probabilities
 from .processed import processed_conditionals, processed_token_logps
 
-_NO_EOS = torch.zeros(0, dtype=torch.long)
+_NO_EOS = torch.zeros(0, dtype=torch.long, device="cpu")  # moved to the tokens' device where used
 
 
 @dataclass
@@ -135,16 +136,16 @@ def _site_energies(
     """
     num, length = x.shape
     cand = x[:, None, :].repeat(1, vocab.numel(), 1)
-    cand[torch.arange(num)[:, None], :, sites[:, None]] = vocab[None, :]
+    cand[torch.arange(num, device=x.device)[:, None], :, sites[:, None]] = vocab[None, :]
     flat = cand.reshape(-1, length)
     expand = lambda t: t[:, None, :].expand(num, vocab.numel(), length).reshape(-1, length)
-    rows = torch.arange(num) if rows is None else rows
+    rows = torch.arange(num, device=x.device) if rows is None else rows
     token_logps = _token_logps(
         model, scorer, flat, expand(attn), expand(cmask), conditionals, rows.repeat_interleave(vocab.numel())
     )
     token_logps = token_logps.view(num, vocab.numel(), length)
     energies = chain_energies(token_logps, cand, cmask[:, None, :], seq_temperature, eos)
-    ar_log_q = token_logps[torch.arange(num), :, sites]
+    ar_log_q = token_logps[torch.arange(num, device=x.device), :, sites]
     return energies, ar_log_q
 
 
@@ -153,11 +154,12 @@ def _proposal_log_q(proposal, x, attn, sites, ar_log_q, vocab_size, mask_token_i
     rows = x.shape[0]
     if isinstance(proposal, torch.nn.Module):
         masked = x.clone()
-        masked[torch.arange(rows), sites] = mask_token_id
-        logits = _forward_logits(proposal, masked, attn)[torch.arange(rows), sites, :vocab_size]
+        index = torch.arange(rows, device=x.device)
+        masked[index, sites] = mask_token_id
+        logits = _forward_logits(proposal, masked, attn)[index, sites, :vocab_size]
         return logits.float().log_softmax(dim=-1)
     if proposal == "uniform":
-        return x.new_zeros(rows, vocab_size, dtype=torch.float32) - torch.log(torch.tensor(float(vocab_size)))
+        return x.new_full((rows, vocab_size), -math.log(vocab_size), dtype=torch.float32)
     return ar_log_q
 
 
@@ -168,15 +170,16 @@ def _full_site_update(model, scorer, x, attn, cmask, sites, target, proposal, ma
         model, scorer, x, attn, cmask, sites, seq_temperature, vocab, eos, conditionals, rows
     )
     log_q = _proposal_log_q(proposal, x, attn, sites, ar_log_q, vocab.numel(), mask_token_id)
-    current = x[torch.arange(x.shape[0]), sites]
+    current = x[torch.arange(x.shape[0], device=x.device), sites]
     proposed = torch.multinomial(log_q.exp(), 1, generator=generator).squeeze(1)
-    accept = torch.rand(x.shape[0], generator=generator) < mh_acceptance(energies, log_q, current, proposed)
+    uniform = torch.rand(x.shape[0], generator=generator, device=x.device)
+    accept = uniform < mh_acceptance(energies, log_q, current, proposed)
     return torch.where(accept, proposed, current), accept
 
 
 def _ar_proposal_log_q(model, x, attn, sites, conditionals, rows):
     """`log p(. | x_<site)` of each row at its own site (`log p̃`, the processors applied to each row's prefix)."""
-    logits = _forward_logits(model, x, attn)[torch.arange(x.shape[0]), sites - 1].float()
+    logits = _forward_logits(model, x, attn)[torch.arange(x.shape[0], device=x.device), sites - 1].float()
     if conditionals is None:
         return logits.log_softmax(dim=-1)
     out = torch.empty_like(logits)
@@ -192,15 +195,16 @@ def _mtm_site_update(model, scorer, x, attn, cmask, sites, target, proposal, mas
     if proposal == "model":
         ar_log_q = _ar_proposal_log_q(model, x, attn, sites, target[2], rows)
     log_q = _proposal_log_q(proposal, x, attn, sites, ar_log_q, vocab_size, mask_token_id)
-    current = x[torch.arange(num), sites]
+    index = torch.arange(num, device=x.device)
+    current = x[index, sites]
     tries = torch.multinomial(log_q.exp(), n, replacement=True, generator=generator)
     candidates = torch.cat([current[:, None], tries], dim=1)  # (rows, 1 + n): current first
     energies = _site_energies_of(model, scorer, x, attn, cmask, sites, target, candidates, rows)
     log_w = -energies - log_q.gather(1, candidates)
     select, accept_prob = mtm_probabilities(log_w[:, 1:], log_w[:, 0])
     j = torch.multinomial(select, 1, generator=generator).squeeze(1)
-    accept = torch.rand(num, generator=generator) < accept_prob[torch.arange(num), j]
-    return torch.where(accept, tries[torch.arange(num), j], current), accept
+    accept = torch.rand(num, generator=generator, device=x.device) < accept_prob[index, j]
+    return torch.where(accept, tries[index, j], current), accept
 
 
 def _site_energies_of(model, scorer, x, attn, cmask, sites, target, candidates, rows=None):
@@ -208,10 +212,12 @@ def _site_energies_of(model, scorer, x, attn, cmask, sites, target, candidates, 
     num, length = x.shape
     k = candidates.shape[1]
     cand = x[:, None, :].repeat(1, k, 1)
-    cand[torch.arange(num)[:, None], torch.arange(k)[None, :], sites[:, None]] = candidates
+    cand[torch.arange(num, device=x.device)[:, None], torch.arange(k, device=x.device)[None, :], sites[:, None]] = (
+        candidates
+    )
     expand = lambda t: t[:, None, :].expand(num, k, length).reshape(-1, length)
     seq_temperature, eos, conditionals = target
-    rows = (torch.arange(num) if rows is None else rows).repeat_interleave(k)
+    rows = (torch.arange(num, device=x.device) if rows is None else rows).repeat_interleave(k)
     flat = cand.reshape(-1, length)
     token_logps = _token_logps(model, scorer, flat, expand(attn), expand(cmask), conditionals, rows)
     return chain_energies(token_logps.view(num, k, length), cand, cmask[:, None, :], seq_temperature, eos)
@@ -346,6 +352,7 @@ def glauber_refine(
     seq_temperature, mask_token_id = _validate(
         model, input_ids, seq_temperature, num_rounds, proposal, num_candidates, draft, mask_token_id
     )
+    check_generator_device(generator, input_ids.device)
     eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
     conditionals = processed_conditionals(logits_processor)
     target = (seq_temperature, eos.to(input_ids.device), conditionals)
@@ -360,17 +367,21 @@ def glauber_refine(
     token_logps = _token_logps(model, scorer, x, attn, cmask, conditionals)
     log_likelihoods = (token_logps * answer_mask(x, cmask, target[1])).sum(dim=1)
     sequences = pad_after_answer(x, cmask, target[1], pad)
-    return GlauberOutput(sequences, torch.tensor(rates, dtype=torch.float32), log_likelihoods)
+    rates = torch.stack(rates).float() if rates else torch.zeros(0, device=x.device)
+    return GlauberOutput(sequences, rates, log_likelihoods)
 
 
-def _sweep(model, scorer, x, attn, cmask, target, proposal, mask_token_id, num_candidates, generator) -> float:
-    """One round: every completion position of every row once, in a fresh random order; updates `x` in place."""
+def _sweep(model, scorer, x, attn, cmask, target, proposal, mask_token_id, num_candidates, generator):
+    """One round: every completion position of every row once, in a fresh random order; updates `x` in place.
+    Returns the round's acceptance rate (a 0-dim tensor on `x`'s device: no host sync per site)."""
     counts = cmask.sum(dim=1)
-    order = torch.full((x.shape[0], int(counts.max()) if counts.numel() else 0), -1, dtype=torch.long)
+    width = int(counts.max()) if counts.numel() else 0  # host sync: the order's width, once per round
+    order = torch.full((x.shape[0], width), -1, dtype=torch.long, device=x.device)
     for b in range(x.shape[0]):
-        positions = cmask[b].nonzero().squeeze(1)
-        order[b, : positions.numel()] = positions[torch.randperm(positions.numel(), generator=generator)]
-    accepted = proposed = 0
+        positions = cmask[b].nonzero().squeeze(1)  # host sync: `nonzero` sizes its output, once per row and round
+        shuffled = torch.randperm(positions.numel(), generator=generator, device=x.device)
+        order[b, : positions.numel()] = positions[shuffled]
+    accepted = proposed = x.new_zeros((), dtype=torch.float32)
     for step in range(order.shape[1]):
         rows = (order[:, step] >= 0).nonzero().squeeze(1)
         sites = order[rows, step]
@@ -380,5 +391,5 @@ def _sweep(model, scorer, x, attn, cmask, target, proposal, mask_token_id, num_c
         else:
             new, accept = _mtm_site_update(*args, generator, num_candidates)
         x[rows, sites] = new
-        accepted, proposed = accepted + int(accept.sum()), proposed + rows.numel()
-    return accepted / max(proposed, 1)
+        accepted, proposed = accepted + accept.sum(), proposed + rows.numel()
+    return accepted / proposed.clamp(min=1)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 from transformers.utils import ModelOutput, logging
 
-from ..checks import check_int, check_temperature
+from ..checks import check_generator_device, check_int, check_temperature
 from ..likelihood.autoregressive import (
     _accepts_position_ids,
     cache_kwargs,
@@ -192,6 +192,7 @@ def power_sample(
     ```
     """
     _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size)
+    check_generator_device(generator, input_ids.device)
     conditionals = processed_conditionals(logits_processor)
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
     eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
@@ -209,9 +210,10 @@ def power_sample(
         ends = (eos, pad, _ended(ids[:, prompt_length:], eos))
         new, new_logp, new_logr = _rollout(model, ids, attn, end - start, alpha, generator, ends, conditionals)
         ids, logp, logr = torch.cat([ids, new], 1), torch.cat([logp, new_logp], 1), torch.cat([logr, new_logr], 1)
+        boundaries = range(0, end, block_size)
         for _ in range(mcmc_steps):
-            boundaries = torch.arange(0, end, block_size)
-            boundary = int(boundaries[torch.randint(len(boundaries), (1,), generator=generator)])
+            draw = torch.randint(len(boundaries), (1,), generator=generator, device=input_ids.device)
+            boundary = boundaries[int(draw)]  # host sync: the block boundary slices the sequences, once per MH step
             state = (ids, logp, logr)
             eos_pad = (eos, pad)
             accept, moved = _mh_step(

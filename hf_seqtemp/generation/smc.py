@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 from transformers.utils import ModelOutput
 
-from ..checks import check_int, check_temperature
+from ..checks import check_generator_device, check_int, check_temperature
 from .answers import resolve_eos_and_pad
 from .smc_proposals import AdapterProposal, SMCProposal, TokenTemperatureProposal
 
@@ -308,6 +308,7 @@ def smc_sample(
     ```
     """
     _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, alpha_ramp_tokens, resampling)
+    check_generator_device(generator, input_ids.device)
     if proposal not in PROPOSALS:
         raise ValueError(f"`proposal` must be one of {list(PROPOSALS)}, got {proposal!r}.")
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")

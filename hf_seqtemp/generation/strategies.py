@@ -70,10 +70,10 @@ class GenerateCall:
         config = self.generation_config
         eos = getattr(config, "_eos_token_tensor", None)
         eos = config.eos_token_id if eos is None else eos
-        eos = [] if eos is None else torch.as_tensor(eos).flatten().tolist()
+        eos = [] if eos is None else torch.as_tensor(eos, device="cpu").flatten().tolist()
         pad = getattr(config, "_pad_token_tensor", None)
         pad = config.pad_token_id if pad is None else pad
-        return eos, None if pad is None else int(torch.as_tensor(pad).flatten()[0])
+        return eos, None if pad is None else int(torch.as_tensor(pad, device="cpu").flatten()[0])
 
     def target_processors(self) -> LogitsProcessorList:
         """The call's logits processors that shape the target: all but the token-level warpers (temperature, top-k,

@@ -127,8 +127,9 @@ def diffusion_elbo_loss(
     chosen, num_blocks = _pick_blocks(block, completion, generator)
     in_block = completion & (block == chosen[:, None])
     batch, length = input_ids.shape
-    t = torch.rand(batch, generator=generator) * (1.0 - min_time) + min_time
-    noise = torch.rand(batch, length, generator=generator)
+    where = generator.device if generator is not None else input_ids.device  # drawn where the generator lives
+    t = torch.rand(batch, generator=generator, device=where) * (1.0 - min_time) + min_time
+    noise = torch.rand(batch, length, generator=generator, device=where)
     t, noise = t.to(input_ids.device), noise.to(input_ids.device)
     masked = in_block & (noise < t[:, None])
     states = torch.where(masked, torch.full_like(input_ids, model.mask_token_id), input_ids)

@@ -66,7 +66,8 @@ def sample_orders(
     ```
     """
     batch, length = completion_mask.shape
-    keys = torch.rand(batch, num_orders, length, generator=generator).to(completion_mask.device)
+    where = generator.device if generator is not None else completion_mask.device  # drawn where the generator lives
+    keys = torch.rand(batch, num_orders, length, generator=generator, device=where).to(completion_mask.device)
     if block_size is not None:
         keys = keys + block_index(attention_mask, block_size)[:, None, :]
     comp = completion_mask[:, None, :].expand_as(keys)
@@ -241,7 +242,7 @@ class MaskedDiffusionScorer(SequenceScorer):
         self.estimator = estimator
         self.max_batch = check_int(max_batch, "max_batch")
         self.seed = seed
-        self.generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        self.generator = torch.Generator(device="cpu").manual_seed(seed) if seed is not None else None
         self.last_orders: torch.Tensor | None = None
 
     _block_size: int | None = None  # set by the block-respecting MC estimator

@@ -70,7 +70,7 @@ def order_logp_variance(
     minimum = 2 if unbiased else 1
     variances = []
     for index, row in enumerate(rows):
-        values = torch.as_tensor(row, dtype=torch.float64).reshape(-1)
+        values = torch.as_tensor(row, dtype=torch.float64, device="cpu").reshape(-1)
         if values.numel() < minimum:
             raise ValueError(
                 f"`order_logps[{index}]` holds {values.numel()} value(s); the {'unbiased ' if unbiased else ''}"

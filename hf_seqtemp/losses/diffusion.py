@@ -40,7 +40,9 @@ def _ssts_log_weights(
     """Per-step log importance weights, normalised across the (row, order) samples of each step *within each prompt
     group* (normalising across prompts would mix their partition functions Z_T(c))."""
     step_mask = step_mask.bool()
-    groups = torch.zeros(step_mask.shape[0], dtype=torch.long) if groups is None else groups
+    if groups is None:
+        groups = torch.zeros(step_mask.shape[0], dtype=torch.long, device=step_mask.device)
+    groups = groups.to(step_mask.device)
     if temperature == 1.0:  # every weight is exactly 1, even where the reference gives -inf
         raw = torch.zeros_like(ref_cond_logp, dtype=torch.float32)
     else:
@@ -49,7 +51,8 @@ def _ssts_log_weights(
     if normalization == "self":
         baseline = group_log_mean_exp(raw, step_mask, groups)
     elif normalization == "baseline":  # Eq. 18's baseline: the group's mean log-weight at the step
-        member = (groups[None, :] == torch.arange(int(groups.max()) + 1)[:, None]).to(raw.dtype)
+        codes = torch.arange(int(groups.max()) + 1, device=groups.device)
+        member = (groups[None, :] == codes[:, None]).to(raw.dtype)
         total = torch.einsum("gb,bks->gs", member, raw.masked_fill(~step_mask, 0.0))
         count = torch.einsum("gb,bks->gs", member, step_mask.to(raw.dtype))
         baseline = (total / count.clamp(min=1))[groups][:, None, :]
@@ -235,4 +238,4 @@ def ess_fraction(log_weights: torch.Tensor, step_mask: torch.Tensor) -> torch.Te
     count = step_mask.sum(dim=(0, 1))
     ess = effective_sample_size(weights, dim=(0, 1))
     active = count > 0
-    return (ess[active] / count[active]).mean() if active.any() else torch.tensor(float("nan"))
+    return (ess[active] / count[active]).mean() if active.any() else torch.tensor(float("nan"), device=ess.device)

@@ -37,7 +37,7 @@ def particle_weights(log_weights: torch.Tensor, groups: torch.Tensor | None = No
     ```
     """
     log_w = log_weights.detach().double()
-    groups = torch.zeros(log_w.shape[0], dtype=torch.long) if groups is None else groups
+    groups = torch.zeros(log_w.shape[0], dtype=torch.long, device=log_w.device) if groups is None else groups
     mask = torch.ones(log_w.shape[0], 1, dtype=torch.bool, device=log_w.device)
     centre = group_log_mean_exp(log_w[:, None], mask, groups)[:, 0]
     return (log_w - centre).exp().to(log_weights.dtype)
@@ -45,7 +45,9 @@ def particle_weights(log_weights: torch.Tensor, groups: torch.Tensor | None = No
 
 def particle_ess_fraction(weights: torch.Tensor, groups: torch.Tensor | None = None) -> float:
     """Mean over prompt groups of `ESS_g / n_g` (Kish) of the particle weights: 1 for equal weights."""
-    groups = torch.zeros(weights.shape[0], dtype=torch.long) if groups is None else groups.to(weights.device)
+    if groups is None:
+        groups = torch.zeros(weights.shape[0], dtype=torch.long, device=weights.device)
+    groups = groups.to(weights.device)
     fractions = [
         (effective_sample_size(weights[groups == g]) / int((groups == g).sum())).item()
         for g in torch.unique(groups).tolist()
@@ -92,12 +94,14 @@ def proposal_ess_fraction(
     """
     log_w = log_weights.detach().double()
     log_ratio = alpha * ref_logps.detach().double() - policy_logps.detach().double()
-    groups = torch.zeros(log_w.shape[0], dtype=torch.long) if groups is None else groups.to(log_w.device)
+    if groups is None:
+        groups = torch.zeros(log_w.shape[0], dtype=torch.long, device=log_w.device)
+    groups = groups.to(log_w.device)
     fractions = []
     for g in torch.unique(groups).tolist():
         member = groups == g
         normalised = log_w[member] - log_w[member].logsumexp(0)
-        log_z = log_w[member].logsumexp(0) - torch.log(torch.tensor(float(member.sum()), dtype=torch.float64))
+        log_z = log_w[member].logsumexp(0) - torch.log(member.sum().double())
         fractions.append(torch.exp(log_z - (normalised + log_ratio[member]).logsumexp(0)).item())
     return sum(fractions) / len(fractions)
 

@@ -169,7 +169,8 @@ class RollingQuantile:
         """The current quantile (linear interpolation between order statistics, as `torch.quantile`)."""
         if not self._values:
             raise ValueError("`RollingQuantile.value()` called on an empty buffer: call `update(...)` first.")
-        return float(torch.quantile(torch.tensor(list(self._values), dtype=torch.float64), self.quantile))
+        values = torch.tensor(list(self._values), dtype=torch.float64, device="cpu")  # a host buffer of floats
+        return float(torch.quantile(values, self.quantile))
 
 
 def trunc_r_loss(

@@ -125,7 +125,7 @@ def lhts_weights(
     ```
     """
     mask = completion_mask.bool()
-    groups = torch.zeros(mask.shape[0], dtype=torch.long) if groups is None else groups
+    groups = torch.zeros(mask.shape[0], dtype=torch.long, device=mask.device) if groups is None else groups
     log_w = (1.0 - temperature) / temperature * suffix_logps(ref_token_logps.float() * mask)
     log_w = log_w.masked_fill(~mask, -math.inf)
     weights = (log_w - group_log_mean_exp(log_w, mask, groups)).exp().masked_fill(~mask, 0.0)

@@ -23,7 +23,7 @@ from ..groups import group_codes, group_means, require_pairs
 
 
 def _as_float64(values, name: str) -> torch.Tensor:
-    tensor = torch.as_tensor(values, dtype=torch.float64).detach().cpu().flatten()
+    tensor = torch.as_tensor(values, dtype=torch.float64, device="cpu").detach().flatten()
     if not torch.isfinite(tensor).all():
         bad = tensor[~torch.isfinite(tensor)][0].item()
         raise ValueError(f"`{name}` must contain finite log-likelihoods, found {bad}.")
@@ -49,7 +49,7 @@ Groups = Sequence[Hashable] | torch.Tensor | None
 
 
 def _centred(ref: torch.Tensor, policy: torch.Tensor, groups: Groups) -> tuple[torch.Tensor, torch.Tensor]:
-    codes = group_codes(groups, ref.numel())
+    codes = group_codes(groups, ref.numel(), device=ref.device)
     if groups is not None:
         require_pairs(codes)
     return ref - group_means(ref, codes), policy - group_means(policy, codes)
@@ -139,7 +139,7 @@ def kendall_tau(
     ```
     """
     ref, policy = _paired(ref_logps, policy_logps)
-    codes = group_codes(groups, ref.numel())
+    codes = group_codes(groups, ref.numel(), device=ref.device)
     if groups is None:
         return _concordance(ref, policy, chunk_size) / (ref.numel() * (ref.numel() - 1))
     require_pairs(codes)
@@ -177,7 +177,7 @@ def sequence_nll(
         raise ValueError("`logps` is empty: score at least one sequence.")
     result = {"nll_per_sequence": -values.mean().item()}
     if lengths is not None:
-        counts = torch.as_tensor(lengths, dtype=torch.float64).flatten()
+        counts = torch.as_tensor(lengths, dtype=torch.float64, device="cpu").flatten()
         if counts.numel() != values.numel():
             raise ValueError(f"`lengths` has {counts.numel()} values but `logps` has {values.numel()}.")
         if (counts <= 0).any():
@@ -220,7 +220,7 @@ def temperature_log_ratio(
     temperature = check_temperature(temperature)
     ref, policy = _paired(ref_logps, policy_logps, minimum=1)
     h = ref - temperature * policy
-    codes = group_codes(groups, h.numel())
+    codes = group_codes(groups, h.numel(), device=h.device)
     if groups is not None:
         require_pairs(codes)
     centred = h - group_means(h, codes)

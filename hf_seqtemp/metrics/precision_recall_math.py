@@ -73,9 +73,9 @@ def precision_recall_curve(
     """
     p, q = _check_pair(p, q)
     if lambdas is None:
-        theta = torch.linspace(0, torch.pi / 2, 103, dtype=torch.float64)[1:-1]
+        theta = torch.linspace(0, torch.pi / 2, 103, dtype=torch.float64, device="cpu")[1:-1]
         lambdas = torch.tan(theta)
-    lambdas = torch.as_tensor(lambdas, dtype=torch.float64).reshape(-1)
+    lambdas = torch.as_tensor(lambdas, dtype=torch.float64, device="cpu").reshape(-1)
     if (lambdas <= 0).any() or not torch.isfinite(lambdas).all():
         raise ValueError(f"`lambdas` must be finite and > 0, got {lambdas.tolist()}.")
     precision = torch.minimum(lambdas[:, None] * p[None, :], q[None, :]).sum(dim=1)

@@ -185,8 +185,8 @@ class ArithmeticTask:
         if not 0 < num_test < self.num_pairs:
             raise ValueError(f"`num_test` must be in (0, {self.num_pairs}), got {num_test}.")
         limit = 10**self.num_digits
-        pairs = torch.cartesian_prod(torch.arange(limit), torch.arange(limit))
-        order = torch.randperm(self.num_pairs, generator=torch.Generator().manual_seed(seed))
+        pairs = torch.cartesian_prod(torch.arange(limit, device="cpu"), torch.arange(limit, device="cpu"))
+        order = torch.randperm(self.num_pairs, generator=torch.Generator(device="cpu").manual_seed(seed), device="cpu")
         return pairs[order[num_test:]], pairs[order[:num_test]]
 
     def encode(self, pairs: torch.Tensor, tokenizer: ArithmeticTokenizer) -> dict[str, torch.Tensor]:
@@ -197,7 +197,7 @@ class ArithmeticTask:
             (`(n, length)` bool, true on the answer digits only).
         """
         texts = [self.prompt(int(a), int(b)) + self.answer(int(a), int(b)) for a, b in pairs.tolist()]
-        input_ids = torch.tensor([tokenizer(text)["input_ids"] for text in texts], dtype=torch.long)
+        input_ids = torch.tensor([tokenizer(text)["input_ids"] for text in texts], dtype=torch.long, device="cpu")
         completion_mask = torch.zeros_like(input_ids, dtype=torch.bool)
         completion_mask[:, self.prompt_length :] = True
         return {

@@ -148,25 +148,29 @@ class MultiplicationTask:
         """Tokenises `(prompt pair, completion)` rows into a [`MultiplicationBatch`]."""
         if len(pairs) != len(completions):
             raise ValueError(f"`pairs` has {len(pairs)} rows but `completions` has {len(completions)}.")
-        input_ids = torch.tensor([self.window(a, b, c) for (a, b), c in zip(pairs, completions)], dtype=torch.long)
+        input_ids = torch.tensor(
+            [self.window(a, b, c) for (a, b), c in zip(pairs, completions)], dtype=torch.long, device="cpu"
+        )
         completion_mask = torch.zeros_like(input_ids, dtype=torch.bool)
         completion_mask[:, self.prompt_length :] = True
-        data_logps = torch.tensor([self.data_logp(a, b, c) for (a, b), c in zip(pairs, completions)])
+        data_logps = torch.tensor([self.data_logp(a, b, c) for (a, b), c in zip(pairs, completions)], device="cpu")
         return MultiplicationBatch(input_ids, torch.ones_like(input_ids), completion_mask, list(pairs), data_logps)
 
     def sample(self, num_samples: int, generator: torch.Generator | None = None) -> MultiplicationBatch:
         """Draws `(prompt, completion)` from the data: prompt uniform, then completion uniform among the valid."""
         check_int(num_samples, "num_samples")
-        prompt_idx = torch.randint(len(self.pairs), (num_samples,), generator=generator).tolist()
+        prompt_idx = torch.randint(len(self.pairs), (num_samples,), generator=generator, device="cpu").tolist()
         pairs = [self.pairs[i] for i in prompt_idx]
-        picks = torch.rand(num_samples, generator=generator).tolist()
+        picks = torch.rand(num_samples, generator=generator, device="cpu").tolist()
         completions = [self._valid[p][int(u * len(self._valid[p]))] for p, u in zip(pairs, picks)]
         return self.batch(pairs, completions)
 
     def prompts(self, pairs: list[tuple[int, int]] | None = None) -> torch.Tensor:
         """Prompt ids `(len(pairs), prompt_length)` (all prompts by default), ready for generation."""
         pairs = self.pairs if pairs is None else pairs
-        return torch.tensor([[BOS, *encode(f"{a}*{b}=")] for a, b in (self._check_pair(*p) for p in pairs)])
+        return torch.tensor(
+            [[BOS, *encode(f"{a}*{b}=")] for a, b in (self._check_pair(*p) for p in pairs)], device="cpu"
+        )
 
     def precision_recall(self, pairs: list[tuple[int, int]], windows: torch.Tensor) -> dict[str, float]:
         """Sample precision and recall of generated windows, one prompt pair per row.

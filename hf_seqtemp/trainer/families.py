@@ -61,20 +61,22 @@ def order_seed(seed: int, example_id: int) -> int:
 def _per_example_orders(batch, num_orders: int, block_size: int | None, seed: int) -> torch.Tensor:
     """Reveal orders drawn per example from `order_seed(seed, example_id)` over its real tokens only, so the draw
     does not depend on batching or padding; shape `(batch, num_orders, length)`, -1 off the completion."""
-    attention, completion = batch["attention_mask"], batch["completion_mask"].bool()
-    orders = torch.full((*completion.shape[:1], num_orders, completion.shape[1]), -1, dtype=torch.long)
+    # drawn on the CPU from each example's own seed (the same orders on any device), then moved: one copy each way
+    device = batch["completion_mask"].device
+    attention, completion = batch["attention_mask"].cpu(), batch["completion_mask"].bool().cpu()
+    orders = torch.full((*completion.shape[:1], num_orders, completion.shape[1]), -1, dtype=torch.long, device="cpu")
     for row, example_id in enumerate(batch["example_id"].tolist()):
-        real = attention[row].bool().nonzero(as_tuple=True)[0].cpu()
-        generator = torch.Generator().manual_seed(order_seed(seed, example_id))
+        real = attention[row].bool().nonzero(as_tuple=True)[0]
+        generator = torch.Generator(device="cpu").manual_seed(order_seed(seed, example_id))
         drawn = sample_orders(
-            torch.ones(1, real.numel(), dtype=torch.long),
-            completion[row, real][None].cpu(),
+            torch.ones(1, real.numel(), dtype=torch.long, device="cpu"),
+            completion[row, real][None],
             num_orders,
             block_size,
             generator,
         )
         orders[row, :, real] = drawn[0]
-    return orders.to(completion.device)
+    return orders.to(device)
 
 
 class CausalLMFamily:

@@ -43,7 +43,7 @@ class MetricLog:
         for key, values in zip(_SEQUENCE_KEYS, (policy_logps, ref_logps, tokens, group_ids)):
             buffer[key].append(values.detach().cpu())
         for key, value in metrics.items():
-            buffer[key].append(torch.tensor([float(value)]))
+            buffer[key].append(torch.tensor([float(value)], device="cpu"))
 
     def summary(self, mode: str, target_temperature: float) -> dict[str, float]:
         """The metrics of everything recorded in `mode` since the last [`clear`]; `{}` when nothing was."""
@@ -52,7 +52,7 @@ class MetricLog:
             return {}
         policy, ref = torch.cat(buffer["policy"]).double(), torch.cat(buffer["ref"]).double()
         tokens = torch.cat(buffer["tokens"]).double()
-        groups = group_codes(torch.cat(buffer["groups"]), policy.numel())
+        groups = group_codes(torch.cat(buffer["groups"]), policy.numel(), device="cpu")
         metrics = {
             "logps/policy": policy.mean().item(),
             "logps/ref": ref.mean().item(),

@@ -129,7 +129,7 @@ def reference_from_sampler(rows: list[dict], completion_logps: list[list[float]]
     values = []
     for row, logps in zip(rows, completion_logps):
         per_token = [0.0] * (len(row["input_ids"]) - len(logps)) + list(logps)
-        values.append((torch.tensor(logps, dtype=torch.float32).sum().item(), per_token))
+        values.append((torch.tensor(logps, dtype=torch.float32, device="cpu").sum().item(), per_token))
     return values
 
 

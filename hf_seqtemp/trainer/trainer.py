@@ -286,7 +286,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
         # 2. the loss, on the values of every rank, within prompt groups
         keep = rows_to_keep(self.accelerator, inputs[GROUP_ID].shape[0], mode == "train")
         group_ids = gather_rows(self.accelerator, inputs[GROUP_ID], keep)
-        groups = group_codes(group_ids, group_ids.numel()).to(policy_logps.device)
+        groups = group_codes(group_ids, group_ids.numel(), device=policy_logps.device)
         pairs = within_group_pairs(groups)
         if pairs == 0 and mode == "train" and self.objective.needs_groups:
             raise ValueError(

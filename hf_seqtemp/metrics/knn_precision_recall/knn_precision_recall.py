@@ -57,6 +57,6 @@ class KnnPrecisionRecall(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, k=3):
-        real = torch.tensor(references, dtype=torch.float64)
-        generated = torch.tensor(predictions, dtype=torch.float64)
+        real = torch.tensor(references, dtype=torch.float64, device="cpu")
+        generated = torch.tensor(predictions, dtype=torch.float64, device="cpu")
         return {name: float(value) for name, value in knn_precision_recall(real, generated, k=k).items()}

@@ -53,8 +53,8 @@ class PrecisionRecall(evaluate.Metric):
         )
 
     def _compute(self, p, q, lambdas=(1.0,)):
-        p = torch.tensor(p, dtype=torch.float64)
-        q = torch.tensor(q, dtype=torch.float64)
+        p = torch.tensor(p, dtype=torch.float64, device="cpu")
+        q = torch.tensor(q, dtype=torch.float64, device="cpu")
         lam, precision, recall = precision_recall_curve(p, q, list(lambdas))
         return {
             "support_precision": float(support_precision(p, q)),
