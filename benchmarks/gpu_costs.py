@@ -57,7 +57,7 @@ QWEN2_05B = {  # Qwen2-0.5B's published architecture
 }
 SETTINGS = {
     "quick": {"answers": 2, "new_tokens": 8, "blocks": 4, "particles": (2, 4), "warmup": 1, "rounds": 2},
-    "full": {"answers": 8, "new_tokens": 64, "blocks": 4, "particles": (8, 64), "warmup": 1, "rounds": 5},
+    "full": {"answers": 8, "new_tokens": 64, "blocks": 4, "particles": (8, 64), "warmup": 1, "rounds": 3},
 }
 SEQ_TEMPERATURE, MH_STEPS = 0.25, 10  # alpha = 4, the reference algorithms' setting (as in decode.py)
 PROMPT = "Tell me a long story about a dragon who learns to sing."
@@ -159,7 +159,10 @@ def samplers(model, tokenizer, settings: dict, device) -> dict:
     return routes, (model, adapted)
 
 
-def run_sampling(arch: str, device, settings: dict, folder: Path = MODEL_FOLDER) -> dict:
+def run_sampling(arch: str, device, settings: dict, folder: Path = MODEL_FOLDER, on_route=None) -> dict:
+    """Each route paired with plain sampling, one route at a time (plain, route, plain, route, ...), cheapest
+    first; `on_route(result)` is called with the rows and ratios so far after every route, so that a run cut by its
+    time budget keeps what it finished."""
     model, tokenizer = random_model(arch, device=device, folder=folder)
     routes, models = samplers(model, tokenizer, settings, device)
     calls: list[int] = []
@@ -174,27 +177,36 @@ def run_sampling(arch: str, device, settings: dict, folder: Path = MODEL_FOLDER)
 
         return run
 
+    answers, summary, rows = settings["answers"], {}, []
+    result = {"rows": rows, "summary": summary, "full_length_fraction": None}
     hooks = [m.register_forward_pre_hook(lambda module, args: calls.append(1)) for m in models]
     try:
         with torch.no_grad():
-            timed = {name: counted(name, fn) for name, fn in routes.items()}
-            seconds = time_round_robin(timed, device, settings["warmup"], settings["rounds"])
-            peaks = {name: tensor_peak(fn, device)["peak_mib"] for name, fn in routes.items()}
-            lengths = full_length_fraction(routes["plain"](), settings["new_tokens"], tokenizer.pad_token_id)
+            result["full_length_fraction"] = full_length_fraction(
+                routes["plain"](), settings["new_tokens"], tokenizer.pad_token_id
+            )
+            plain_peak = tensor_peak(routes["plain"], device)["peak_mib"]
+            for name in [n for n in routes if n != "plain"]:
+                timed = {"plain": counted("plain", routes["plain"]), name: counted(name, routes[name])}
+                seconds = time_round_robin(timed, device, settings["warmup"], settings["rounds"])
+                peak = tensor_peak(routes[name], device)["peak_mib"]
+                if not rows:
+                    rows.append(_route_row("plain", seconds["plain"], answers, counts["plain"], plain_peak))
+                rows.append(_route_row(name, seconds[name], answers, counts[name], peak))
+                ratios = ratios_by_round(seconds, name, "plain")
+                summary[f"{name}_over_plain_time_per_answer"] = summarise(ratios, None)
+                summary[f"{name}_over_plain_peak_memory"] = summarise([peak / plain_peak], None)
+                if on_route is not None:
+                    on_route(result)
     finally:
         for hook in hooks:
             hook.remove()
-    answers, summary, rows = settings["answers"], {}, []
-    for name in routes:
-        per_answer = [s / answers for s in seconds[name]]
-        rows.append(
-            {"route": name, "seconds_per_answer": per_answer, "model_calls": counts[name], "peak_mib": peaks[name]}
-        )
-        if name == "plain":
-            continue
-        summary[f"{name}_over_plain_time_per_answer"] = summarise(ratios_by_round(seconds, name, "plain"), None)
-        summary[f"{name}_over_plain_peak_memory"] = summarise([peaks[name] / peaks["plain"]], None)
-    return {"rows": rows, "summary": summary, "full_length_fraction": lengths}
+    return result
+
+
+def _route_row(name, seconds, answers, calls, peak) -> dict:
+    per_answer = [s / answers for s in seconds]
+    return {"route": name, "seconds_per_answer": per_answer, "model_calls": calls, "peak_mib": peak}
 
 
 def full_length_fraction(sequences, new_tokens: int, pad_id: int) -> float:
@@ -246,17 +258,22 @@ def main(argv=None):
     device = pick_device(args.device)
     info = print_device(device)
     settings = {"arch": args.arch, "random_weights": True, "eos": None, "memory_method": MEMORY_METHOD[device.type]}
+    path = Path(args.output_dir) / f"gpu_{args.run}.json"
     if args.run == "sampling":
         sizes = SETTINGS["quick" if args.quick else "full"]
-        result = run_sampling(args.arch, device, sizes)
         settings.update(sizes, seq_temperature=SEQ_TEMPERATURE, mh_steps=MH_STEPS)
+
+        def save_so_far(result):
+            settings["full_length_fraction"] = result["full_length_fraction"]
+            write_json(str(path), f"gpu_{args.run}", info, settings, result["rows"], result["summary"])
+
+        result = run_sampling(args.arch, device, sizes, on_route=save_so_far)
         settings["full_length_fraction"] = result["full_length_fraction"]
     else:
         result = (run_training if args.run == "training" else run_scoring)(args.arch, device, args.quick)
         settings.update(result["settings"])
     for key, value in result["summary"].items():
         print(format_summary(key.replace("_over_", " / "), value))
-    path = Path(args.output_dir) / f"gpu_{args.run}.json"
     write_json(str(path), f"gpu_{args.run}", info, settings, result["rows"], result["summary"])
     return path
 
