@@ -63,7 +63,7 @@ def _train_prompt_only(temperature, prompts, tokenizer, settings, device, workdi
         target_temperature=temperature,
         max_steps=settings["max_steps"],
         init_from_token_temperature=True,
-        steps_per_generation=1,
+        sample_every_steps=1,
         **loss_args,
         **_shared_args(settings, device, f"{workdir}/{name}_T{temperature:g}"),
     )
@@ -151,7 +151,7 @@ def train_rloo(temperature: float, prompts: list, tokenizer, settings: dict, dev
         temperature=1.0,
         top_p=1.0,
         top_k=0,
-        steps_per_generation=1,
+        sample_every_steps=1,
         num_iterations=1,
         max_steps=10**6,
         **_shared_args(settings, device, f"{workdir}/rloo_T{temperature:g}"),

@@ -41,7 +41,7 @@ Modes:
 `_prompts.training_extension()`, which only ever train: the held-out prompts stay the pool's. `--split_seed` fixes
 the split while `--seed` changes the training (order, particles) and the draws, to tell the spread between training
 seeds from the split's. SMC distillation draws each prompt's particles once and re-uses them every epoch, unless
-`--steps_per_generation k` draws them afresh (with the adapter proposal, from the adapter as it is then).
+`--sample_every_steps k` draws them afresh (with the adapter proposal, from the adapter as it is then).
 
 A plot per trained run (log p vs log q, raw and centred within prompts, points coloured by prompt) and the JSON go
 to `--output_dir` (default `outputs/fidelity`, git-ignored); `--save_adapters DIR` also keeps every trained adapter,
@@ -181,7 +181,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "keys; methods that draw samples during training, e.g. smc_distill): tells generalisation from fit",
     )
     parser.add_argument(
-        "--steps_per_generation",
+        "--sample_every_steps",
         type=positive_int,
         default=None,
         help="SMC distillation rows only: draw each prompt's particles afresh (from the adapter as it is then, for "
@@ -223,7 +223,7 @@ def resolve_settings(args: argparse.Namespace) -> dict:
             settings[name] = getattr(args, name)
     settings["ess_repeats"] = getattr(args, "ess_repeats", 1)
     settings["ess_train_prompts"] = getattr(args, "ess_train_prompts", 0)
-    settings["steps_per_generation"] = getattr(args, "steps_per_generation", None)
+    settings["sample_every_steps"] = getattr(args, "sample_every_steps", None)
     settings["save_adapters"] = getattr(args, "save_adapters", None)
     if settings["save_adapters"]:  # refused before any training, not after an hour of it
         taken = [
@@ -304,7 +304,7 @@ def train_adapter(method: str, temperature: float, settings: dict, train, tokeni
         # SMC distillation is a likelihood of the target itself: no λ term (its default)
         nll_weight=0.0 if loss_type == "smc_distill" else settings["nll_weight"],
         # fresh particles during training (SMC rows only: the other rows train on the shared samples of p)
-        steps_per_generation=settings.get("steps_per_generation") if loss_type == "smc_distill" else None,
+        sample_every_steps=settings.get("sample_every_steps") if loss_type == "smc_distill" else None,
         num_generations=settings["num_generations"],
         max_completion_length=settings["max_completion_length"],
         max_steps=max_steps,

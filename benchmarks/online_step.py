@@ -12,7 +12,7 @@ Equal numerical settings: both train in float32 without gradient checkpointing (
 `gradient_checkpointing=True`, and on a CPU without native bf16 the autocast makes a Linear several times slower, so
 the defaults would handicap GRPO); the JSON states these settings (`settings.equal_settings`). GRPO samples fresh
 completions every step (`steps_per_generation = 1`; `beta = 0`, so it runs no reference forward); so does
-`SeqTempTrainer` when its config has `steps_per_generation`, and it reads the reference log p of its fresh
+`SeqTempTrainer` when its config has `sample_every_steps`, and it reads the reference log p of its fresh
 completions from the sampler's own logits (exact at token temperature 1), so its step is sampling plus one forward
 and backward of the policy, as GRPO's. Without it, `SeqTempTrainer` samples every prompt's completions once, up front, while it
 is built (and scores them under the reference there), so the same work is then: each side's build time spread over
@@ -145,17 +145,17 @@ def build_grpo(model, tokenizer, dataset, settings: dict, device, max_steps: int
 
 
 def samples_every_step() -> bool:
-    """Whether `SeqTempTrainer` can draw fresh samples during training (`steps_per_generation`), as GRPO does;
+    """Whether `SeqTempTrainer` can draw fresh samples during training (`sample_every_steps`), as GRPO does;
     otherwise it samples every prompt's completions once, up front, when it is built."""
     from hf_seqtemp.trainer import SeqTempConfig
 
-    return "steps_per_generation" in {f.name for f in dataclasses.fields(SeqTempConfig)}
+    return "sample_every_steps" in {f.name for f in dataclasses.fields(SeqTempConfig)}
 
 
 def build_seqtemp(model, tokenizer, dataset, settings: dict, device, max_steps: int, out_dir: str):
     from hf_seqtemp.trainer import SeqTempConfig, SeqTempTrainer
 
-    fresh = {"steps_per_generation": 1} if samples_every_step() else {}
+    fresh = {"sample_every_steps": 1} if samples_every_step() else {}
     args = SeqTempConfig(
         output_dir=out_dir,
         target_temperature=0.5,
@@ -263,7 +263,7 @@ def build_both(base, tokenizer, settings: dict, device, kinds: list[str], conver
 def measure(settings: dict, device, dtype, conversational: bool) -> dict:
     """Steps of both trainers in turn; the paired ratios `seqtemp / grpo` of seconds per step and of peak memory.
 
-    When `SeqTempTrainer` samples up front (no `steps_per_generation`), its sampling and reference scoring happen
+    When `SeqTempTrainer` samples up front (no `sample_every_steps`), its sampling and reference scoring happen
     while it is built, so each side's build time is spread over the steps of the one pass over the prompts:
     the ratio of pair i is `(seqtemp_i + build_seqtemp / steps) / (grpo_i + build_grpo / steps)`.
     """
@@ -331,7 +331,7 @@ def main():
         print(format_summary("seqtemp / grpo: seconds of the step alone", result["step_only"]))
         summary["seqtemp_over_grpo_step_only_time"] = result["step_only"]
     settings.update(
-        equal_settings={**EQUAL_SETTINGS, "model_dtype": args.dtype, "grpo_beta": 0.0, "steps_per_generation": 1},
+        equal_settings={**EQUAL_SETTINGS, "model_dtype": args.dtype, "grpo_beta": 0.0, "grpo_steps_per_generation": 1, "seqtemp_sample_every_steps": 1},
         dtype=args.dtype,
         conversational=not args.plain_prompts,
         memory_method=MEMORY_METHOD[device.type],

@@ -234,7 +234,7 @@ def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, bea
         nll_weight=args.nll_weight,  # None: the objective's default
         # SMC distillation: the adapter proposes its own particles, new ones at every step
         smc_proposal="adapter" if distill else "token",
-        steps_per_generation=1 if distill else None,
+        sample_every_steps=1 if distill else None,
         num_generations=args.num_generations,
         max_completion_length=args.max_completion_length,
         max_steps=args.max_steps,

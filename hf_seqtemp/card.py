@@ -35,14 +35,15 @@ def _card_template() -> string.Template:
 
 def _tags(config: SequenceTemperatureConfig, existing: list[str]) -> list[str]:
     """PEFT's tags (from the card `save_pretrained` wrote, or rebuilt: `base_model:adapter:<id>`, `lora`,
-    `transformers`), TRL's (`trl`, `generated_from_trainer`), hf_seqtemp's, and `custom_generate` (the repository
-    carries a `custom_generate/` folder, which transformers' docs ask to be tagged)."""
+    `transformers`), `Trainer`'s (`generated_from_trainer`; not `trl`, which trains nothing here), hf_seqtemp's, the
+    user's, and `custom_generate` (the repository carries a `custom_generate/` folder, which transformers' docs ask
+    to be tagged)."""
     adapter = "lora_r" in config.training_hyperparameters
     tags = list(existing)
     if config.base_model_id:
         tags.append(f"base_model:{'adapter' if adapter else 'finetune'}:{config.base_model_id}")
     tags += ["lora"] if adapter else []
-    tags += ["transformers", "peft", "trl", "generated_from_trainer", "hf_seqtemp", "seqtemp", "custom_generate"]
+    tags += ["transformers", "peft", "generated_from_trainer", "hf_seqtemp", "seqtemp", "custom_generate"]
     tags.append(f"sequence-temperature-{config.target_temperature:g}")
     return list(dict.fromkeys(tags))  # in order, once each
 
@@ -326,6 +327,7 @@ def write_card(
     source: str | None = None,
     reason: str | None = None,
     shown_as: str | os.PathLike | None = None,
+    tags: list[str] | None = None,
 ) -> SequenceTemperatureConfig:
     """Writes `seqtemp_config.json`, the model card `README.md` and (with a measurement) the plot into `folder`.
 
@@ -374,7 +376,7 @@ def write_card(
         plot_name = PLOT_NAME if os.path.isfile(os.path.join(folder, PLOT_NAME)) else None  # the recorded plot
     config.weights_sha256 = weights_digest(folder)  # ties the config (and its figures) to the weights beside it
     config.save_pretrained(folder)
-    tags = _existing_tags(folder)
+    tags = [*_existing_tags(folder), *(tags or [])]
     chat = _has_chat_template(folder, config)
     ships_tokenizer = os.path.isfile(os.path.join(folder, "tokenizer_config.json"))
     card = render_model_card(

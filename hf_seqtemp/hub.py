@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import os
 import re
 import shutil
@@ -19,9 +18,10 @@ from .config import SequenceTemperatureConfig
 from .generation.custom_generate import write_custom_generate
 from .measure import measure_held_out
 from .peft_compat import is_peft_model
+from .progress import get_logger
 from .staging import saved_version, staged_save
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = [
     "check_can_push",

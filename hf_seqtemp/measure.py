@@ -21,6 +21,7 @@ from .likelihood import AutoregressiveScorer, SequenceScorer
 from .metrics.core import effective_temperature, kendall_tau, sequence_nll
 from .models.validation import check_model_kind
 from .peft_compat import is_peft_model
+from .progress import progress_disabled
 
 MEASURED_MODELS = ("base", "myopic", "tempered")
 """The rows of a held-out measurement: the base model p, the myopic baseline (p at token temperature T) and the
@@ -86,7 +87,7 @@ def score_dataset(
     was_training = model.training
     model.eval()
     logps, lengths = [], []
-    for batch in tqdm(loader, desc=desc):
+    for batch in tqdm(loader, desc=desc, disable=progress_disabled()):
         batch = {k: v.to(device) for k, v in batch.items()}
         logps.append(
             scorer(model, batch["input_ids"], batch["attention_mask"], batch["completion_mask"]).float().cpu()

@@ -6,7 +6,7 @@ of `trainer/test_crash_safe.py`.
 
 KILL is `after:N` (killed when step N ends, between checkpoint writes) or `saving:N` (killed inside the checkpoint
 of step N, after the adapter and optimizer are written, before `trainer_state.json`). `fresh` trains on prompts only
-with fresh samples every two steps (`steps_per_generation=2`); `fixed` on a stored dataset. The test imports
+with fresh samples every two steps (`sample_every_steps=2`); `fixed` on a stored dataset. The test imports
 [`run_api`] and [`run_cli`] for the uninterrupted and the resumed runs.
 """
 
@@ -69,7 +69,7 @@ def settings(output_dir: str, samples: str) -> dict:
         "disable_tqdm": True,
     }
     if samples == "fresh":
-        values["steps_per_generation"] = 2
+        values["sample_every_steps"] = 2
     return values
 
 

@@ -57,12 +57,12 @@ def test_modes_pick_sizes_and_overrides(fidelity):
         fidelity.parse_args(["--ess_train_prompts", "-3"])
     assert fidelity.parse_args(["--ess_train_prompts", "16"]).ess_train_prompts == 16
     # the split follows --seed unless --split_seed fixes it; fresh SMC particles only when asked
-    assert default["split_seed"] == 0 and default["steps_per_generation"] is None
+    assert default["split_seed"] == 0 and default["sample_every_steps"] is None
     assert fidelity.resolve_settings(fidelity.parse_args(["--seed", "3"]))["split_seed"] == 3
-    parsed = fidelity.parse_args(["--seed", "3", "--split_seed", "0", "--steps_per_generation", "1"])
-    assert fidelity.resolve_settings(parsed)["split_seed"] == 0 and parsed.steps_per_generation == 1
+    parsed = fidelity.parse_args(["--seed", "3", "--split_seed", "0", "--sample_every_steps", "1"])
+    assert fidelity.resolve_settings(parsed)["split_seed"] == 0 and parsed.sample_every_steps == 1
     with pytest.raises(SystemExit):
-        fidelity.parse_args(["--steps_per_generation", "0"])
+        fidelity.parse_args(["--sample_every_steps", "0"])
 
 
 def test_prompts_are_split_by_prompt(fidelity):

@@ -156,7 +156,7 @@ def test_fresh_samples_drawn_during_training_are_exact_samples_of_p_despite_the_
         num_generations=4,
         max_completion_length=NEW,
         per_device_train_batch_size=4,
-        steps_per_generation=1,
+        sample_every_steps=1,
         save_strategy="no",
         use_cpu=True,
         seed=0,

@@ -20,6 +20,7 @@ FLOORS = {
     "checks": 0,
     "manifest": 0,
     "locking": 0,
+    "progress": 0,
     "_lazy": 0,
     "config": 1,
     "groups": 1,

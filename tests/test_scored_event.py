@@ -231,7 +231,7 @@ def test_max_length_holds_for_sampled_completions(tmp_path, caplog, fresh):
         max_completion_length=5,
         num_generations=2,
         per_device_train_batch_size=2,
-        steps_per_generation=1 if fresh else None,
+        sample_every_steps=1 if fresh else None,
     )
     data = Dataset.from_dict({"prompt": ["a b c", "d d"]})  # 4 and 3 tokens with BOS
     with caplog.at_level(logging.WARNING):

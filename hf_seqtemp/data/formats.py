@@ -49,6 +49,14 @@ def detect_format(columns: Sequence[str], text_field: str, name: str) -> str:
     ```
     """
     columns = set(columns)
+    preference = sorted(columns & {"chosen", "rejected"})
+    if preference and "completion" not in columns:
+        raise ValueError(
+            f"`{name}` has the columns {preference} of TRL's preference format (DPO's), which SeqTempTrainer does "
+            "not train on: it tempers the model's own distribution per prompt. Keep the prompts only "
+            "(`dataset.select_columns(['prompt'])`, completions are then sampled from the model), or train on one "
+            "answer per row (`dataset.rename_column('chosen', 'completion').remove_columns('rejected')`)."
+        )
     if "input_ids" in columns:
         return "input_ids"
     if {"prompt", "completion"} <= columns:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
@@ -11,8 +10,9 @@ import torch
 from torch.utils.data import Sampler
 
 from ..checks import check_int
+from ..progress import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def check_group_batching(num_generations: int, per_device_batch_size: int, world_size: int, pair_loss: bool) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -13,10 +12,11 @@ from datasets import Dataset
 from tqdm.auto import tqdm
 
 from ..groups import prompt_group_id, value_group_id
+from ..progress import get_logger, progress_disabled
 from .cells import check_cells
 from .formats import detect_format, has_start_token, scored_event
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 EXAMPLE_ID = "example_id"
 GROUP_ID = "group_id"
@@ -98,7 +98,7 @@ def prepare_dataset(
     unconditional = fmt == "text" and not has_start_token(tokenizer) if tokenizer is not None else False
     prompt_ids = _PromptIds(prompt_id_column, tokenizer, name)
     rows, too_long, empty, longest_seen, as_written, example = [], 0, 0, 0, 0, None
-    for index, row in enumerate(tqdm(dataset, desc=f"Tokenizing {name}", leave=False)):
+    for index, row in enumerate(tqdm(dataset, desc=f"Tokenizing {name}", leave=False, disable=progress_disabled())):
         check_cells(row, fmt, text_field, name, index)
         prompt, completion, written = scored_event(row, tokenizer, fmt, text_field, eos_ids)
         prompt_ids.check(row, index, prompt)

@@ -10,6 +10,7 @@ from datasets import Dataset
 from tqdm.auto import tqdm
 
 from ..checks import check_int
+from ..progress import progress_disabled
 from .ancestral import exact_generate
 from .formats import end_at_eos, tokenize_prompt
 
@@ -73,7 +74,7 @@ def sample_completions(
     device = next(model.parameters()).device
     out, logps = [], []
     starts = range(0, len(prompts), batch_size)
-    for start in tqdm(starts, desc=desc, disable=desc is None or len(starts) < 2, leave=False):
+    for start in tqdm(starts, desc=desc, disable=desc is None or len(starts) < 2 or progress_disabled(), leave=False):
         chunk = [list(p) for p in prompts[start : start + batch_size]]
         width = max(len(p) for p in chunk)
         ids = torch.full((len(chunk), width), pad_token_id, dtype=torch.long, device="cpu")

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import json
-import logging
 import random
 from typing import Any, NamedTuple
 
+from ..progress import get_logger
 from .formats import detect_format
 from .prepare import GROUP_ID
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class PromptSplit(NamedTuple):

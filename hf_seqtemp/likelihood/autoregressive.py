@@ -8,7 +8,7 @@ import inspect
 import torch
 
 from ..checks import check_int
-from ..models.validation import SUPPORTED
+from ..models.validation import SUPPORTED, check_model_kind
 from .base import SequenceScorer
 
 
@@ -405,6 +405,8 @@ class AutoregressiveScorer(SequenceScorer):
             A tuple `(token_logps, completion_mask)`, both of shape `(batch, length)`: float32 log-probabilities
             (0 wherever the position is not scored) and the boolean mask of scored positions.
         """
+        if getattr(getattr(_causal_lm(model), "config", None), "is_encoder_decoder", False):
+            check_model_kind(_causal_lm(model), allow_diffusion=False)  # T5 and the like: refused by name
         input_ids, attention_mask, completion_mask = self._check_inputs(input_ids, attention_mask, completion_mask)
         if completion_mask[:, 0].any():
             raise ValueError(

@@ -39,4 +39,5 @@ DIFFUSION_SSTS = LossSpec(
     needs_ref_token_logps=True,
     paper="Eq. 18 / 28 (diffusion L_SSTS, one-order reference conditionals) + nll_weight * L_diff (Eq. 4)",
     needs_groups=True,
+    token_mean=True,
 )

@@ -38,5 +38,6 @@ DISTILL_LOSSES: dict[str, LossSpec] = {
         paper="forward KL to the SMC estimate of p^(1/T) per prompt (Power-SMC particles, self-normalised weights)",
         needs_groups=True,
         draws_particles=True,
+        token_mean=True,
     ),
 }

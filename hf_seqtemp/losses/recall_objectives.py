@@ -60,7 +60,11 @@ def _lambda_pr_objective(inputs: LossInputs, args) -> LossOutput:
 
 
 RECALL_LOSSES: dict[str, LossSpec] = {
-    "c_div": LossSpec(_c_div_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (c-Div, Tsallis α)"),
-    "trunc_r": LossSpec(_trunc_r_objective, paper="arXiv 2508.09654 (TruncR, rolling quantile)"),
-    "lambda_pr": LossSpec(_lambda_pr_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (λ-PR)"),
+    "c_div": LossSpec(
+        _c_div_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (c-Div, Tsallis α)", token_mean=True
+    ),
+    "trunc_r": LossSpec(_trunc_r_objective, paper="arXiv 2508.09654 (TruncR, rolling quantile)", token_mean=True),
+    "lambda_pr": LossSpec(
+        _lambda_pr_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (λ-PR)", token_mean=True
+    ),
 }

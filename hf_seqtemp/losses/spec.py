@@ -45,6 +45,10 @@ class LossInputs:
             objectives that remember a prompt across steps (TruncR's per-prompt quantile).
         log_weights (`torch.Tensor` of shape `(n,)`, *optional*): the SMC particles' log-weights towards
             `p^(1/T)` (`smc_log_weight` column, aligned with `policy_logps`), for `loss_type="smc_distill"`.
+        token_scale (`float`, *optional*, defaults to 1): the factor of the token-mean anti-drift term
+            ([`drift_term`]): under gradient accumulation, `tokens here × steps / tokens of all steps`, so that the
+            steps' token means add up to the token mean of the whole accumulated batch (as transformers does with
+            `num_items_in_batch`).
     """
 
     policy_logps: torch.Tensor
@@ -59,14 +63,15 @@ class LossInputs:
     local_groups: torch.Tensor | None = None
     local_group_ids: torch.Tensor | None = None
     log_weights: torch.Tensor | None = None
+    token_scale: float = 1.0
 
     def drift_term(self) -> torch.Tensor | None:
         """`anti_drift` if given, else the token NLL of `policy_token_logps`, else `None` (nothing to add)."""
         if self.anti_drift is not None:
-            return self.anti_drift
+            return self.anti_drift * self.token_scale
         if self.policy_token_logps is None:
             return None
-        return token_nll(self.policy_token_logps, self.completion_mask)
+        return token_nll(self.policy_token_logps, self.completion_mask) * self.token_scale
 
 
 @dataclass
@@ -84,6 +89,9 @@ class LossSpec:
     paper: str = ""
     needs_groups: bool = False
     """Compares completions of one prompt (pairs, self-normalisation): batches must hold whole prompt groups."""
+    token_mean: bool = False
+    """The whole loss is a mean over completion tokens: under gradient accumulation the trainer rescales it by the
+    steps' token counts (`num_items_in_batch`); otherwise only the anti-drift term is (`LossInputs.token_scale`)."""
     draws_particles: bool = False
     """Trains on SMC particles of `p^(1/T)` that the trainer draws per prompt (prompt-only data), with their
     log-weights in the `smc_log_weight` column."""

@@ -49,5 +49,6 @@ TEMPERATURE_LOSSES: dict[str, LossSpec] = {
         needs_ref_token_logps=True,
         paper="Eq. 8 / 18 (LHTS, autoregressive L_SSTS)",
         needs_groups=True,
+        token_mean=True,
     ),
 }

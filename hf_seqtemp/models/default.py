@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import importlib.util
-import logging
 import os
 from pathlib import Path
 
 import torch
 
-logger = logging.getLogger(__name__)
+from ..progress import get_logger
+
+logger = get_logger(__name__)
 
 DEFAULT_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 """Hub id recorded as the base model. The embedded weights are that model's Q4_1 GGUF, dequantised to float32."""

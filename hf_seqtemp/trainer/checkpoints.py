@@ -373,7 +373,7 @@ class CheckpointMixin:
             if state["sampling"] is None:
                 raise ValueError(
                     f"checkpoint {folder} holds no pool of fresh samples for process {self.accelerator.process_index} "
-                    f"({os.path.basename(path)}): it was saved by a run without `steps_per_generation` or on fewer "
+                    f"({os.path.basename(path)}): it was saved by a run without `sample_every_steps` or on fewer "
                     "processes; resume it with that run's settings."
                 )
             self._load_sampling_state(state["sampling"])

@@ -19,6 +19,23 @@ def _has_accelerator() -> bool:
     return accelerator.is_available() if accelerator is not None else torch.cuda.is_available()
 
 
+REFUSED_TRL_NAMES = {
+    "steps_per_generation": "TRL's GRPO knob (a generation every k micro-batches, by default every optimisation "
+    "step). SeqTempTrainer samples the reference p, which does not change: by default once, before training. "
+    "For fresh samples every k optimisation steps use `sample_every_steps=k` (k=1 is GRPO's default)",
+    "generation_batch_size": "TRL's GRPO knob (completions per generation). Here each prompt gets "
+    "`num_generations` completions; for fresh ones every k optimisation steps use `sample_every_steps=k`",
+    "generation_kwargs": "completions are exact samples of p (temperature 1, no top-k/top-p, every EOS id), which "
+    "the losses need; any generation setting would change the distribution they are drawn from",
+    "chat_template_kwargs": "one chat template renders every prompt here (training, evaluation, sampling, the "
+    "CLI); set the variables in `tokenizer.chat_template` itself",
+    "dataset_num_proc": "tokenisation runs in the main process here; leave it unset",
+    "log_completions": "not available; the sampled completions are in the pool saved with each checkpoint "
+    "(`seqtemp_state_<rank>.json`)",
+}
+"""TRL config names that mean something else here, or nothing: refused, with why and what to use instead."""
+
+
 @dataclass
 class SeqTempConfig(TrainingArguments):
     r"""
@@ -103,14 +120,19 @@ class SeqTempConfig(TrainingArguments):
         max_completion_length (`int`, *optional*, defaults to `64`):
             Longest completion sampled for a prompt-only dataset (a completion also ends at EOS). Sampling is exact:
             token temperature 1, no top-k / top-p, from the reference p (the adapter disabled).
-        steps_per_generation (`int` or `None`, *optional*, defaults to `None`):
-            Fresh samples of p during training, for a prompt-only `train_dataset` (TRL's name). `None` samples
-            `num_generations` completions per prompt once, before training, and trains on that fixed set (epochs
-            re-use it). An integer k keeps `num_generations` completion slots per prompt and starts a new generation
+        sample_every_steps (`int` or `None`, *optional*, defaults to `None`):
+            Fresh samples of p during training, for a prompt-only `train_dataset`. `None` samples `num_generations`
+            completions per prompt once, before training, and trains on that fixed set (epochs re-use it): p, the
+            reference, does not change, so one sample of it stays a sample of it (GRPO samples its *policy*, which
+            does). An integer k keeps `num_generations` completion slots per prompt and starts a new generation
             every k optimisation steps: a slot drawn in an earlier generation is resampled (and its reference
             log-probabilities recomputed) the next time a batch reads it, so a long run is not limited to one finite
             sample. k = 1 samples every batch afresh, as GRPO does. Needs a causal LM; with full fine-tuning it keeps
-            a frozen copy of the model as the reference.
+            a frozen copy of the model as the reference. (TRL's `steps_per_generation` counts micro-batches and
+            defaults to sampling every optimisation step; it is refused here with this translation.)
+        num_generations_eval (`int` or `None`, *optional*, defaults to `None`):
+            Completions sampled per prompt for a prompt-only `eval_dataset` (TRL's name); `None` uses
+            `num_generations`. ≥ 2: the figures compare completions of one prompt.
         smc_proposal (`str`, *optional*, defaults to `"token"`):
             With `loss_type="smc_distill"`, what proposes the SMC particles: `"token"` (token temperature T of the
             reference p, training-free Power-SMC) or `"adapter"` (the adapter being trained, refreshed at every
@@ -122,6 +144,16 @@ class SeqTempConfig(TrainingArguments):
             Column that names each example's prompt group, when the dataset has it (any ids). Without it the group
             is the prompt's token ids (identical prompts share a group whatever the dataset layout); a plain-text
             corpus is one group.
+
+        > Parameters that control the model
+
+        model_init_kwargs (`dict` or `None`, *optional*, defaults to `None`):
+            Keyword arguments of `AutoModelForCausalLM.from_pretrained` when the trainer's `model` is a Hub id or a
+            path (TRL's name), e.g. `{"dtype": "bfloat16"}`.
+        disable_dropout (`bool`, *optional*, defaults to `True`):
+            Set every dropout probability of the model to 0 (TRL's name and default). The reference p is scored in
+            eval mode; with dropout on, the trained model's forward in train mode is another distribution, and at
+            initialisation T_eff and τ read other than 1 (GPT-2 and OPT ship dropout 0.1).
 
         > Parameters that control the data preprocessing
 
@@ -154,6 +186,17 @@ class SeqTempConfig(TrainingArguments):
 
         precompute_ref_logps (`bool`, *optional*):
             Deprecated alias of `precompute_ref_log_probs`; removed in a later release.
+
+        > TRL parameters refused by name (each raises when set, saying why and what to use)
+
+        steps_per_generation (`int`, *optional*): GRPO's sampling cadence; see `sample_every_steps`.
+        generation_batch_size (`int`, *optional*): GRPO's sampling cadence; see `sample_every_steps`.
+        generation_kwargs (`dict`, *optional*): completions are exact samples of p, with no processor.
+        chat_template_kwargs (`dict`, *optional*): set the template's variables in `tokenizer.chat_template` (one
+            template renders every prompt: training, evaluation, sampling).
+        dataset_num_proc (`int`, *optional*): tokenisation runs in the main process.
+        log_completions (`bool`, *optional*): not available; sampled completions are in the pool saved with each
+            checkpoint.
 
     > [!NOTE]
     > Defaults that differ from [`~transformers.TrainingArguments`]: `logging_steps=10`,
@@ -223,12 +266,16 @@ class SeqTempConfig(TrainingArguments):
     max_completion_length: int = field(
         default=64, metadata={"help": "Longest completion sampled for a prompt-only dataset (also ends at EOS)."}
     )
-    steps_per_generation: int | None = field(
+    sample_every_steps: int | None = field(
         default=None,
         metadata={
-            "help": "Prompt-only data: resample the completions every k optimisation steps (fresh samples of p); "
-            "None samples once before training."
+            "help": "Prompt-only data: sample fresh completions of p every k optimisation steps; None samples once "
+            "before training (p does not change)."
         },
+    )
+    num_generations_eval: int | None = field(
+        default=None,
+        metadata={"help": "Completions sampled per prompt of a prompt-only eval_dataset; default num_generations."},
     )
     smc_proposal: str = field(
         default="token",
@@ -246,6 +293,31 @@ class SeqTempConfig(TrainingArguments):
         default="prompt_id",
         metadata={"help": "Column naming each example's prompt group, if present; else the prompt's tokens."},
     )
+    # Parameters that control the model
+    model_init_kwargs: dict | str | None = field(
+        default=None,
+        metadata={"help": "from_pretrained kwargs when the model is given by id or path (a dict, or its JSON)."},
+    )
+    disable_dropout: bool = field(
+        default=True, metadata={"help": "Set every dropout probability of the model to 0 (TRL's default)."}
+    )
+    # TRL parameters refused by name
+    steps_per_generation: int | None = field(
+        default=None, metadata={"help": "Refused: GRPO's cadence; use --sample_every_steps (optimisation steps)."}
+    )
+    generation_batch_size: int | None = field(
+        default=None, metadata={"help": "Refused: GRPO's cadence; use --sample_every_steps (optimisation steps)."}
+    )
+    generation_kwargs: dict | str | None = field(
+        default=None, metadata={"help": "Refused: completions are exact samples of p, with no processor."}
+    )
+    chat_template_kwargs: dict | str | None = field(
+        default=None, metadata={"help": "Refused: set the variables in tokenizer.chat_template itself."}
+    )
+    dataset_num_proc: int | None = field(
+        default=None, metadata={"help": "Refused: tokenisation runs in the main process."}
+    )
+    log_completions: bool = field(default=False, metadata={"help": "Refused: not available."})
     # Parameters that control the data preprocessing
     max_length: int = field(
         default=512,
@@ -342,11 +414,19 @@ class SeqTempConfig(TrainingArguments):
             )
         for name in ("num_generations", "max_completion_length", "num_orders"):
             check_int(getattr(self, name), name)
-        for name in ("steps_per_generation", "ref_num_orders"):
+        self._refuse_trl_names()
+        if isinstance(self.model_init_kwargs, str):
+            import json
+
+            self.model_init_kwargs = json.loads(self.model_init_kwargs)
+        if self.model_init_kwargs is not None and not isinstance(self.model_init_kwargs, dict):
+            raise TypeError(f"`model_init_kwargs` must be a dict (or its JSON), got {self.model_init_kwargs!r}.")
+        for name in ("sample_every_steps", "ref_num_orders"):
             check_int(getattr(self, name), name, allow_none=True)
-        if (self.steps_per_generation is not None or self.loss_type == "smc_distill") and self.dataloader_num_workers:
+        check_int(self.num_generations_eval, "num_generations_eval", 2, allow_none=True, fix="Use ≥ 2 or None.")
+        if (self.sample_every_steps is not None or self.loss_type == "smc_distill") and self.dataloader_num_workers:
             raise ValueError(
-                f"`dataloader_num_workers={self.dataloader_num_workers}` with `steps_per_generation` or `loss_type="
+                f"`dataloader_num_workers={self.dataloader_num_workers}` with `sample_every_steps` or `loss_type="
                 f"'smc_distill'` (samples drawn during training): "
                 "the samples are drawn while batches are collated, so in worker processes they would never reach the "
                 "pool that checkpoints save, and a resumed run would draw others. Set `dataloader_num_workers=0`."
@@ -357,3 +437,9 @@ class SeqTempConfig(TrainingArguments):
                 "leave it False."
             )
         super().__post_init__()
+
+    def _refuse_trl_names(self) -> None:
+        """TRL names a TRL user may pass that mean something else here, or nothing: refused, saying why."""
+        for name, why in REFUSED_TRL_NAMES.items():
+            if getattr(self, name) not in (None, False):
+                raise ValueError(f"`{name}` is not supported by SeqTempConfig, got {getattr(self, name)!r}: {why}.")

@@ -5,7 +5,6 @@ this rank's rows), evaluation rows counted once, per-rank sampling streams, and 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 
 import numpy as np
@@ -13,7 +12,9 @@ import torch
 import torch.nn.functional as F
 from accelerate.utils import DistributedType
 
-logger = logging.getLogger(__name__)
+from ..progress import get_logger
+
+logger = get_logger(__name__)
 
 
 def _padded(values: torch.Tensor, shape: list[int]) -> torch.Tensor:

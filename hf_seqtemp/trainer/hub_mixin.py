@@ -31,6 +31,7 @@ class HubMixin:
     _measured: tuple | None = None  # (key, measurement): the last held-out measurement, reused at the same step
     _base_recorded: tuple | None = None  # (id of the base, (fingerprint, source)): the base weights do not change
     _saving_checkpoint = False
+    _card_tags: list[str] | None = None  # tags given to `push_to_hub` / `create_model_card`
 
     # ------------------------------------------------------------------ saving with the card
     def _save_checkpoint(self, model, trial) -> None:
@@ -59,7 +60,7 @@ class HubMixin:
             [`SequenceTemperatureConfig`]: the config written, with the measured figures.
         """
         options = {"held_out_dataset": held_out_dataset, "base_model": base_model, "tokenizer": tokenizer}
-        options.update(dataset_names=dataset_names, repo_id=repo_id, batch_size=batch_size)
+        options.update(dataset_names=dataset_names, repo_id=repo_id, batch_size=batch_size, tags=self._card_tags)
         folder = str(folder)
         self._card_options, self._card_config = options, None
         try:
@@ -87,7 +88,7 @@ class HubMixin:
             config.base_model_id, base = str(base), None
         config.base_model_fingerprint, config.base_model_source = self._base_record(base)
         held_out = options.get("held_out_dataset")
-        held_out = held_out if held_out is not None else self.eval_dataset
+        held_out = held_out if held_out is not None else self._first_eval_dataset()
         measurement, reason = None, None  # `reason`: why nothing was measured, shown if no evaluate() ran either
         if held_out is not None and self._saving_checkpoint:
             reason = "a checkpoint's card scores nothing and no `evaluate()` ran before this checkpoint"
@@ -109,7 +110,14 @@ class HubMixin:
             source="the last `evaluate()` during training",
             reason=reason,
             shown_as=shown_as,
+            tags=options.get("tags"),
         )
+
+    def _first_eval_dataset(self):
+        """The `eval_dataset`, or the first of a dict of them: what the card's figures are measured on."""
+        if isinstance(self.eval_dataset, dict):
+            return next(iter(self.eval_dataset.values()), None)
+        return self.eval_dataset
 
     def _base_record(self, base) -> tuple:
         """Fingerprint and source of the base p the model is tempered against: `base` when given, else the PEFT
@@ -158,8 +166,21 @@ class HubMixin:
         >>> reports["tempered"]["t_eff"], reports["myopic"]["t_eff"]  # doctest: +SKIP
         ```
         """
-        held_out = held_out_dataset if held_out_dataset is not None else self.eval_dataset
+        held_out = held_out_dataset if held_out_dataset is not None else self._first_eval_dataset()
         return self._measure_for_card(held_out, base_model, self.processing_class, batch_size)
+
+    def create_model_card(self, dataset=None, dataset_tags=None, tags=None, **kwargs) -> None:
+        """Writes hf_seqtemp's model card (the measured one of `save_model`) into `output_dir`, with `dataset` (or
+        `dataset_tags`) as the card's datasets and `tags` added; not `Trainer`'s generic card, which would replace
+        the measured figures. `Trainer`'s other card arguments (`language`, `license`, `model_name`, ...) are
+        refused by name."""
+        kwargs = {key: value for key, value in kwargs.items() if value is not None}
+        dataset_names, extra = _card_kwargs(None, {"dataset_name": dataset or dataset_tags, "tags": tags, **kwargs})
+        self._card_options = {"dataset_names": dataset_names, "tags": extra}
+        try:
+            self.save_model(self.args.output_dir, _internal_call=True)
+        finally:
+            self._card_options = None
 
     # ------------------------------------------------------------------ the Hub
     def init_hf_repo(self, token: str | None = None, private: bool | None = None) -> None:
@@ -179,6 +200,7 @@ class HubMixin:
         private: bool | None = None,
         dataset_names: list[str] | None = None,
         held_out_dataset: Dataset | None = None,
+        **kwargs,
     ):
         """Writes [`~hf_seqtemp.hub.save_for_hub`]'s folder to `<output_dir>/hub` and uploads it to `hub_model_id`.
 
@@ -190,6 +212,7 @@ class HubMixin:
         >>> trainer.push_to_hub(dataset_names=["me/prompts"])  # doctest: +SKIP
         ```
         """
+        dataset_names, tags = _card_kwargs(dataset_names, kwargs, "push_to_hub")
         token = token if token is not None else self.args.hub_token
         hub.check_can_push(token)  # offline or no token: fail before anything is scored
         if self.hub_model_id is None:
@@ -197,9 +220,13 @@ class HubMixin:
         if not self.is_world_process_zero():
             return None
         folder = os.path.join(self.args.output_dir, "hub")
-        self.save_for_hub(
-            folder, held_out_dataset=held_out_dataset, dataset_names=dataset_names, repo_id=self.hub_model_id
-        )
+        self._card_tags = tags
+        try:
+            self.save_for_hub(
+                folder, held_out_dataset=held_out_dataset, dataset_names=dataset_names, repo_id=self.hub_model_id
+            )
+        finally:
+            self._card_tags = None
         return hub.push_to_hub(
             folder,
             self.hub_model_id,
@@ -208,3 +235,21 @@ class HubMixin:
             commit_message=commit_message or "End of training",
             revision=revision if revision is not None else self.args.hub_revision,
         )
+
+
+def _card_kwargs(dataset_names, kwargs: dict, method: str = "create_model_card") -> tuple[list | None, list | None]:
+    """`(dataset_names, tags)` from `Trainer`'s card keywords: `dataset_name` (a str or a list: the card's
+    datasets, beside `dataset_names`) and `tags`; any other keyword is refused by name."""
+    kwargs = dict(kwargs)
+    named = kwargs.pop("dataset_name", None)
+    tags = kwargs.pop("tags", None)
+    unknown = sorted(key for key, value in kwargs.items() if value is not None)
+    if unknown:
+        raise TypeError(
+            f"`{method}` got {unknown}, which hf_seqtemp's card does not take: it takes `dataset_name` (or "
+            "`dataset_names`) and `tags`; its figures and metadata are measured and recorded by the trainer."
+        )
+    names = [named] if isinstance(named, str) else list(named or [])
+    names = [*(dataset_names or []), *names] or None
+    tags = [tags] if isinstance(tags, str) else (list(tags) if tags else None)
+    return names, tags

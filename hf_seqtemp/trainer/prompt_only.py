@@ -1,10 +1,9 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Completing a prompt-only dataset with `num_generations` samples of the reference p per prompt: once before
-training ([`complete_prompts`]), or afresh every `steps_per_generation` steps ([`CompletionPool`])."""
+training ([`complete_prompts`]), or afresh every `sample_every_steps` steps ([`CompletionPool`])."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import torch
@@ -15,9 +14,10 @@ from transformers import TrainerCallback
 
 from ..data import EXAMPLE_ID, GROUP_ID, PROMPT_IDS, eos_ids_of, sample_completions
 from ..data.cells import TRUNCATED
+from ..progress import get_logger, progress_disabled
 from .distributed import sampling_seed, seeded
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def pad_token_id_of(processing_class, model) -> int:
@@ -68,7 +68,8 @@ def warn_cut(cut: int, total: int, max_length: int, where: str) -> None:
 def complete_prompts(
     reference, prompts: Dataset, args, processing_class, split: str, accelerator=None, return_logps: bool = False
 ) -> Dataset | tuple[Dataset, list[list[float]]]:
-    """`args.num_generations` completions of every prompt, drawn exactly from `reference` (no grad, eval mode,
+    """`args.num_generations` (for the eval split `args.num_generations_eval` when set) completions of every prompt,
+    drawn exactly from `reference` (no grad, eval mode,
     token temperature 1, no top-k / top-p, ending at EOS or after `args.max_completion_length` tokens), each cut
     to fit `args.max_length` tokens with its prompt ([`sampled_row`], warned once with their number).
 
@@ -85,6 +86,8 @@ def complete_prompts(
         `return_logps`, a tuple of it and the per-row token log-probabilities (cut as the rows are).
     """
     repeats = args.num_generations
+    if split == "eval" and getattr(args, "num_generations_eval", None) is not None:
+        repeats = args.num_generations_eval
     prompt_ids = [ids for ids in prompts[PROMPT_IDS] for _ in range(repeats)]
     groups = [g for g in prompts[GROUP_ID] for _ in range(repeats)]
     size = args.per_device_eval_batch_size
@@ -95,7 +98,12 @@ def complete_prompts(
     drawn = []
     eos_ids, pad = eos_ids_of(reference, processing_class), pad_token_id_of(processing_class, reference)
     desc = f"Sampling {repeats} completions per prompt from the reference ({split})"
-    for start in tqdm(chunks[rank::world], desc=desc, disable=len(chunks) < 2 or rank > 0, leave=False):
+    for start in tqdm(
+        chunks[rank::world],
+        desc=desc,
+        disable=len(chunks) < 2 or rank > 0 or progress_disabled(args.disable_tqdm),
+        leave=False,
+    ):
         with seeded(sampling_seed(args.seed, 0 if split == "train" else 1, start)):
             chunk = prompt_ids[start : start + size]
             out = sample_completions(
@@ -148,7 +156,7 @@ class CompletionPool(torch.utils.data.Dataset):
     Args:
         prompts ([`~datasets.Dataset`]): a prepared prompt-only dataset (`prompt_ids`, `group_id`).
         num_generations (`int`): slots per prompt.
-        batches_per_generation (`int`, *optional*, defaults to 1): `steps_per_generation` × gradient accumulation.
+        batches_per_generation (`int`, *optional*, defaults to 1): `sample_every_steps` × gradient accumulation.
     """
 
     def __init__(self, prompts: Dataset, num_generations: int, batches_per_generation: int | None = 1):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 
 import torch
 from datasets import Dataset
@@ -14,10 +13,12 @@ from tqdm.auto import tqdm
 from ..data import EXAMPLE_ID, eos_ids_of, sample_completions
 from ..likelihood.autoregressive import AutoregressiveScorer
 from ..peft_compat import peft_model_of
+from ..progress import get_logger, progress_disabled
 from .distributed import sampling_seed, seeded
+from .eval_sets import each_eval, split_of
 from .prompt_only import pad_token_id_of, reference_from_sampler
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class ReferenceMixin:
@@ -115,8 +116,13 @@ class ReferenceMixin:
         # a completion pool scores its fresh rows as it draws them; sampled prompt-only rows took theirs from the sampler
         if self._pool is None and "train" not in self._scored_by_sampler:
             self.train_dataset = self._add_reference_columns(self.train_dataset, "train")
-        if self.eval_dataset is not None and "eval" not in self._scored_by_sampler:
-            self.eval_dataset = self._add_reference_columns(self.eval_dataset, "eval")
+        if self.eval_dataset is not None:
+
+            def scored(name, dataset):
+                split = split_of(name)
+                return dataset if split in self._scored_by_sampler else self._add_reference_columns(dataset, split)
+
+            self.eval_dataset = each_eval(self.eval_dataset, scored)
 
     def _reference_column_names(self) -> set[str]:
         token = {self.family.reference_column} if self.objective.needs_ref_token_logps else set()
@@ -145,7 +151,11 @@ class ReferenceMixin:
                 dataset.select(mine), batch_size=self.args.per_device_eval_batch_size, collate_fn=self.data_collator
             )
             rows = []
-            for batch in tqdm(loader, desc=f"Reference log-probs ({split})", disable=not self.is_local_process_zero()):
+            for batch in tqdm(
+                loader,
+                desc=f"Reference log-probs ({split})",
+                disable=progress_disabled(self.args.disable_tqdm) or not self.is_local_process_zero(),
+            ):
                 rows.extend(self._reference_values(batch))
         rows = [(i, *row) for i, row in zip(mine, rows)]
         if self.accelerator.num_processes > 1:

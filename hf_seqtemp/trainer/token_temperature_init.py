@@ -3,7 +3,9 @@
 
 For a decoder whose logits are `W · norm(h)` with a linear head and no bias after the final norm, scaling the
 norm's affine parameters by 1/T divides every logit by T: the model becomes exactly the token-temperature-T
-baseline of Section 3.4. Training that scale as a PEFT `modules_to_save` copy (next to LoRA) starts the sequence
+baseline of Section 3.4. A norm with an offset parameterisation, `x · (1 + w)` (Gemma 3), is folded as
+`w' = (1 + w) / T - 1`. A model whose logits pass through a soft-capping `c · tanh(z / c)` after the head (Gemma 2)
+has no exact fold, and is refused. Training that scale as a PEFT `modules_to_save` copy (next to LoRA) starts the sequence
 temperature fit from the myopic solution instead of from T = 1; the saved folder stays a standard PEFT adapter.
 """
 
@@ -54,14 +56,35 @@ def fold_token_temperature(peft_model, temperature: float) -> None:
     probe = torch.arange(min(8, base.config.vocab_size), device=base.device)[None]
     with peft_model.disable_adapter():
         expected = peft_model(input_ids=probe).logits.float() / temperature
-    saved = {key: value.clone() for key, value in trainable.state_dict().items()}
-    for parameter in trainable.parameters():
-        parameter.mul_(1.0 / temperature)
-    # LoRA starts at zero (B = 0), so with the scaled norm the adapter model is exactly the myopic baseline
-    got = peft_model(input_ids=probe).logits.float()
-    if not torch.allclose(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item()):
-        trainable.load_state_dict(saved)
+    capped = getattr(getattr(base.config, "get_text_config", lambda: base.config)(), "final_logit_softcapping", None)
+    if capped:  # tanh(z / c) * c: no scale of the norm divides it by T, however close a probe looks
         raise ValueError(
-            f"scaling `{name}` by 1/T does not divide the logits of {type(base).__name__} by T (an offset norm or a "
-            "bias after the norm, or a LoRA initialised away from zero); set `init_from_token_temperature=False`."
+            f"`init_from_token_temperature=True` cannot start {type(base).__name__} at token temperature exactly: its "
+            f"logits are soft-capped after the head (`final_logit_softcapping={capped}`), which no scale of the "
+            "norm divides by T. Set `init_from_token_temperature=False`."
         )
+    saved = {key: value.clone() for key, value in trainable.state_dict().items()}
+    # LoRA starts at zero (B = 0), so with the scaled norm the adapter model is exactly the myopic baseline
+    for fold in (_scale, _scale_offset):
+        trainable.load_state_dict(saved)
+        fold(trainable, temperature)
+        got = peft_model(input_ids=probe).logits.float()
+        if torch.allclose(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item()):
+            return
+    trainable.load_state_dict(saved)
+    raise ValueError(
+        f"scaling `{name}` by 1/T (as `w / T` or, for an offset norm, `(1 + w) / T - 1`) does not divide the logits "
+        f"of {type(base).__name__} by T (a bias after the norm, or a LoRA initialised away from zero); set "
+        "`init_from_token_temperature=False`."
+    )
+
+
+def _scale(norm: torch.nn.Module, temperature: float) -> None:
+    for parameter in norm.parameters():
+        parameter.mul_(1.0 / temperature)
+
+
+def _scale_offset(norm: torch.nn.Module, temperature: float) -> None:
+    """`x · (1 + w)` becomes `x · (1 + w) / T`: `w' = (1 + w) / T - 1`."""
+    for parameter in norm.parameters():
+        parameter.add_(1.0).mul_(1.0 / temperature).sub_(1.0)

@@ -12,6 +12,7 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, Trainer
 from transformers.trainer_utils import enable_full_determinism, set_seed
 
+from .. import hub
 from ..config import SequenceTemperatureConfig
 from ..data import (
     GROUP_ID,
@@ -34,12 +35,30 @@ from ..staging import staged_save
 from .checkpoints import CheckpointMixin
 from .config import SeqTempConfig
 from .distributed import check_launch, exit_with_launcher, gather_rows, rows_to_keep, token_mean_over_ranks
+from .eval_sets import each_eval, split_of
 from .families import family_for
 from .hub_mixin import HubMixin
 from .metric_log import MetricLog
 from .particles import SMC_LOG_WEIGHT, check_particle_setup, draw_particles
 from .prompt_only import CompletionPool, FreshCollator, FreshSamples, complete_prompts, pad_token_id_of
 from .reference import ReferenceMixin
+
+
+def disable_dropout(model: torch.nn.Module) -> None:
+    """Sets every dropout probability of `model` to 0: its `torch.nn.Dropout` modules (as TRL's
+    `disable_dropout_in_model` does), and the float dropout rates that modules and configs keep for
+    `torch.nn.functional.dropout` (OPT's layers, the attention dropout of many models)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        for name, value in list(vars(module).items()):
+            if ("dropout" in name or name.endswith("pdrop")) and isinstance(value, float):
+                setattr(module, name, 0.0)
+        config = getattr(module, "config", None)
+        if config is not None and hasattr(config, "to_dict"):
+            for name, value in config.to_dict().items():
+                if ("dropout" in name or name.endswith("pdrop")) and isinstance(value, float) and value > 0:
+                    setattr(config, name, 0.0)
 
 
 class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
@@ -63,9 +82,16 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
         args ([`SeqTempConfig`], *optional*): training configuration; defaults to `SeqTempConfig("<name>-SeqTemp")`.
         data_collator (*optional*): defaults to [`~hf_seqtemp.trainer.data.SeqTempCollator`].
         train_dataset ([`~datasets.Dataset`]): text, prompt/completion, or pre-tokenised `input_ids`.
-        eval_dataset ([`~datasets.Dataset`], *optional*): held-out sequences; `evaluate()` logs T_eff, τ, h_std.
+        eval_dataset ([`~datasets.Dataset`] or `dict`, *optional*): held-out sequences (a dict of named sets is
+            evaluated set by set, as by `Trainer`); `evaluate()` logs T_eff, τ, h_std. The held-out figures of the
+            model card are measured on the first set of a dict.
         processing_class (*optional*): the tokenizer (needed for text datasets).
-        compute_metrics, callbacks, optimizers: as in [`~transformers.Trainer`].
+        compute_metrics (*optional*): called after each evaluation, as in [`~transformers.Trainer`], with an
+            `EvalPrediction` whose `predictions` `(n, 2)` hold each held-out sequence's `(log q, log p)` (the trained
+            model, the reference) and whose `label_ids` `(n,)` are its prompt group ids; what it returns is added to
+            the metrics, beside `eval_temp/t_eff`, `eval_temp/kendall_tau`, ... (which `on_evaluate` callbacks such
+            as `EarlyStoppingCallback` see). `eval_dataset` may be a dict of named eval sets.
+        callbacks, optimizers: as in [`~transformers.Trainer`].
         peft_config (`peft.PeftConfig`, *optional*): wraps the model with this adapter (e.g. `LoraConfig`).
         scorer ([`SequenceScorer`], *optional*): sequence-likelihood estimator of a causal LM; defaults to
             [`AutoregressiveScorer`] (exact). Diffusion models take theirs from `args` instead.
@@ -106,7 +132,9 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
         args = self._default_args(model) if args is None else args
         if not isinstance(args, SeqTempConfig):
             raise TypeError(f"`args` must be a SeqTempConfig, got {type(args).__name__}.")
-        model = self._prepare_model(model, processing_class)
+        if args.push_to_hub:  # as transformers' Trainer: an upload that cannot succeed fails before any training
+            hub.check_can_push(args.hub_token)
+        model = self._prepare_model(model, processing_class, args)
         self.family = family_for(model, args, scorer)
         # seeded before the adapter is made, so that one seed gives one adapter (Trainer seeds only after)
         enable_full_determinism(args.seed) if args.full_determinism else set_seed(args.seed)
@@ -116,18 +144,21 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
         model_eos = eos_ids_of(model) if self.family.samples_completions else set()
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset", model_eos)
         if eval_dataset is not None:
-            eval_dataset = self._prepare_dataset(eval_dataset, processing_class, args, "eval_dataset", model_eos)
-            warn_on_shared_prompts(train_dataset, eval_dataset)
+            eval_dataset = each_eval(
+                eval_dataset,
+                lambda name, dataset: self._prepare_dataset(dataset, processing_class, args, name, model_eos),
+            )
+            each_eval(eval_dataset, lambda name, dataset: warn_on_shared_prompts(train_dataset, dataset))
         if data_collator is None:
             data_collator = SeqTempCollator(pad_token_id=pad_token_id_of(processing_class, model))
         self._pool = None
         particles = self.objective.draws_particles
         if particles:
             check_particle_setup(train_dataset, model, args)
-        if is_prompt_only(train_dataset) and (args.steps_per_generation is not None or particles):
-            # samples drawn during training: slots per prompt, refilled every `steps_per_generation` steps (fresh
+        if is_prompt_only(train_dataset) and (args.sample_every_steps is not None or particles):
+            # samples drawn during training: slots per prompt, refilled every `sample_every_steps` steps (fresh
             # samples of p, or SMC particles of p^(1/T) for `smc_distill`, drawn once when it is None)
-            per_generation = args.steps_per_generation
+            per_generation = args.sample_every_steps
             per_generation = None if per_generation is None else per_generation * args.gradient_accumulation_steps
             self._pool = train_dataset = CompletionPool(train_dataset, args.num_generations, per_generation)
             eos_ids = eos_ids_of(model, processing_class)
@@ -177,12 +208,20 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
         return SeqTempConfig(f"{str(name).split('/')[-1]}-SeqTemp")
 
     @staticmethod
-    def _prepare_model(model, processing_class):
-        """The model to train: loaded from a Hub id or path, checked, and a raw diffusion model wrapped."""
+    def _prepare_model(model, processing_class, args: SeqTempConfig):
+        """The model to train: loaded from a Hub id or path (with `args.model_init_kwargs`), checked, its dropout
+        off (`args.disable_dropout`), and a raw diffusion model wrapped."""
         if isinstance(model, str):
             check_transformers_loads_adapter(model)
-            model = AutoModelForCausalLM.from_pretrained(model)
+            model = AutoModelForCausalLM.from_pretrained(model, **(args.model_init_kwargs or {}))
+        elif args.model_init_kwargs:
+            raise ValueError(
+                "`model_init_kwargs` is given but `model` is already built: they apply when `model` is a Hub id or a "
+                "path. Pass those settings to your own `from_pretrained`, or pass the id."
+            )
         check_model_kind(model)
+        if args.disable_dropout:
+            disable_dropout(model)
         return wrap_diffusion_model(model, processing_class) if is_raw_diffusion_model(model) else model
 
     def _add_adapter(self, model, peft_config, args: SeqTempConfig):
@@ -213,6 +252,14 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
     def _prepare_dataset(dataset, processing_class, args: SeqTempConfig, name: str, eos_ids=None):
         if dataset is None:
             raise ValueError(f"`{name}` is None: pass a dataset of sequences to temper.")
+        from datasets import IterableDataset
+
+        if isinstance(dataset, IterableDataset):
+            raise TypeError(
+                f"`{name}` is a datasets.IterableDataset: SeqTempTrainer stores the reference log-probabilities of "
+                "every example and groups completions by prompt, which needs a map-style `datasets.Dataset` (load "
+                "it without `streaming=True`, or `Dataset.from_generator(...)`)."
+            )
         return prepare_dataset(
             dataset, processing_class, args.dataset_text_field, args.max_length, name, args.prompt_id_column, eos_ids
         )
@@ -220,33 +267,42 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
     def _complete_prompt_only_datasets(self):
         """Samples `num_generations` completions per prompt from the reference for prompt-only datasets, and checks
         that an eval set has completions of one prompt to compare."""
-        for split in ("train", "eval"):
-            dataset = getattr(self, f"{split}_dataset")
-            online = isinstance(dataset, CompletionPool)
-            if dataset is not None and (online or is_prompt_only(dataset)):
-                if not self.family.samples_completions:
-                    raise ValueError(
-                        f"`{split}_dataset` holds prompts only: completions are sampled for causal LMs only. Give a "
-                        f"{self.family.name} model its completions (`prompt`/`completion` or `input_ids`)."
-                    )
-                if online:
-                    continue
-                from_sampler = self.args.precompute_ref_log_probs and self._reference_from_sampler()
-                with self._reference_model() as reference:
-                    dataset = complete_prompts(
-                        reference, dataset, self.args, self.processing_class, split, self.accelerator, from_sampler
-                    )
-                if from_sampler:  # the sampler's logits are p's: no second forward pass to score the rows
-                    dataset = self._add_sampler_reference_columns(*dataset)
-                    self._scored_by_sampler = self._scored_by_sampler | {split}
-                setattr(self, f"{split}_dataset", dataset)
+        self.train_dataset = self._complete_split(self.train_dataset, "train")
         if self.eval_dataset is not None:
-            require_pairs(
-                group_codes(self.eval_dataset[GROUP_ID], len(self.eval_dataset)),
-                "eval_dataset",
-                "give at least two completions of each held-out prompt (a prompt-only eval set has "
-                "`num_generations` sampled per prompt), or a shared `prompt_id` column",
+            self.eval_dataset = each_eval(
+                self.eval_dataset, lambda name, data: self._complete_split(data, split_of(name))
             )
+            each_eval(
+                self.eval_dataset,
+                lambda name, data: require_pairs(
+                    group_codes(data[GROUP_ID], len(data)),
+                    name,
+                    "give at least two completions of each held-out prompt (a prompt-only eval set has "
+                    "`num_generations_eval` or `num_generations` sampled per prompt), or a shared `prompt_id` column",
+                ),
+            )
+
+    def _complete_split(self, dataset, split: str):
+        """`dataset` with its prompts' completions sampled from the reference, when it holds prompts only."""
+        online = isinstance(dataset, CompletionPool)
+        if dataset is None or not (online or is_prompt_only(dataset)):
+            return dataset
+        if not self.family.samples_completions:
+            raise ValueError(
+                f"`{split}_dataset` holds prompts only: completions are sampled for causal LMs only. Give a "
+                f"{self.family.name} model its completions (`prompt`/`completion` or `input_ids`)."
+            )
+        if online:
+            return dataset
+        from_sampler = self.args.precompute_ref_log_probs and self._reference_from_sampler()
+        with self._reference_model() as reference:
+            dataset = complete_prompts(
+                reference, dataset, self.args, self.processing_class, split, self.accelerator, from_sampler
+            )
+        if from_sampler:  # the sampler's logits are p's: no second forward pass to score the rows
+            dataset = self._add_sampler_reference_columns(*dataset)
+            self._scored_by_sampler = self._scored_by_sampler | {split}
+        return dataset
 
     def _draw_particles(self, prompts: list[list[int]], slots: list[int]):
         """SMC particles of p^(1/T) for the pool's stale slots, a prompt's `num_generations` slots together
@@ -307,34 +363,70 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
             local_group_ids=group_ids,
             log_weights=gather_rows(self.accelerator, inputs.get(SMC_LOG_WEIGHT), keep),
         )
+        scale = self._token_scale(loss_inputs.completion_mask, num_items_in_batch) if mode == "train" else 1.0
+        if not self.objective.token_mean:
+            loss_inputs.token_scale = scale
         output = self.objective.compute(loss_inputs, self.args)
+        if self.objective.token_mean:
+            output.loss = output.loss * scale
         # 3. record what log() reports
         metrics = {"groups/pairs": pairs, **output.metrics}
         tokens = loss_inputs.completion_mask.sum(1)
         self._metric_log.record(mode, loss_inputs.policy_logps, loss_inputs.ref_logps, tokens, group_ids, metrics)
+        if mode == "eval":  # this rank's rows, for `compute_metrics` (Trainer gathers them across ranks)
+            self._eval_rows = (policy_logps.detach().float(), ref_logps.detach().float(), inputs[GROUP_ID])
         return scale_gradient(output.loss, self.accelerator.num_processes)
 
+    def _get_num_items_in_batch(self, batch_samples: list, device: torch.device):
+        """The completion tokens of the gradient-accumulation steps of one optimisation step, over every process:
+        what a token mean divides by to equal the token mean of one big batch (transformers counts `labels`)."""
+        if not batch_samples or any("completion_mask" not in batch for batch in batch_samples):
+            return None
+        count = sum(batch["completion_mask"].bool().sum() for batch in batch_samples).to(device)
+        if self.accelerator.num_processes > 1:
+            count = self.accelerator.gather(count.reshape(1)).sum()
+        return count
+
+    def _token_scale(self, completion_mask: torch.Tensor, num_items_in_batch) -> float | torch.Tensor:
+        """`tokens of this step (all processes) × accumulation steps / tokens of all the steps`: a token mean of
+        this step times it, divided by the steps as `Trainer` does, adds up to the token mean of the whole batch."""
+        steps = getattr(self, "current_gradient_accumulation_steps", 1) or 1
+        if num_items_in_batch is None or steps == 1:
+            return 1.0
+        tokens = completion_mask.bool().sum().to(torch.float32)
+        return tokens * steps / torch.as_tensor(num_items_in_batch, dtype=torch.float32, device=tokens.device)
+
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        """The loss; unless `prediction_loss_only`, also what `compute_metrics` receives per sequence: predictions
+        `(batch, 2)` of `(log q, log p)` (policy, reference) and labels `(batch,)` the prompt group ids."""
         inputs = self._prepare_inputs(inputs)
         with torch.no_grad():
             loss = self.compute_loss(model, inputs)
-        return loss.detach(), None, None
+        if prediction_loss_only:
+            return loss.detach(), None, None
+        policy, ref, groups = self._eval_rows
+        return loss.detach(), torch.stack([policy, ref], dim=-1), groups
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None, **kwargs):
+        """[`~transformers.Trainer.evaluation_loop`], with the temperature metrics of the whole eval set in its
+        metrics (`eval_temp/t_eff`, `eval_temp/kendall_tau`, ...; `eval_<name>_...` for a dict of eval sets), so
+        that `on_evaluate` callbacks (`EarlyStoppingCallback`), `metric_for_best_model` and the logs see them."""
+        prefix = kwargs.get("metric_key_prefix", "eval")
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, **kwargs)
+        summary = self._metric_log.summary("eval", self.args.target_temperature)
+        self._metric_log.clear("eval")
+        output.metrics.update({f"{prefix}_{key}": value for key, value in summary.items()})
+        return output
 
     # ------------------------------------------------------------------ logging and saving
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        mode = "eval" if any(key.startswith("eval_") for key in logs) else "train"
-        metrics = self._metric_log.summary(mode, self.args.target_temperature)
-        if mode == "eval":
-            metrics = {f"eval_{key}": value for key, value in metrics.items()}
-            self.last_eval_metrics = {**logs, **metrics}
-        logs = {**logs, **metrics}
-        self._metric_log.clear(mode)
+        """Adds the training metrics since the last log (an evaluation's own are in its metrics already)."""
+        if any(key.startswith("eval_") for key in logs):
+            self.last_eval_metrics = dict(logs)
+        else:
+            logs = {**logs, **self._metric_log.summary("train", self.args.target_temperature)}
+            self._metric_log.clear("train")
         super().log(logs, start_time)
-
-    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
-        """Runs [`~transformers.Trainer.evaluate`] and adds the temperature metrics over the whole eval set."""
-        metrics = super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
-        return {**metrics, **self.last_eval_metrics}
 
     def sequence_temperature_config(self) -> SequenceTemperatureConfig:
         """The config saved beside the adapter, with the figures of the last `evaluate()` (if any)."""

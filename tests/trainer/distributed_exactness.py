@@ -1,7 +1,7 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Run under `torchrun --nproc_per_node 2 this.py OUT STEPS`: three checks that two processes compute what one does.
 
-1. fresh samples: per-device batch 1, `num_generations=2`, `steps_per_generation=1`, so every step's group is two
+1. fresh samples: per-device batch 1, `num_generations=2`, `sample_every_steps=1`, so every step's group is two
    completions drawn on the two ranks; each rank records what it drew and the step's grad norm. The prompt-only
    pre-sampling is also run divided across ranks and alone, with the number of chunks each rank drew.
 2. split groups: a batch of two prompt groups held 3 + 2 by the ranks (group 0 split 2 + 1, rows of different
@@ -76,7 +76,7 @@ def fresh_samples(output_dir: str, steps: int) -> dict:
         per_device_train_batch_size=1,
         num_generations=2,
         max_completion_length=3,
-        steps_per_generation=1,
+        sample_every_steps=1,
         logging_steps=1,
         max_grad_norm=1e9,  # logged, not clipped
     )
@@ -124,7 +124,7 @@ def smc_distill_run(output_dir: str, steps: int, per_device: int, resume: str | 
         per_device_train_batch_size=per_device,
         num_generations=4,
         max_completion_length=3,
-        steps_per_generation=1,
+        sample_every_steps=1,
         logging_steps=1,
         **overrides,
     )

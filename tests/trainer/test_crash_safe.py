@@ -86,7 +86,7 @@ def test_a_killed_run_resumes_to_the_adapter_of_the_uninterrupted_run(
 ):
     """Killed after step 4 (checkpoint-3 complete) or inside checkpoint-6 (adapter and optimizer written, no
     trainer_state.json), then resumed: the final adapter equals the uninterrupted run's, bit for bit, and
-    checkpoint-3 is read, never rewritten. `fresh`: the pool of fresh samples (steps_per_generation=2, 2 batches
+    checkpoint-3 is read, never rewritten. `fresh`: the pool of fresh samples (sample_every_steps=2, 2 batches
     per epoch) comes back from the checkpoint with its random stream."""
     out = str(tmp_path / "run")
     _killed(workspace, out, mode, samples, kill, loss_type)

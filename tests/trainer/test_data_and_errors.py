@@ -71,8 +71,8 @@ def test_bad_config_values(tmp_path):
     with pytest.raises(ValueError, match="`remove_unused_columns=True` would drop"):
         _args(tmp_path, remove_unused_columns=True)
     # fresh samples drawn in dataloader workers never reached the checkpointed pool (a resume drew others)
-    with pytest.raises(ValueError, match=r"`dataloader_num_workers=2` with `steps_per_generation`.*Set `dataloader_"):
-        _args(tmp_path, steps_per_generation=1, dataloader_num_workers=2)
+    with pytest.raises(ValueError, match=r"`dataloader_num_workers=2` with `sample_every_steps`.*Set `dataloader_"):
+        _args(tmp_path, sample_every_steps=1, dataloader_num_workers=2)
     assert _args(tmp_path, dataloader_num_workers=2).dataloader_num_workers == 2  # fixed data: workers are fine
 
 

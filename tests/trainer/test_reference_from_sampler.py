@@ -59,7 +59,7 @@ def test_the_completion_pool_takes_the_reference_from_the_sampler(tmp_path, monk
         loss_type="ssts",  # stores the per-token reference too
         num_generations=4,
         max_completion_length=4,
-        steps_per_generation=1,
+        sample_every_steps=1,
         per_device_train_batch_size=12,
         save_strategy="no",
         use_cpu=True,

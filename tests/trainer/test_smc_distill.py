@@ -42,7 +42,7 @@ def _trainer(tmp_path, temperature, proposal="token", lora=False, **overrides):
         "per_device_train_batch_size": 3 * N,
         "num_generations": N,
         "max_completion_length": 3,
-        "steps_per_generation": 1,
+        "sample_every_steps": 1,
         "lr_scheduler_type": "cosine",
         "logging_steps": 200,
         "save_strategy": "no",

@@ -120,7 +120,7 @@ def _word_tokenizer():
 
 
 def test_fresh_samples_during_training_temper_every_prompt_of_a_prompt_only_dataset(tmp_path):
-    """`steps_per_generation=1`: every batch is a fresh draw of p (no finite training set to overfit), and every
+    """`sample_every_steps=1`: every batch is a fresh draw of p (no finite training set to overfit), and every
     prompt's exact KL still falls under a third of its start."""
     model = conditional_lm(4)
     prompts = PROMPTS[1:]  # "x", "y", "z" → [BOS, 1], [BOS, 2], [BOS, 3]
@@ -136,7 +136,7 @@ def test_fresh_samples_during_training_temper_every_prompt_of_a_prompt_only_data
         per_device_train_batch_size=48,
         num_generations=16,
         max_completion_length=3,
-        steps_per_generation=1,
+        sample_every_steps=1,
         # decayed: end / start of the third prompt 0.174, 0.064, 0.057 over seeds 0, 1, 2, the same under torch's
         # default, avx2 and avx512 kernels; at a constant rate it ended wherever its oscillation stopped (0.33 to 0.47)
         lr_scheduler_type="cosine",
