@@ -56,9 +56,10 @@ def _check_output_dir(rest: list[str], parser) -> None:
 def _run(command: str, rest: list[str]) -> int:
     from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 
-    from .parser import SeqTempArgumentParser, renamed_flags
+    from .parser import SeqTempArgumentParser, config_file_flags, renamed_flags
 
     prog = f"hf-seqtemp {command}"
+    rest = config_file_flags(rest, prog)  # TRL's `--config cfg.yaml`: its keys first, the command line's flags win
     rest = renamed_flags(rest, prog)  # one vocabulary, TRL's: --num_generations, --max_completion_length, ...
     if command == "train":
         _check_train_flags(rest, prog)

@@ -20,6 +20,14 @@ class ModelArguments:
     default_model: bool = field(
         default=False, metadata={"help": "Use the embedded SmolLM2-135M-Instruct instead of --model_name_or_path."}
     )
+    dtype: str | None = field(
+        default=None,
+        metadata={
+            "help": "dtype the base model is loaded in (TRL's name): 'auto', 'bfloat16', 'float16' or 'float32'; "
+            "default float32.",
+            "choices": ["auto", "bfloat16", "float16", "float32"],
+        },
+    )
 
 
 @dataclass
@@ -28,6 +36,13 @@ class DataArguments:
 
     dataset_path: str | None = field(
         default=None, metadata={"help": "A `datasets.load_from_disk` folder, or a .json / .jsonl file."}
+    )
+    dataset_name: str | None = field(
+        default=None,
+        metadata={"help": "A dataset on the Hub (TRL's name), read with `datasets.load_dataset` (or from its cache)."},
+    )
+    dataset_config: str | None = field(
+        default=None, metadata={"help": "The configuration of --dataset_name, if it has several (TRL's name)."}
     )
     dataset_train_split: str = field(
         default="train",
@@ -55,6 +70,13 @@ class TrainScriptArguments(DataArguments, ModelArguments):
     eval_fraction: float = field(
         default=0.0,
         metadata={"help": "Fraction of the data held out: measured after training and put in the card; 0 for none."},
+    )
+    use_peft: bool = field(
+        default=True,
+        metadata={
+            "help": "Train a LoRA adapter (TRL's name; on by default here, since the adapter is what is shipped); "
+            "`--use_peft false` fine-tunes the whole model (a frozen copy of it is the reference)."
+        },
     )
     lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (the update is scaled by alpha / r)."})

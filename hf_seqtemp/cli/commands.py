@@ -18,7 +18,7 @@ from .arguments import (
     ModelArguments,
     TrainScriptArguments,
 )
-from .data import _check_one_source, _eval_data, _read_dataset, _read_prompts, _sample
+from .data import _check_one_source, _eval_data, _read_prompts, _sample, read_source
 
 
 def _flagged(message: str, dataclass_types) -> str:
@@ -31,18 +31,28 @@ def _load_base(model_args: ModelArguments, required: bool = True):
     """(model, tokenizer) for --default_model / --model_name_or_path, or (None, None) when neither is given."""
     if model_args.default_model and model_args.model_name_or_path:
         raise ValueError("pass either `--default_model` or `--model_name_or_path`, not both.")
+    dtype = _dtype(model_args.dtype)
     if model_args.default_model:
         from ..models.default import load_default_model
 
-        return load_default_model()
+        return load_default_model(**({} if dtype in (None, "auto") else {"dtype": dtype}))
     if model_args.model_name_or_path is None:
         if required:
             raise ValueError("no base model: pass `--model_name_or_path <id or folder>` or `--default_model`.")
         return None, None
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, dtype=dtype or "float32")
     return model, AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+
+
+def _dtype(name: str | None):
+    """`--dtype`: None, "auto", or the torch dtype it names."""
+    if name is None or name == "auto":
+        return name
+    import torch
+
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
 
 
 # ---------------------------------------------------------------------------------------------------- commands
@@ -70,12 +80,12 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
             file=sys.stderr,
         )
     check_int(script_args.lora_r, "lora_r")
-    prompts_only = script_args.sample_prompts_file is not None and script_args.dataset_path is None
+    prompts_only = script_args.sample_prompts_file is not None
     if not prompts_only:  # read and check the data before loading a model
         from ..data import detect_format
 
         _check_one_source(script_args)
-        data = _read_dataset(script_args.dataset_path, script_args.dataset_train_split)
+        data = read_source(script_args, script_args.dataset_train_split)
         detect_format(data.column_names, training_args.dataset_text_field, "--dataset_path")
     model, tokenizer = _load_base(script_args)
     if prompts_only:
@@ -91,13 +101,15 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
             data, script_args.eval_fraction, training_args.seed, training_args.dataset_text_field
         )
     targets = script_args.lora_target_modules
-    lora = LoraConfig(
-        r=script_args.lora_r,
-        lora_alpha=script_args.lora_alpha,
-        lora_dropout=script_args.lora_dropout,
-        target_modules="all-linear" if targets == ["all-linear"] else targets,
-        task_type="CAUSAL_LM",
-    )
+    lora = None
+    if script_args.use_peft:
+        lora = LoraConfig(
+            r=script_args.lora_r,
+            lora_alpha=script_args.lora_alpha,
+            lora_dropout=script_args.lora_dropout,
+            target_modules="all-linear" if targets == ["all-linear"] else targets,
+            task_type="CAUSAL_LM",
+        )
     trainer = SeqTempTrainer(
         model, training_args, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
     )

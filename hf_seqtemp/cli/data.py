@@ -86,8 +86,34 @@ def _read_prompts(data_args: DataArguments, tokenizer) -> list:
 
 
 def _check_one_source(data_args: DataArguments) -> None:
-    if (data_args.dataset_path is None) == (data_args.sample_prompts_file is None):
-        raise ValueError("pass exactly one of `--dataset_path` and `--sample_prompts_file`.")
+    given = [
+        v for v in (data_args.dataset_path, data_args.dataset_name, data_args.sample_prompts_file) if v is not None
+    ]
+    if len(given) != 1:
+        raise ValueError("pass exactly one of `--dataset_path`, `--dataset_name` and `--sample_prompts_file`.")
+
+
+def read_source(data_args: DataArguments, split: str, split_flag: str = "--dataset_train_split"):
+    """The dataset of `--dataset_path` (a folder or JSON file) or `--dataset_name` (the Hub, or its cache)."""
+    if data_args.dataset_path is not None:
+        return _read_dataset(data_args.dataset_path, split, split_flag)
+    import datasets
+
+    name, config = data_args.dataset_name, data_args.dataset_config
+    try:
+        loaded = datasets.load_dataset(name, config)
+    except Exception as error:  # noqa: BLE001 - offline, no such dataset, no such config: all named below
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(
+            f"`--dataset_name` {name!r}{f' (config {config!r})' if config else ''} could not be read ({first}). On "
+            "a machine without the Hub (HF_HUB_OFFLINE=1) only a dataset already in the Hugging Face cache can be; "
+            "save it once with `load_dataset(...).save_to_disk(folder)` and pass `--dataset_path folder`."
+        ) from None
+    if isinstance(loaded, datasets.DatasetDict):
+        if split not in loaded:
+            raise ValueError(f"`{split_flag}` {split!r} is not in {name!r}; its splits are {sorted(loaded)}.")
+        loaded = loaded[split]
+    return loaded
 
 
 def _check_pairs(data, fmt: str, path: str) -> None:
@@ -112,16 +138,17 @@ def _eval_data(args: EvalArguments):
     _check_one_source(args)
     check_int(args.max_completion_length, "max_completion_length")
     check_int(args.num_generations, "num_generations")
-    if args.dataset_path is not None:
+    if args.dataset_path is not None or args.dataset_name is not None:
         from ..data import detect_format
 
-        data = _read_dataset(args.dataset_path, args.dataset_test_split, "--dataset_test_split")
+        source = args.dataset_path or args.dataset_name
+        data = read_source(args, args.dataset_test_split, "--dataset_test_split")
         fmt = detect_format(data.column_names, args.dataset_text_field, "--dataset_path")
         if fmt != "prompt_only":
-            _check_pairs(data, fmt, args.dataset_path)
+            _check_pairs(data, fmt, source)
             return data, None
         print(
-            f"{args.dataset_path} holds prompts only: sampling {args.num_generations} completions of each from the "
+            f"{source} holds prompts only: sampling {args.num_generations} completions of each from the "
             "base model (as `--sample_prompts_file` does)"
         )
         prompts = list(data["prompt"])

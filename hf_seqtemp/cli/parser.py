@@ -72,6 +72,7 @@ class SeqTempArgumentParser(HfArgumentParser):
 
     def __init__(self, dataclass_types, **kwargs):
         kwargs.setdefault("usage", USAGE)
+        kwargs.setdefault("allow_abbrev", False)  # `--dataset_name` must not silently become `--dataset_names`
         kwargs.setdefault("formatter_class", _DefaultsHelpFormatter)
         super().__init__(dataclass_types, **kwargs)
         for action in self._actions:  # `--no_x` got the help of `--x`: say what it does instead
@@ -201,3 +202,54 @@ def missing_integration(report_to) -> str | None:
                 f"`pip install {package}`, or pick another integration (`--report_to none` turns reporting off)."
             )
     return None
+
+
+def config_file_flags(args: list[str], prog: str) -> list[str]:
+    r"""`--config FILE` (a YAML file of `flag: value`, as TRL's `TrlParser` reads it) as flags placed before the
+    command line's own, so that a flag given on the command line wins. Lists become several values, booleans
+    `true`/`false`, mappings JSON.
+
+    Example:
+    ```python
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
+    ...     _ = handle.write("learning_rate: 0.001\nlora_target_modules: [q_proj, v_proj]\nbf16: false\n")
+    >>> flags = config_file_flags(["--config", handle.name, "--learning_rate", "0.01"], "hf-seqtemp train")
+    >>> flags[:5]
+    ['--learning_rate', '0.001', '--lora_target_modules', 'q_proj', 'v_proj']
+    >>> flags[5:]
+    ['--bf16', 'false', '--learning_rate', '0.01']
+    ```
+    """
+    import json
+
+    position = next((i for i, arg in enumerate(args) if arg == "--config" or arg.startswith("--config=")), None)
+    if position is None:
+        return args
+    if "=" in args[position]:
+        path, rest = args[position].split("=", 1)[1], args[:position] + args[position + 1 :]
+    elif position + 1 < len(args):
+        path, rest = args[position + 1], args[:position] + args[position + 2 :]
+    else:
+        raise SystemExit(f"{prog}: error: `--config` needs a YAML file: `--config train.yaml`.")
+    try:
+        import yaml
+
+        with open(path, encoding="utf-8") as handle:
+            values = yaml.safe_load(handle) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise SystemExit(f"{prog}: error: `--config` {path!r} cannot be read: {error}") from None
+    if not isinstance(values, dict):
+        raise SystemExit(f"{prog}: error: `--config` {path!r} must hold a mapping of flag: value, got {values!r}.")
+    flags = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = ["true" if value else "false"]
+        elif isinstance(value, dict):
+            value = [json.dumps(value)]
+        elif not isinstance(value, list):
+            value = [value]
+        flags += [f"--{key}", *(str(item) for item in value)]
+    return flags + rest

@@ -74,6 +74,19 @@ def _peft_modules(model) -> list:
     return [module for module in model.modules() if isinstance(module, (BaseTunerLayer, AuxiliaryTrainingWrapper))]
 
 
+def adapter_names_present(model) -> set[str]:
+    """Names of the PEFT adapters whose weights `model` (or its inner model) still holds, in LoRA (or other tuner)
+    layers or `modules_to_save` copies; empty after `merge_and_unload()`."""
+    names: set[str] = set()
+    for target in {id(model): model, id(_inner_model(model)): _inner_model(model)}.values():
+        for module in _peft_modules(target):
+            for attribute in (*getattr(module, "adapter_layer_names", ()), "modules_to_save"):
+                layers = getattr(module, attribute, None)
+                if hasattr(layers, "keys"):
+                    names.update(layers.keys())
+    return names
+
+
 def active_peft_adapters(model) -> list[str]:
     """Names of the PEFT adapters that change `model`'s forward pass now (enabled modules only: nothing inside
     `with model.disable_adapter():`), LoRA layers and `modules_to_save` copies alike."""

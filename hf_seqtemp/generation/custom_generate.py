@@ -8,12 +8,15 @@ import copy
 import functools
 import os
 
+from .call_kwargs import seqtemp_call_kwargs
+
 GENERATE_PY = '''# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Sequence-temperature sampling: `model.generate(..., custom_generate=<this repo>, trust_remote_code=True,
 seq_temperature=0.5)`. All logic lives in the `hf_seqtemp` package; this file only delegates to it."""
 
 from transformers.generation import GenerationMixin
 
+from hf_seqtemp.generation.call_kwargs import seqtemp_call_kwargs
 from hf_seqtemp.generation.custom_generate import stop_strings_as_criteria
 from hf_seqtemp.generation.routing import seqtemp_generate
 
@@ -31,6 +34,7 @@ def generate(model, *args, **kwargs):
     """
     kwargs.pop("custom_generate", None)
     kwargs.pop("trust_remote_code", None)
+    seqtemp_call_kwargs(kwargs)  # options on a GenerationConfig, sampling on, the streamer handed over
     # `GenerationMixin.generate` directly: `model.generate` may already be this function
     with stop_strings_as_criteria(model, kwargs):
         return GenerationMixin.generate(model, *args, custom_generate=seqtemp_generate, **kwargs)
@@ -118,7 +122,10 @@ def _generate_with_seq_temperature(*args, model, **kwargs):
 
     from .routing import seqtemp_generate
 
-    if "seq_temperature" not in kwargs or "custom_generate" in kwargs:
+    if "custom_generate" in kwargs:
+        return GenerationMixin.generate(model, *args, **kwargs)
+    seqtemp_call_kwargs(kwargs)
+    if kwargs.get("seq_temperature") is None:
         return GenerationMixin.generate(model, *args, **kwargs)
     kwargs["custom_generate"] = seqtemp_generate
     with stop_strings_as_criteria(model, kwargs):

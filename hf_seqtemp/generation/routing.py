@@ -17,7 +17,8 @@ from transformers.generation.logits_process import LogitsProcessorList
 
 from ..checks import check_temperature
 from ..models.base import DiffusionLM
-from .adapters import tempered_adapters
+from .adapters import adapter_names_present, tempered_adapters
+from .call_kwargs import seqtemp_call_kwargs
 from .diffusion import diffusion_generate
 from .strategies import STRATEGIES, STRATEGY_REGISTRY, GenerateCall
 
@@ -75,6 +76,7 @@ def seqtemp_generate(
     resampling: str = "systematic",
     generator: torch.Generator | None = None,
     allow_active_adapters: bool = False,
+    seqtemp_streamer=None,
     **model_kwargs,
 ):
     """`custom_generate` callable that samples a causal LM at *sequence* temperature `seq_temperature`.
@@ -146,6 +148,14 @@ def seqtemp_generate(
         allow_active_adapters (`bool`, *optional*, defaults to `False`): `"mcmc"` / `"glauber"` on a model with an
             active PEFT adapter that hf_seqtemp does not know (not from `load_tempered`) raise, since the adapter
             may already be tempered; `True` tempers the adapted model as it is.
+        seqtemp_streamer (*optional*): the call's `streamer`, handed over by hf_seqtemp's entry points
+            (`model.generate` of a model from `load_tempered`, [`generate_tempered`], the Hub folder's
+            `custom_generate`): it gets the prompt, then the tokens as `"adapter"` samples them or the whole answer
+            of the other strategies, then `end()`.
+
+    These options may also be set on the call's `GenerationConfig` (`GenerationConfig(seq_temperature=0.5,
+    strategy="smc")`); a keyword wins. `output_scores` / `output_logits` have no meaning for the whole-answer
+    strategies (an answer is not drawn token by token from one distribution) and are refused there.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + new_tokens)`; with `return_dict_in_generate=True` the
@@ -183,16 +193,50 @@ def seqtemp_generate(
             "p^(1/T): drop `num_beams`; for several samples per prompt pass `do_sample=True, num_return_sequences=n`."
         )
     adapters = tempered_adapters(model)
+    _check_not_merged(model, adapters)
     _check_family(model, adapters)
     options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
     options.update(num_candidates=num_candidates, generator=generator, num_particles=num_particles)
     options.update(alpha_ramp_tokens=alpha_ramp_tokens, return_particles=return_particles)
     options.update(proposal=proposal, ess_threshold=ess_threshold, resampling=resampling)
     options.update(allow_active_adapters=allow_active_adapters)
-    call = GenerateCall(*sampling_args, model_kwargs, seq_temperature, adapters, options)
+    streamer = streamer if streamer is not None else seqtemp_streamer
+    call = GenerateCall(*sampling_args[:6], streamer, model_kwargs, seq_temperature, adapters, options)
     if strategy == "auto":
         strategy = "adapter" if adapters else "mcmc"
-    return STRATEGY_REGISTRY[strategy](call)
+    token_by_token = strategy == "adapter"
+    if not token_by_token and (generation_config.output_scores or generation_config.output_logits):
+        raise ValueError(
+            f"`output_scores` / `output_logits` have no meaning for `strategy={strategy!r}`, which draws whole answers "
+            "(not token by token from one distribution): drop them, score the answers with "
+            "`hf_seqtemp.AutoregressiveScorer`, or use `strategy='adapter'`."
+        )
+    if streamer is not None:
+        streamer.put(input_ids.cpu())  # what `generate` does before its decoding loop, which it did not do here
+    out = STRATEGY_REGISTRY[strategy](call)
+    if streamer is not None and not token_by_token:  # `_sample` streamed the adapter's tokens and ended
+        sequences = out if isinstance(out, torch.Tensor) else out.sequences
+        streamer.put(sequences[:, input_ids.shape[1] :].cpu())
+        streamer.end()
+    return out
+
+
+def _check_not_merged(model, adapters: dict[str, Any]) -> None:
+    """Refuses to route through adapters that are no longer in the model (merged with `merge_and_unload`, or
+    unloaded): their weights, if merged, are the model's own now, and another temperature would be sampled from
+    the merged model while named after the base."""
+    if not adapters:
+        return
+    present = adapter_names_present(model)
+    gone = sorted(name for name in adapters if name not in present)
+    if gone:
+        temperatures = sorted({float(adapters[name].target_temperature) for name in gone})
+        raise ValueError(
+            f"the sequence-temperature adapter(s) {gone} (T = {temperatures}) are no longer in this model: merged "
+            "with `merge_and_unload()` or unloaded. A merged model *is* the tempered model: sample it with plain "
+            "`generate` (no `seq_temperature`). For another temperature, load the adapter onto the base model again "
+            "(`hf_seqtemp.load_tempered`)."
+        )
 
 
 def generate_tempered(
@@ -218,4 +262,5 @@ def generate_tempered(
         return diffusion_generate(model, input_ids, attention_mask, seq_temperature=seq_temperature, **kwargs)
     if attention_mask is not None:
         kwargs["attention_mask"] = attention_mask
-    return model.generate(input_ids, custom_generate=seqtemp_generate, seq_temperature=seq_temperature, **kwargs)
+    kwargs = seqtemp_call_kwargs({**kwargs, "seq_temperature": seq_temperature})
+    return model.generate(input_ids, custom_generate=seqtemp_generate, **kwargs)
