@@ -21,9 +21,19 @@ Peak tensor memory of one call of each way, measured after the timed rounds, giv
 (same targets).
 
 Part 2, memory on long sequences: a tiny-width random Llama with a 32768-token vocabulary and 2048-token rows, so the
-logits dominate memory. `forward`, `scorer` and `trl_selective` as above and `full_fp32`
+logits dominate memory. `forward`, `scorer`, `trl_selective` and `trl_fused` as above and `full_fp32`
 (`logits.float().log_softmax(-1)` of the whole batch, then gather), with float32 and bfloat16 weights: the extra
-tensor memory beyond the forward shows what each way holds on top of the model's own logits.
+tensor memory beyond the forward shows what each way holds on top of the model's own logits, and the scorer's peak
+against TRL's fused LM head is the ratio with a target (<= 1.05). The scorer applies the LM head a chunk of positions
+at a time inside the forward, so it never holds the `(batch, length, vocab)` logits that `forward` returns.
+
+Why the CPU and the GPU figures of `scorer / trl_fused` disagreed (0.47x here against 6.7x on an H200 before the
+chunked head): on CUDA, TRL's fused head folds each `[4096 tokens, 32768 vocab]` tile with a Triton kernel and holds
+nothing else, while on the CPU (no Triton) it folds the tiles with torch operations that allocate the tile's
+temporaries; our scorer then held the model's whole logits on both. The two devices' methods also differ (here a
+sum of the CPU allocator's events, there `torch.cuda.max_memory_allocated`), which measure the same peak for one
+thread. So the CPU ratio does not predict the GPU ratio for the fused head; the scorer's own peak (`forward`'s
+logits gone) does carry over.
 
 Usage:
     python benchmarks/scoring.py [--quick] [--output outputs/bench/scoring.json] [--device cpu]
@@ -157,7 +167,7 @@ def tiny_long_model(dtype, device, length: int):
     return LlamaForCausalLM(config).to(device=device, dtype=dtype).eval()
 
 
-LONG_WAYS = ("forward", "scorer", "trl_selective", "full_fp32")
+LONG_WAYS = ("forward", "scorer", "trl_selective", "trl_fused", "full_fp32")
 
 
 def long_peaks(dtype: str, device, batch: int) -> dict:
@@ -184,6 +194,9 @@ def long_memory(device, settings: dict) -> dict:
         extra = {way: peaks[way] - peaks["forward"] for way in LONG_WAYS[1:]}
         rows += [{"dtype": dtype, "way": way, "peak_mib": peak} for way, peak in peaks.items()]
         summary[f"{dtype}_extra_over_forward_mib"] = extra
+        ratio = summarise([peaks["scorer"] / peaks["trl_fused"]], TARGETS["trl_fused"])
+        summary[f"long_{dtype}_scorer_over_trl_fused_memory"] = ratio
+        print(format_summary(f"long rows, {dtype}: scorer / trl_fused peak memory", ratio))
         text = ", ".join(f"{way} +{mib:.0f}" for way, mib in extra.items())
         print(f"{dtype}: forward {peaks['forward']:.0f} MiB; beyond the forward: {text} MiB")
     return {"rows": rows, "summary": summary, "full_fp32_logits_mib": full_mib}

@@ -160,10 +160,20 @@ class _HeadAsTokenLogps:
 
 
 def _chunk_logps(head, hidden, targets, token_temperature: float) -> torch.Tensor:
+    """Without gradients: the chunk's logits are overwritten in place, so one `(chunk, vocab)` float32 buffer is
+    all it holds (a log-softmax would hold a second)."""
     logits = head(hidden).float()
     if token_temperature != 1.0:
-        logits = logits / token_temperature
-    return logits.log_softmax(dim=-1).gather(-1, targets).squeeze(-1)
+        logits = logits.div_(token_temperature)
+    return _target_minus_log_norm_(logits, targets[:, 0])[0]
+
+
+def _target_minus_log_norm_(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(logits[target] - logsumexp(logits), logsumexp(logits))` per row, overwriting `logits` (float32)."""
+    chosen = logits.gather(-1, targets[:, None]).squeeze(-1)
+    top = logits.amax(dim=-1, keepdim=True)
+    log_norm = logits.sub_(top).exp_().sum(dim=-1).log_().add_(top.squeeze(-1))
+    return chosen - log_norm, log_norm
 
 
 def _compute_dtype(tensor: torch.Tensor) -> torch.dtype:
@@ -185,8 +195,7 @@ class _LinearHeadTokenLogps(torch.autograd.Function):
         for start in range(0, hidden.shape[0], chunk_size):
             rows = slice(start, start + chunk_size)
             logits = _linear_chunk(hidden[rows], weight, bias, dtype, token_temperature)
-            log_norm[rows] = logits.logsumexp(dim=-1)
-            out[rows] = logits.gather(-1, targets[rows, None]).squeeze(-1) - log_norm[rows]
+            out[rows], log_norm[rows] = _target_minus_log_norm_(logits, targets[rows])
         ctx.save_for_backward(hidden, weight, bias, targets, log_norm)
         ctx.settings = (dtype, token_temperature, chunk_size)
         return out
@@ -203,7 +212,7 @@ class _LinearHeadTokenLogps(torch.autograd.Function):
             rows = slice(start, start + chunk_size)
             logits = _linear_chunk(hidden[rows], weight, bias, dtype, token_temperature)
             # d(logit_target - logsumexp) / d logits = onehot(target) - softmax, times the incoming gradient
-            grad_logits = (logits - log_norm[rows, None]).exp_().mul_(-grad_out[rows, None])
+            grad_logits = logits.sub_(log_norm[rows, None]).exp_().mul_(-grad_out[rows, None])
             grad_logits.scatter_add_(-1, targets[rows, None], grad_out[rows, None].float())
             if token_temperature != 1.0:
                 grad_logits.div_(token_temperature)
@@ -222,7 +231,7 @@ def _linear_chunk(hidden, weight, bias, dtype, token_temperature):
     logits = torch.nn.functional.linear(
         hidden.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype)
     ).float()
-    return logits / token_temperature if token_temperature != 1.0 else logits
+    return logits.div_(token_temperature) if token_temperature != 1.0 else logits
 
 
 def gather_token_logps_from_hidden(
