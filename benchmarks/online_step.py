@@ -331,7 +331,13 @@ def main():
         print(format_summary("seqtemp / grpo: seconds of the step alone", result["step_only"]))
         summary["seqtemp_over_grpo_step_only_time"] = result["step_only"]
     settings.update(
-        equal_settings={**EQUAL_SETTINGS, "model_dtype": args.dtype, "grpo_beta": 0.0, "grpo_steps_per_generation": 1, "seqtemp_sample_every_steps": 1},
+        equal_settings={
+            **EQUAL_SETTINGS,
+            "model_dtype": args.dtype,
+            "grpo_beta": 0.0,
+            "grpo_steps_per_generation": 1,
+            "seqtemp_sample_every_steps": 1,
+        },
         dtype=args.dtype,
         conversational=not args.plain_prompts,
         memory_method=MEMORY_METHOD[device.type],

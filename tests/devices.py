@@ -12,7 +12,10 @@ the tests changing. Two things do not follow torch's default device and are swit
   model back to the CPU: it is turned off.
 
 Under the switch torch's default device is the GPU, so a tensor the package creates without `device=` lands there
-too: the suite checks the numerics and kernels on CUDA, not where such a tensor would go in a user's process.
+too: the suite checks the numerics and kernels on CUDA, not where such a tensor would go in a user's process. That
+class of defect is caught on the CPU instead, from the package's source (`tests/test_device_guard.py`: every tensor
+factory names its device). The tiny models are built on the CPU, from the CPU's random stream, and moved
+(`tiny_models.py`), as a user's model is: the CUDA suite tests the weights the CPU suite's thresholds were set on.
 """
 
 from __future__ import annotations

@@ -2,18 +2,39 @@
 """Every tiny model the tests build, in one place.
 
 All are one-layer models of native transformers classes built by `hf_seqtemp.models.tiny` and seeded, so a test's
-exact figures (and the thresholds tuned on them) do not move when a factory is shared. The oracles that score them
+exact figures (and the thresholds tuned on them) do not move when a factory is shared. Each is built on the CPU,
+from the CPU's random stream, and then moved to the suite's device (`devices.TEST_DEVICE`), as a user's model is
+loaded and then moved: the CUDA suite tests the same weights as the CPU suite. The oracles that score them
 live in `toy.py` (causal LMs), `conditional_toy.py` (prompted causal LMs) and `diffusion_oracles.py` (masked LMs).
 """
 
 from __future__ import annotations
 
+import functools
+
+import devices
 import pytest
 import torch
 
 from hf_seqtemp.models.base import DiffusionLM
-from hf_seqtemp.models.tiny import tiny_causal_lm as _llama
-from hf_seqtemp.models.tiny import tiny_masked_lm as _bert
+from hf_seqtemp.models.tiny import tiny_causal_lm as _cpu_llama
+from hf_seqtemp.models.tiny import tiny_masked_lm as _cpu_bert
+
+
+def _built_on_cpu(factory):
+    """`factory` run with the CPU as torch's default device (its weights drawn from the CPU's stream), its model
+    then moved to the suite's device."""
+
+    @functools.wraps(factory)
+    def build(*args, **kwargs):
+        with torch.device("cpu"):
+            model = factory(*args, **kwargs)
+        return model.to(devices.TEST_DEVICE)
+
+    return build
+
+
+_llama, _bert = _built_on_cpu(_cpu_llama), _built_on_cpu(_cpu_bert)
 
 BOS = 0
 MASK = 5  # the mask token of `tiny_masked_lm()` (vocabulary of 6)
@@ -60,6 +81,7 @@ def tiny_llama_config(**overrides):
     return _llama(6, hidden_size=8, pad_token_id=0, **overrides).config
 
 
+@_built_on_cpu
 def tiny_t5():
     """An encoder-decoder, the kind hf_seqtemp refuses."""
     from transformers import T5Config, T5ForConditionalGeneration
@@ -85,6 +107,7 @@ def tiny_bert(vocab_size: int = 5, seed: int = 0, init: float = 0.6):
     )
 
 
+@_built_on_cpu
 def tiny_modernbert(seed: int = 0):
     """A ModernBERT masked LM (vocabulary of 6, mask token 5)."""
     from transformers import ModernBertConfig, ModernBertForMaskedLM
