@@ -122,3 +122,17 @@ def leave(code: int = 0) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def run_script(script: str, *args, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs the Python source `script` in a child process with `args` and, after them, the test folders on its
+    path (`tests/trainer` and `tests`), on one thread; returns the finished process (output captured as text)."""
+    here = Path(__file__).resolve().parent
+    return subprocess.run(
+        [sys.executable, "-c", script, *map(str, args), str(here / "trainer"), str(here)],
+        check=False,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

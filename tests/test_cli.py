@@ -320,7 +320,7 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
         ["train", "--target_temperature", "0", "--output_dir", str(tmp_path), *base, *data], capsys
     )
     assert "argument --loss_type/--loss-type: invalid choice: 'x'" in _error(["train", "--loss_type", "x"], capsys)
-    assert "exactly one of `--dataset_path` and `--sample_prompts_file`" in _error(
+    assert "exactly one of `--dataset_path`, `--dataset_name` and `--sample_prompts_file`" in _error(
         ["train", "--output_dir", str(tmp_path), *base], capsys
     )
     (tmp_path / "data.csv").write_text("text\na b\n", encoding="utf-8")

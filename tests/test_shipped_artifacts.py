@@ -192,12 +192,14 @@ def test_each_bad_config_gives_one_line_naming_the_file_and_the_field(shipped, t
 
 
 # ---------------------------------------------------------------------------------------------------- the card
-def test_the_saved_card_keeps_peft_and_trl_tags_and_carries_the_eval_results(shipped):
+def test_the_saved_card_keeps_peft_tags_and_carries_the_eval_results(shipped):
+    """PEFT's and Trainer's tags stay; not `trl`, which trains nothing here (it used to be added)."""
     card = ModelCard.load(shipped / "README.md")
     config = SequenceTemperatureConfig.from_pretrained(shipped)
     tags = set(card.data.tags)
-    expected = {f"base_model:adapter:{BASE_ID}", "lora", "transformers", "peft", "trl", "custom_generate"}
-    assert expected | {"hf_seqtemp", "sequence-temperature-0.5"} <= tags
+    expected = {f"base_model:adapter:{BASE_ID}", "lora", "transformers", "peft", "custom_generate"}
+    assert expected | {"hf_seqtemp", "sequence-temperature-0.5", "generated_from_trainer"} <= tags
+    assert "trl" not in tags
     assert card.data.base_model == BASE_ID and card.data.library_name == "peft"
     results = {result.metric_type: result for result in card.data.eval_results}
     assert set(results) == {"effective_temperature", "kendall_tau", "nll_per_token"}

@@ -101,7 +101,7 @@ def complete_prompts(
     for start in tqdm(
         chunks[rank::world],
         desc=desc,
-        disable=len(chunks) < 2 or rank > 0 or progress_disabled(args.disable_tqdm),
+        disable=len(chunks) < 2 or rank > 0 or progress_disabled(getattr(args, "disable_tqdm", False)),
         leave=False,
     ):
         with seeded(sampling_seed(args.seed, 0 if split == "train" else 1, start)):

@@ -230,19 +230,11 @@ def test_a_real_file_size_limit_while_checkpointing_is_named_and_the_run_resumes
     """The test above with the operating system's own failure: a process whose file-size limit (RLIMIT_FSIZE, what a
     full disk looks like to `write`) drops to 1 KiB after checkpoint-1 fails writing checkpoint-2 with one error
     naming the checkpoint, the free space and the fix; a new process resumes from checkpoint-1 and finishes."""
-    import subprocess
-    import sys
+
+    from launching import run_script
 
     out = tmp_path / "out"
-    here = os.path.dirname(os.path.abspath(__file__))
-    child = subprocess.run(
-        [sys.executable, "-c", _LIMITED, str(out), here, os.path.dirname(here)],
-        check=False,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    child = run_script(_LIMITED, out)
     assert child.returncode != 0
     last = child.stderr.strip().splitlines()[-1]
     assert re.search(r"OSError: writing checkpoint \S*checkpoint-2 failed: .* MiB free .*checkpoint-1", last), last

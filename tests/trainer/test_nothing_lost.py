@@ -13,6 +13,7 @@ import warnings
 
 import pytest
 import torch
+from launching import run_script
 from peft import LoraConfig
 from tiny_models import tiny_causal_lm
 from toy import as_dataset, sample_sequences
@@ -350,15 +351,7 @@ def test_a_full_disk_during_the_final_save_is_named_and_the_old_adapter_stays_wh
     PIL's own error); the old adapter loads exactly as before."""
     folder = tmp_path / "adapter"
     old_logits, weights = _saved_first(folder)
-    here = os.path.dirname(os.path.abspath(__file__))
-    child = subprocess.run(
-        [sys.executable, "-c", _FULL_DISK, str(folder), str(tmp_path / "run2"), here, os.path.dirname(here)],
-        check=False,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    child = run_script(_FULL_DISK, folder, tmp_path / "run2")
     assert child.returncode != 0
     last = child.stderr.strip().splitlines()[-1]
     assert re.search(rf"OSError: saving to {re.escape(str(folder))} failed: .*File too large.* MiB free", last), last

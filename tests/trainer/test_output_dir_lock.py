@@ -5,6 +5,7 @@ over one stale lock (forced interleaving); a lock whose holder was SIGKILLed, or
 belongs to another process, is taken over; a lock this host cannot judge (another host, an older lock format with
 a live process) is refused with the fix."""
 
+import contextlib
 import json
 import os
 import signal
@@ -107,20 +108,10 @@ def test_two_runs_cannot_both_take_over_one_stale_lock(tmp_path, monkeypatch):
     folder = tmp_path / "run"
     _stale_lock(folder, _dead_pid())
     first, second, third = OutputDirLock(folder), OutputDirLock(folder), OutputDirLock(folder)
-    real, interleaved = OutputDirLock._read, []
-
-    def read_then_let_the_other_run_in(self, *args, **kwargs):
-        record = real(self, *args, **kwargs)
-        if self is second and not interleaved:
-            interleaved.append(True)
-            try:
-                first.acquire()
-            except RuntimeError:
-                pass
-        return record
-
-    monkeypatch.setattr(OutputDirLock, "_read", read_then_let_the_other_run_in)
-    parse = staticmethod(_interleave_on_parse(first, interleaved))
+    interleaved = []
+    monkeypatch.setattr(OutputDirLock, "_read", _let_the_other_run_in(OutputDirLock._read, first, interleaved))
+    real_parse = getattr(OutputDirLock, "_parse", lambda text: json.loads(text))
+    parse = staticmethod(_let_the_other_run_in(real_parse, first, interleaved))
     monkeypatch.setattr(OutputDirLock, "_parse", parse, raising=False)
     try:
         second.acquire()
@@ -139,21 +130,19 @@ def test_two_runs_cannot_both_take_over_one_stale_lock(tmp_path, monkeypatch):
     third.release()
 
 
-def _interleave_on_parse(first, interleaved):
-    """The same interleaving where a run reads the holder once it holds the file (`_parse`)."""
-    real = getattr(OutputDirLock, "_parse", lambda text: json.loads(text))
+def _let_the_other_run_in(real, first, interleaved):
+    """`real` (where a run reads the lock's holder), after which, the first time, run `first` does its whole
+    `acquire()`: the old code read the holder before taking the lock over, the new code once it holds it."""
 
-    def parse_then_let_the_other_run_in(text):
-        record = real(text)
+    def read_then_let_the_other_run_in(*args, **kwargs):
+        record = real(*args, **kwargs)
         if not interleaved:
             interleaved.append(True)
-            try:
+            with contextlib.suppress(RuntimeError):
                 first.acquire()
-            except RuntimeError:
-                pass
         return record
 
-    return parse_then_let_the_other_run_in
+    return read_then_let_the_other_run_in
 
 
 def test_a_reused_process_id_does_not_keep_a_dead_runs_lock(tmp_path):
