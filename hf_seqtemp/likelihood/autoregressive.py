@@ -161,10 +161,15 @@ class _HeadAsTokenLogps:
 
 def _chunk_logps(head, hidden, targets, token_temperature: float) -> torch.Tensor:
     """Without gradients: the chunk's logits are overwritten in place, so one `(chunk, vocab)` float32 buffer is
-    all it holds (a log-softmax would hold a second)."""
-    logits = head(hidden).float()
-    if token_temperature != 1.0:
-        logits = logits.div_(token_temperature)
+    all it holds (a log-softmax would hold a second). A plain linear head is multiplied by its weight (no nested
+    call of the module inside the model's forward, whose hooks, FSDP's or accelerate's, ran for the outer call);
+    any other head module is called."""
+    if type(head) is torch.nn.Linear:
+        logits = _linear_chunk(hidden, head.weight, head.bias, _compute_dtype(hidden), token_temperature)
+    else:
+        logits = head(hidden).float()
+        if token_temperature != 1.0:
+            logits = logits.div_(token_temperature)
     return _target_minus_log_norm_(logits, targets[:, 0])[0]
 
 

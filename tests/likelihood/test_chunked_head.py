@@ -110,19 +110,27 @@ def test_the_chunked_backward_matches_autograd_with_a_bias_and_under_bf16_autoca
 
 def test_the_head_is_applied_by_chunks_and_restored():
     """With the chunked head, the head's call inside the model's forward returns the targets' log-probabilities
-    (width 1, not the vocabulary of 11): without gradients the head module itself is called on chunks of at most 4
-    positions within that call; with gradients the chunked function multiplies by its weight and the module is
-    called once. Afterwards the head is the model's own again."""
+    (width 1, not the vocabulary of 11): a linear head is multiplied by its weight chunk by chunk, with or without
+    gradients (the module is called once); a LoRA layer on the head is itself called on chunks of at most 4
+    positions. Afterwards the head is the model's own again."""
     model = tiny_causal_lm(11, seed=1, hidden_size=16)
     head, shapes = model.get_output_embeddings(), []
     handle = head.register_forward_hook(lambda module, args, out: shapes.append(tuple(out.shape)))
     ids, attention, completion = _batch()
     with torch.no_grad():
         AutoregressiveScorer(chunk_size=4)(model, ids, attention, completion)
-    assert shapes[-1][-1] == 1 and all(shape[-1] == 11 for shape in shapes[:-1])  # the chunks, then the call
-    assert len(shapes) > 2 and max(shape[0] for shape in shapes[:-1]) == 4
+    assert [shape[-1] for shape in shapes] == [1]  # a linear head: multiplied by its weight, chunk by chunk
     shapes.clear()
     AutoregressiveScorer(chunk_size=4)(model, ids, attention, completion).sum().backward()
     assert [shape[-1] for shape in shapes] == [1]
+    shapes.clear()
+    lora = _lora_on_head()  # a LoRA layer: the module itself is called on each chunk of at most 4 positions
+    lora_head = lora.get_base_model().get_output_embeddings()
+    handle_lora = lora_head.register_forward_hook(lambda module, args, out: shapes.append(tuple(out.shape)))
+    with torch.no_grad():
+        AutoregressiveScorer(chunk_size=4)(lora, ids, attention, completion)
+    handle_lora.remove()
+    assert shapes[-1][-1] == 1 and all(shape[-1] == 11 for shape in shapes[:-1])  # the chunks, then the call
+    assert len(shapes) > 2 and max(shape[0] for shape in shapes[:-1]) == 4
     handle.remove()
     assert "forward" not in head.__dict__ and model(ids).logits.shape[-1] == 11
