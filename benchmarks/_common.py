@@ -76,7 +76,9 @@ def provenance(info: dict | None = None) -> dict:
     device = f"{info['device_name']}; " if info.get("device") not in (None, "cpu") else ""
     threads = info.get("threads")
     machine = f"{device}{os.cpu_count()}-core {platform.machine()}" + (f" ({cpu})" if cpu else "")
-    machine += f", torch {info.get('torch', torch.__version__)}" + (f", {threads} torch threads" if threads else "")
+    machine += f", torch {info.get('torch', torch.__version__)}" + (
+        f", {threads} torch thread{'s' * (threads != 1)}" if threads else ""
+    )
     argv = [str(Path(sys.argv[0]).resolve().relative_to(REPO)) if Path(sys.argv[0]).is_file() else sys.argv[0]]
     return {
         "command": shlex.join(["python", *argv, *sys.argv[1:]]),

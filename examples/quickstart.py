@@ -32,6 +32,7 @@ prints.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -109,6 +110,9 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--lora_r", type=int, default=16, help="LoRA rank")
     parser.add_argument("--output_dir", default="outputs/quickstart", help="where the adapter is saved")
+    parser.add_argument(
+        "--results_json", default=None, help="where the printed figures are written (default: <output_dir>/demo.json)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--model_name_or_path", default=None, help="a local causal LM folder (with a chat template) instead of SmolLM2"
@@ -226,7 +230,8 @@ def one_time_costs(args, reports: dict, held_out: Dataset, train_seconds: float)
 
 
 def compare_routes(args, trainer, tokenizer, held_prompts, held_out, reports, logps, train_seconds, beat):
-    """The route rows and the verdict per question (lines to print), from what this run measured."""
+    """The route rows and the verdict per question (lines to print) from what this run measured, and the figures
+    themselves (for `--results_json`)."""
     conversation = lambda p: [{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}]
     beat.to(f"drawing {_routes.POOL} adapter answers per held-out prompt for the SMC route's answer law")
     smc_logps = _routes.smc_route_logps(
@@ -251,7 +256,7 @@ def compare_routes(args, trainer, tokenizer, held_prompts, held_out, reports, lo
         "The best token temperature is searched on these very completions; the SMC route's log-likelihoods are "
         f"estimated from {_routes.POOL} adapter draws per prompt.)"
     )
-    return [
+    lines = [
         held,
         _routes.table(rows, costs, names, once),
         note,
@@ -259,6 +264,31 @@ def compare_routes(args, trainer, tokenizer, held_prompts, held_out, reports, lo
         _routes.rank_verdict(rows, names),
         _routes.cost_verdict(costs, names, once),
     ]
+    measured = {"names": names, "rows": rows, "costs": costs, "one_time": once, "train_seconds": train_seconds}
+    return lines, {**measured, "held_out_sequences": len(groups), "held_out_prompts": len(set(groups))}
+
+
+def write_results(args, measured: dict, lines: list[str], wall: float, threads: int, loads: tuple) -> None:
+    """The figures this run printed, with its provenance (command, commit, machine, date), wall time, torch threads
+    and the 1-minute load average at its start and end (other jobs' load inflates the time)."""
+    from _common import device_info, provenance
+
+    info = device_info(torch.device("cpu"))
+    record = {
+        "provenance": provenance(info),
+        "benchmark": "demo",
+        "meta": info,
+        "settings": vars(args),
+        "wall_seconds": wall,
+        "torch_threads": threads,
+        "load_average_1min": {"start": loads[0], "end": loads[1]},
+        **measured,
+        "printed": lines,
+    }
+    path = Path(args.results_json or f"{args.output_dir}/demo.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    say(f"figures: {path}")
 
 
 def main() -> None:
@@ -309,7 +339,9 @@ def main() -> None:
         train_seconds = time.time() - trained_from
         beat.to("measuring base model, token temperature and adapter on the held-out prompts")
         reports, logps = trainer.measure_held_out()  # what save_for_hub writes below: measured once
-        routes = compare_routes(args, trainer, tokenizer, held_prompts, held_out, reports, logps, train_seconds, beat)
+        routes, measured = compare_routes(
+            args, trainer, tokenizer, held_prompts, held_out, reports, logps, train_seconds, beat
+        )
         say("\n".join(routes))
         beat.to("writing the Hub folder (adapter, seqtemp_config.json, model card, plot) and loading it back")
         hub_dir = f"{args.output_dir}/hub"
@@ -322,7 +354,10 @@ def main() -> None:
             f"\nHub folder: {hub_dir} (model card README.md, plot seqtemp_loglik.png); reloaded with load_tempered: "
             f"max |Δ log q| = {(again - first).abs().max().item():.2e} over {len(probe)} held-out completions"
         )
-        say(f"wall time: {time.time() - beat.start:.0f} s")
+        wall = time.time() - beat.start
+        say(f"wall time: {wall:.0f} s")
+        if MAIN_PROCESS:
+            write_results(args, measured, routes, wall, threads, (load, os.getloadavg()[0]))
 
 
 if __name__ == "__main__":

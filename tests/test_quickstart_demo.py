@@ -4,6 +4,7 @@ routes it can afford (token temperature, the best token temperature, the adapter
 answers three questions per route from its own figures: does it reach T, does it rank like p, at what cost."""
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -174,3 +175,9 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_
     assert set(t_eff) >= {"token temperature 0.5", "adapter", "adapter as SMC's proposal, N = 4"}, table
     for name, value in t_eff.items():
         assert f"{name}: {'yes' if abs(value / 0.5 - 1) <= 0.1 else 'no'} (T_eff" in reach, (name, value, reach)
+    # the figures it printed are written once, with what a committed result must record
+    record = json.loads((tmp_path / "out" / "demo.json").read_text(encoding="utf-8"))
+    assert all(record["provenance"][field] for field in ("command", "commit", "machine", "date"))
+    assert record["printed"][-3] == reach and record["wall_seconds"] > 0
+    shown = {record["names"][name]: row["t_eff"] for name, row in record["rows"].items() if name != "base"}
+    assert {name: round(value, 3) for name, value in shown.items()} == t_eff
