@@ -84,7 +84,7 @@ def problems(root: Path = REPO) -> list[str]:
                 out.append(f"{where}: cited but not committed")
                 continue
             for index, record in enumerate(provenance(path)):
-                missing = [field for field in FIELDS if not str(record.get(field, "")).strip()]
+                missing = [field for field in FIELDS if not str(record.get(field) or "").strip()]
                 if missing:
                     line = f" (line {index + 1})" if path.suffix == ".jsonl" else ""
                     out.append(f"{where}{line}: no {', '.join(missing)} in its provenance")
