@@ -216,7 +216,8 @@ def one_time_costs(args, reports: dict, held_out: Dataset, train_seconds: float)
     """What each route pays once: the adapter's training, the best token temperature's search (its passes over
     samples of p of every new prompt)."""
     per_prompt = sum(len(ids) for ids in held_out["input_ids"]) / len(set(map(str, held_out["prompt"])))
-    training = f"training {train_seconds:.0f} s ({args.max_steps} steps)"
+    trained = f"{args.max_steps} steps on {args.num_generations} samples of p per training prompt"
+    training = f"sampling and training {train_seconds:.0f} s ({trained})"
     once = {"tempered": training, "smc_adapter": f"the adapter's {training}"}
     tuned = reports.get("tuned_myopic")
     if tuned is not None:
