@@ -116,7 +116,7 @@ def test_the_readme_quotes_the_committed_demo_run():
     """The demo's time and machine in the README are those `benchmarks/results/demo.json` recorded."""
     demo = json.loads((RESULTS / "demo.json").read_text(encoding="utf-8"))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    quoted = re.search(r"Measured run: (\d+) s wall on ([^(]+?) \(", readme)
+    quoted = re.search(r"Measured run: (\d+) s wall on ([^(]+?)\s\(", readme)
     assert quoted, "the README quotes no measured demo run"
     assert int(quoted.group(1)) == round(demo["wall_seconds"])
     assert quoted.group(2).strip() in demo["provenance"]["machine"]
