@@ -204,7 +204,7 @@ def importance_resampling_logps(
         generator (`torch.Generator`, *optional*): for the sets.
 
     Returns:
-        `torch.Tensor` of shape `(n,)`: the estimated `log q_N(x | c)` (float64).
+        `torch.Tensor` of shape `(n,)`: the estimated `log q_N(x | c)` (float64, on the CPU).
 
     Example:
     ```python
@@ -219,11 +219,12 @@ def importance_resampling_logps(
     if num_particles < 1:
         raise ValueError(f"`num_particles` must be a positive integer, got {num_particles}.")
     alpha = 1.0 / target_temperature
-    proposal_logps, ref_logps = proposal_logps.double(), ref_logps.double()
+    # per-sequence figures, small: computed on the CPU whatever device they were scored on (the generator's)
+    proposal_logps, ref_logps = proposal_logps.detach().double().cpu(), ref_logps.detach().double().cpu()
     out = proposal_logps.clone()
     if num_particles == 1:
         return out
-    pool_log_weights = alpha * pool_ref_logps.double() - pool_proposal_logps.double()
+    pool_log_weights = alpha * pool_ref_logps.detach().double().cpu() - pool_proposal_logps.detach().double().cpu()
     pool_codes = list(pool_groups)
     for group in dict.fromkeys(groups):
         rows = torch.tensor([i for i, g in enumerate(groups) if g == group])
