@@ -89,7 +89,7 @@ def route_costs(model, tokenizer, prompts: list[str], temperature: float, tuned_
     if tuned_t is not None:
         samplers["tuned_myopic"] = (ancestral(tuned_t), True)
     samplers["smc_adapter"] = (_smc_sampler(temperature), False)
-    costs = {}
+    costs, side = {}, tokenizer.padding_side  # `encode` pads on the left: the tokenizer is given back as it came
     for name, (sample, base_only) in samplers.items():
         batch = encode(tokenizer, prompts, 2, model.device)
         counter = CallCounter(model)
@@ -108,6 +108,7 @@ def route_costs(model, tokenizer, prompts: list[str], temperature: float, tuned_
             "token_forwards_per_answer": counter.tokens / answers,
             "seconds_per_answer": (time.perf_counter() - start) / answers,
         }
+    tokenizer.padding_side = side
     return costs
 
 
