@@ -297,7 +297,7 @@ def test_the_reachable_companion_is_unbiased_where_the_true_ratio_is_one():
     """An adapter equal to token temperature: the true ESS ratio is 1 on every prompt. 60 prompts of a tiny Llama
     (about half of them with token ESS/N <= 1/2), N = 16, 4 draws per prompt, 20 independent runs of
     `compare_proposal_draws`. The companion (median ratio over the prompts where 2 is reachable, chosen on
-    independent token draws) must centre on 1: mean log within 0.015 of 0 and above 1 in 4-16 of 20 runs. Selecting
+    independent token draws) must centre on 1: mean log within 0.015 of 0 and above 1 in 3-17 of 20 runs. Selecting
     on the denominator's own draws (what the JSONs before issue 47 did), recomputed from the same rows, reads high
     in every run (mean log above 0.025): the test tells the two apart. The token and adapter particles come from
     independent streams (equal laws, unequal draws), and the selection draws are not the denominator's."""
@@ -328,5 +328,5 @@ def test_the_reachable_companion_is_unbiased_where_the_true_ratio_is_one():
         reachable.append(summary["prompts_where_2_is_reachable"])
     assert 15 <= statistics.fmean(reachable) <= 45, reachable  # the selection keeps some prompts and drops others
     assert abs(statistics.fmean(independent)) < 0.015, independent
-    assert 4 <= sum(v > 0 for v in independent) <= 16, independent
+    assert 3 <= sum(v > 0 for v in independent) <= 17, independent  # Binomial(20, 1/2) outside: p < 0.001
     assert statistics.fmean(biased) > 0.025 and all(v > 0 for v in biased), biased
