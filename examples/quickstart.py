@@ -10,16 +10,18 @@ measure it on prompts it never saw.
    completions of every prompt from the model itself (p is the distribution being tempered, per prompt), starts
    the adapter at the myopic solution (every logit divided by T) and learns the sequence-level correction;
 3. measure, on 16 completions of each held-out prompt sampled from p, the within-prompt T_eff, Kendall τ and NLL of
-   the base model, token temperature T (the myopic baseline), the best token temperature (the one whose T_eff on
-   these completions is T) and the adapter, and print a verdict against the bar (T_eff within ±10 % of T and
-   τ ≥ 0.9) and against both token temperatures; write the folder `push_to_hub` would upload;
+   the routes it can afford (`examples/_routes.py`): token temperature T, the best token temperature (the one whose
+   T_eff on these completions is T, and the search that finds it), the adapter, and the adapter as SMC's proposal
+   with 4 particles; draw answers with each to count their cost per answer; print one verdict per question (does it
+   reach T, does it rank each prompt's completions like p, at what cost); write the folder `push_to_hub` would upload;
 4. load that folder back with `load_tempered`.
 
 The settings are the cheapest of the fidelity sweep's runs that met the bar at T = 0.5 on the sweep's held-out
 prompts (`benchmarks/results/FIDELITY.md`: T_eff 0.522, τ 0.916): 128 prompts × 8 completions of at most 10
 tokens, 32 steps of four prompts' 32 completions (every prompt once), lr 1e-3 cosine, λ_NLL = 0.1, LoRA r = 16 on
-all linear layers, started at token temperature T. About 200 s on 2 idle CPU cores; a line is printed at least
-every 30 s while it runs. Run with `make demo` (or `python examples/quickstart.py --help`).
+all linear layers, started at token temperature T. It prints its wall time at the end (the README quotes a measured
+run and its machine); a line is printed at least every 30 s while it runs. Run with `make demo` (or
+`python examples/quickstart.py --help`).
 
 Threads: torch's default (one thread per core) is 4-7× slower than one thread on cores that other jobs keep busy.
 Unless `OMP_NUM_THREADS` says otherwise, the demo uses the cores the 1-minute load average leaves free, shared out
@@ -30,6 +32,7 @@ prints.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -41,20 +44,18 @@ from datasets import Dataset
 from peft import LoraConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _routes
 from _prompts import prompt_pool, split_prompts
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, load_tempered, sample_dataset, save_for_hub
-from hf_seqtemp.hub import ROW_NAMES
-from hf_seqtemp.measure import format_table, score_dataset
+from hf_seqtemp.measure import score_dataset
 from hf_seqtemp.models.default import cached_model_folder
 
 SYSTEM = "Answer briefly."
-BAR = (0.10, 0.9)  # |T_eff / T - 1| ≤ 10 % and Kendall τ ≥ 0.9, within prompts, on unseen prompts
 SWEEP_PROMPTS = (128, 16)  # (training, held-out) prompts of the fidelity benchmark and its sweep
-TUNED = "best token temperature"  # the token temperature whose T_eff on the held-out completions is T: one name
-DEMO_ROWS = {**ROW_NAMES, "tuned_myopic": f"{TUNED} (its T_eff is T)"}
 MAIN_PROCESS = True  # under `accelerate launch`, only the main process prints (set in `main`)
-DEFAULT_LOSS = "ratio"  # the objective the fidelity benchmark measured best at T = 0.5 (README, Results)
+DEFAULT_LOSS = "ratio"  # the objective the fidelity benchmark measured best at T = 0.5 (docs: Results)
 
 
 def say(*args, **kwargs) -> None:
@@ -109,6 +110,9 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--lora_r", type=int, default=16, help="LoRA rank")
     parser.add_argument("--output_dir", default="outputs/quickstart", help="where the adapter is saved")
+    parser.add_argument(
+        "--results_json", default=None, help="where the printed figures are written (default: <output_dir>/demo.json)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--model_name_or_path", default=None, help="a local causal LM folder (with a chat template) instead of SmolLM2"
@@ -152,77 +156,6 @@ def demo_prompts() -> tuple[list[str], list[str]]:
     train, sweep_held_out = split_prompts(*SWEEP_PROMPTS, seed=0)
     used = set(train) | set(sweep_held_out)
     return train, [prompt for prompt in prompt_pool() if prompt not in used]
-
-
-def meets_bar(report: dict, temperature: float) -> bool:
-    return abs(report["t_eff"] / temperature - 1) <= BAR[0] and report["kendall_tau"] >= BAR[1]
-
-
-def against_token_temperature(adapter: dict, myopic: dict, temperature: float) -> str:
-    """The adapter against token temperature T, the myopic baseline a user gets by asking for T per token."""
-    error, myopic_error = abs(adapter["t_eff"] / temperature - 1), abs(myopic["t_eff"] / temperature - 1)
-    met, myopic_met = meets_bar(adapter, temperature), meets_bar(myopic, temperature)
-    if met and not myopic_met:
-        return f"The adapter meets the bar where token temperature {temperature:g} does not: it beats it here."
-    if met:
-        closer = "closer to T" if error < myopic_error else "no closer to T"
-        return f"Both meet the bar; the adapter's T_eff is {closer} than token temperature's."
-    slope = "closer to T than" if error < myopic_error else "no closer to T than"
-    ranks = "above" if adapter["kendall_tau"] > myopic["kendall_tau"] else "not above"
-    missed = "τ" if error <= BAR[0] else "T_eff" if adapter["kendall_tau"] >= BAR[1] else "T_eff and τ"
-    return (
-        f"The adapter does not meet the bar on these unseen prompts ({missed} missed): its T_eff is {slope} token "
-        f"temperature {temperature:g}'s, and its τ is {ranks} token temperature's."
-    )
-
-
-def against_best_token_temperature(adapter: dict, tuned: dict, temperature: float) -> str:
-    """The adapter against the best token temperature: the one whose T_eff on these very completions is T (found by
-    a search a user could only run with samples of every new prompt), so the comparison is on τ (and the bar). Each
-    reason given is read off the figures it quotes."""
-    met, tuned_met = meets_bar(adapter, temperature), meets_bar(tuned, temperature)
-    tau, tuned_tau = adapter["kendall_tau"], tuned["kendall_tau"]
-    beats = met and (not tuned_met or tau > tuned_tau)
-    head = (
-        f"The {TUNED} is {tuned['token_temperature']:.3g} (T_eff {tuned['t_eff']:.3f}, bar "
-        f"{'met' if tuned_met else 'not met'}): its τ is {tuned_tau:.3f}, the adapter's {tau:.3f}. "
-    )
-    if beats:
-        return head + f"The adapter beats the {TUNED} here."
-    if abs(adapter["t_eff"] / temperature - 1) > BAR[0]:
-        reason = "its T_eff misses the bar"
-    elif tau > tuned_tau:
-        reason = f"it ranks each prompt's completions better (τ {tau:.3f} > {tuned_tau:.3f}) but its τ misses the bar"
-    else:
-        reason = f"it reaches the temperature but does not rank better (τ {tau:.3f} ≤ {tuned_tau:.3f})"
-    return head + f"The adapter does NOT beat the {TUNED} in this run: {reason} (README, Quick start)."
-
-
-def verdict(reports: dict, temperature: float) -> list[str]:
-    """Plain-language reading of the within-prompt table, computed from it."""
-    adapter, myopic = reports["tempered"], reports["myopic"]
-    error, myopic_error = abs(adapter["t_eff"] / temperature - 1), abs(myopic["t_eff"] / temperature - 1)
-    met, myopic_met = meets_bar(adapter, temperature), meets_bar(myopic, temperature)
-    lines = [
-        (
-            f"How to read it: a model tempered exactly at T has T_eff = {temperature:g} and Kendall τ = 1 (it keeps the "
-            "base model's ranking of each prompt's completions); the base model has T_eff = 1."
-        ),
-        f"Bar (T_eff within ±10 % of {temperature:g} and τ ≥ 0.9 on unseen prompts): adapter "
-        + ("MET" if met else "NOT MET")
-        + f" (T_eff off by {100 * error:.1f} %, τ {adapter['kendall_tau']:.3f}); token temperature {temperature:g} "
-        + ("met" if myopic_met else "not met")
-        + f" (T_eff off by {100 * myopic_error:.1f} %, τ {myopic['kendall_tau']:.3f}).",
-        against_token_temperature(adapter, myopic, temperature),
-    ]
-    tuned = reports.get("tuned_myopic")
-    if tuned is not None:
-        lines.append(against_best_token_temperature(adapter, tuned, temperature))
-    else:
-        lines.append(f"No token temperature reaches T_eff = T on these completions: there is no {TUNED} to compare.")
-    nll = f"NLL/token: adapter {adapter['nll_per_token']:.3f}, token temperature {myopic['nll_per_token']:.3f}"
-    lines.append(nll + (f", {TUNED} {tuned['nll_per_token']:.3f}." if tuned is not None else "."))
-    return lines
 
 
 def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, beat: Heartbeat) -> SeqTempTrainer:
@@ -279,6 +212,86 @@ def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, bea
     return trainer
 
 
+def one_time_costs(args, reports: dict, held_out: Dataset, train_seconds: float) -> dict[str, str]:
+    """What each route pays once: the adapter's training, the best token temperature's search (its passes over
+    samples of p of every new prompt)."""
+    per_prompt = sum(len(ids) for ids in held_out["input_ids"]) / len(set(map(str, held_out["prompt"])))
+    trained = f"{args.max_steps} steps on {args.num_generations} samples of p per training prompt"
+    training = f"sampling and training {train_seconds:.0f} s ({trained})"
+    once = {"tempered": training, "smc_adapter": f"the adapter's {training}"}
+    tuned = reports.get("tuned_myopic")
+    if tuned is not None:
+        passes = tuned["scoring_passes"]
+        # sampling the completions of p and scoring them under p, then one scoring pass per search step
+        once["tuned_myopic"] = (
+            f"search per new prompt: {args.held_out_generations} samples of p scored under p, then {passes} scoring "
+            f"passes (≈ {(2 + passes) * per_prompt:.0f} token-forwards per prompt)"
+        )
+    return once
+
+
+def compare_routes(args, trainer, tokenizer, held_prompts, held_out, reports, logps, train_seconds, beat):
+    """The route rows and the verdict per question (lines to print) from what this run measured, and the figures
+    themselves (for `--results_json`)."""
+    conversation = lambda p: [{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}]
+    beat.to(f"drawing {_routes.POOL} adapter answers per held-out prompt for the SMC route's answer law")
+    smc_logps = _routes.smc_route_logps(
+        trainer.model, tokenizer, [conversation(p) for p in held_prompts], logps, args.temperature,
+        args.max_completion_length, args.seed + 2,
+    )  # fmt: skip
+    rows = _routes.measure_routes(reports, logps, smc_logps)
+    tuned_t = reports.get("tuned_myopic", {}).get("token_temperature")
+    beat.to("drawing 2 answers per held-out prompt with each route (cost per answer)")
+    costs = _routes.route_costs(
+        trainer.model, tokenizer, held_prompts, args.temperature, tuned_t, args.max_completion_length, args.seed
+    )
+    names = _routes.route_names(args.temperature, tuned_t)
+    once = one_time_costs(args, reports, held_out, train_seconds)
+    groups = logps["groups"]
+    held = (
+        f"\nHeld-out: {len(groups)} completions of p for {len(set(groups))} prompts never seen in training nor used "
+        f"to choose the settings; T_eff, τ and NLL within prompts. Target T = {args.temperature:g}."
+    )
+    note = (
+        f"(A model tempered exactly at T has T_eff = {args.temperature:g} and τ = 1; the base model has T_eff = 1. "
+        "The best token temperature is searched on these very completions; the SMC route's log-likelihoods are "
+        f"estimated from {_routes.POOL} adapter draws per prompt.)"
+    )
+    lines = [
+        held,
+        _routes.table(rows, costs, names, once),
+        note,
+        _routes.reach_verdict(rows, names, args.temperature),
+        _routes.rank_verdict(rows, names),
+        _routes.cost_verdict(costs, names, once),
+    ]
+    measured = {"names": names, "rows": rows, "costs": costs, "one_time": once, "train_seconds": train_seconds}
+    return lines, {**measured, "held_out_sequences": len(groups), "held_out_prompts": len(set(groups))}
+
+
+def write_results(args, measured: dict, lines: list[str], wall: float, threads: int, loads: tuple) -> None:
+    """The figures this run printed, with its provenance (command, commit, machine, date), wall time, torch threads
+    and the 1-minute load average at its start and end (other jobs' load inflates the time)."""
+    from _common import device_info, provenance
+
+    info = device_info(torch.device("cpu"))
+    record = {
+        "provenance": provenance(info),
+        "benchmark": "demo",
+        "meta": info,
+        "settings": vars(args),
+        "wall_seconds": wall,
+        "torch_threads": threads,
+        "load_average_1min": {"start": loads[0], "end": loads[1]},
+        **measured,
+        "printed": lines,
+    }
+    path = Path(args.results_json or f"{args.output_dir}/demo.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    say(f"figures: {path}")
+
+
 def main() -> None:
     global MAIN_PROCESS
 
@@ -321,17 +334,16 @@ def main() -> None:
             seed=args.seed + 1,
             batch_size=32,
         )
+        trained_from = time.time()
         trainer = train_adapter(args, model, tokenizer, train, held_out, beat)
 
+        train_seconds = time.time() - trained_from
         beat.to("measuring base model, token temperature and adapter on the held-out prompts")
         reports, logps = trainer.measure_held_out()  # what save_for_hub writes below: measured once
-        say(
-            f"\nHeld-out: {len(logps['groups'])} completions of {len(set(logps['groups']))} prompts never seen in "
-            f"training nor used to choose the settings; T_eff and τ within prompts. Target T = {args.temperature:g}."
+        routes, measured = compare_routes(
+            args, trainer, tokenizer, held_prompts, held_out, reports, logps, train_seconds, beat
         )
-        say(format_table({DEMO_ROWS[name]: report for name, report in reports.items()}))
-        say("\n".join(verdict(reports, args.temperature)))
-
+        say("\n".join(routes))
         beat.to("writing the Hub folder (adapter, seqtemp_config.json, model card, plot) and loading it back")
         hub_dir = f"{args.output_dir}/hub"
         save_for_hub(trainer, hub_dir)  # the card's figures are the ones printed above
@@ -343,7 +355,10 @@ def main() -> None:
             f"\nHub folder: {hub_dir} (model card README.md, plot seqtemp_loglik.png); reloaded with load_tempered: "
             f"max |Δ log q| = {(again - first).abs().max().item():.2e} over {len(probe)} held-out completions"
         )
-        say(f"wall time: {time.time() - beat.start:.0f} s")
+        wall = time.time() - beat.start
+        say(f"wall time: {wall:.0f} s")
+        if MAIN_PROCESS:
+            write_results(args, measured, routes, wall, threads, (load, os.getloadavg()[0]))
 
 
 if __name__ == "__main__":

@@ -137,7 +137,15 @@ def _quiet_preparation():
 
 
 def tune_myopic(
-    ref_model, dataset, target_temperature: float, ref_logps, groups, known=None, rel_tol: float = 0.005, **kwargs
+    ref_model,
+    dataset,
+    target_temperature: float,
+    ref_logps,
+    groups,
+    known=None,
+    rel_tol: float = 0.005,
+    search_record: dict | None = None,
+    **kwargs,
 ) -> tuple[float, torch.Tensor]:
     """The *tuned myopic* baseline: the token temperature t whose sequence T_eff (within prompts, against
     `ref_logps`) on `dataset` equals `target_temperature`, and the log-likelihoods at t.
@@ -145,7 +153,9 @@ def tune_myopic(
     Token temperature T does not temper whole sequences at T (its T_eff is usually nearer 1); the best a user can do
     without training is to pick t so that T_eff hits T, and then the question is τ and NLL. Found by
     [`~hf_seqtemp.audit.tune_token_temperature`] (one scoring pass per step; `known` maps token temperatures to
-    log-likelihoods already scored). Keyword arguments go to [`score_dataset`].
+    log-likelihoods already scored). `search_record`, when given, is updated with the search's result
+    (`evaluations`: the scoring passes it ran, `points`: every `{t: T_eff}` seen): what the tuning cost. Keyword
+    arguments go to [`score_dataset`].
     """
     scored = dict(known or {})
 
@@ -158,7 +168,83 @@ def tune_myopic(
     high = max(4.0, 4.0 * target_temperature)
     seen = {t: t_eff_at(t) for t in list(scored)}
     search = tune_token_temperature(t_eff_at, target_temperature, known=seen, high=high, rel_tol=rel_tol)
+    if search_record is not None:
+        search_record.update(search)
     return search["token_temperature"], scored[search["token_temperature"]]
+
+
+def importance_resampling_logps(
+    proposal_logps: torch.Tensor,
+    ref_logps: torch.Tensor,
+    groups,
+    pool_proposal_logps: torch.Tensor,
+    pool_ref_logps: torch.Tensor,
+    pool_groups,
+    target_temperature: float,
+    num_particles: int,
+    draws: int = 256,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Estimated `log q_N(x | c)` of importance resampling with `N` particles: draw `x_1..x_N ~ r(. | c)`, weigh
+    each by `w = p^(1/T) / r`, return one with probability `w_i / sum_j w_j` (SMC with the proposal `r` and no
+    resampling before the end: `ess_threshold=0`). Its law is `q_N(x) = N r(x) E[w(x) / (w(x) + S)]`, `S` the summed
+    weights of `N - 1` independent draws of `r`: `r` itself at `N = 1`, `p^(1/T) / Z` as `N` grows. The expectation
+    is estimated, per prompt, over `draws` random sets of `N - 1` distinct members of a pool of draws of `r` (each
+    set is `N - 1` independent draws), so T_eff, τ and NLL of the sampler can be measured on held-out sequences like
+    any model's (log of a Monte-Carlo mean: consistent, not unbiased, in the pool size).
+
+    Args:
+        proposal_logps, ref_logps (`torch.Tensor` of shape `(n,)`): `log r(x | c)` and `log p(x | c)` of the
+            sequences to score.
+        groups (list of hashables of length `n`): the prompt of each sequence.
+        pool_proposal_logps, pool_ref_logps (`torch.Tensor` of shape `(m,)`): the same of independent draws of `r`.
+        pool_groups (list of hashables of length `m`): their prompts; each prompt of `groups` needs at least `N - 1`.
+        target_temperature (`float`): T.
+        num_particles (`int`): N.
+        draws (`int`, *optional*, defaults to 256): sets of `N - 1` pool members per prompt.
+        generator (`torch.Generator`, *optional*): for the sets.
+
+    Returns:
+        `torch.Tensor` of shape `(n,)`: the estimated `log q_N(x | c)` (float64, on the CPU).
+
+    Example:
+    ```python
+    >>> r, p = torch.tensor([0.5, 0.5]).log(), torch.tensor([0.8, 0.2]).log()  # one prompt, two answers
+    >>> pool = torch.tensor([0] * 500 + [1] * 500)  # draws of r: each answer half the time
+    >>> q = importance_resampling_logps(r, p, [0, 0], r[pool], p[pool], [0] * 1000, 1.0, 2, draws=4000,
+    ...                                 generator=torch.Generator().manual_seed(0))
+    >>> [round(v, 2) for v in q.exp().tolist()]  # exact: 2 r(x) E[w(x) / (w(x) + w(y))] = 0.65, 0.35
+    [0.65, 0.35]
+    ```
+    """
+    if num_particles < 1:
+        raise ValueError(f"`num_particles` must be a positive integer, got {num_particles}.")
+    alpha = 1.0 / target_temperature
+    # per-sequence figures, small: computed on the CPU whatever device they were scored on (the generator's)
+    proposal_logps, ref_logps = proposal_logps.detach().double().cpu(), ref_logps.detach().double().cpu()
+    out = proposal_logps.clone()
+    if num_particles == 1:
+        return out
+    pool_log_weights = alpha * pool_ref_logps.detach().double().cpu() - pool_proposal_logps.detach().double().cpu()
+    pool_codes = list(pool_groups)
+    for group in dict.fromkeys(groups):
+        rows = torch.tensor([i for i, g in enumerate(groups) if g == group])
+        pool = pool_log_weights[torch.tensor([i for i, g in enumerate(pool_codes) if g == group], dtype=torch.long)]
+        if len(pool) < num_particles - 1:
+            raise ValueError(
+                f"prompt {group!r} has {len(pool)} pool draws; importance resampling with `num_particles`="
+                f"{num_particles} needs at least {num_particles - 1}."
+            )
+        sets = torch.rand(draws, len(pool), generator=generator).topk(num_particles - 1, dim=1).indices
+        log_sums = pool[sets].logsumexp(dim=1)  # (draws,): log S of each set
+        log_weights = alpha * ref_logps[rows] - proposal_logps[rows]
+        share = torch.nn.functional.logsigmoid(log_weights[:, None] - log_sums[None, :])  # log w / (w + S)
+        out[rows] += (
+            torch.log(torch.tensor(float(num_particles)))
+            + share.logsumexp(dim=1)
+            - torch.log(torch.tensor(float(draws)))
+        )
+    return out
 
 
 def measure_held_out(
@@ -188,7 +274,8 @@ def measure_held_out(
         batch_size (`int`, *optional*, defaults to 16), max_length (`int`, *optional*, defaults to 4096): as in
             [`score_dataset`].
         tuned_myopic (`bool`, *optional*, defaults to `True`): also find the token temperature whose T_eff on these
-            sequences is T ([`tune_myopic`]) and report it as `"tuned_myopic"` (with its `token_temperature`); left
+            sequences is T ([`tune_myopic`]) and report it as `"tuned_myopic"` (with its `token_temperature` and the
+            `scoring_passes` the search ran); left
             out, with a warning, when no token temperature reaches T.
 
     Returns:
@@ -228,9 +315,11 @@ def measure_held_out(
         ref_logps, lengths = score_dataset(ref_model, prepared, scorer, desc="Scoring base", **kwargs)
         myopic_logps, _ = score_dataset(ref_model, prepared, myopic_scorer, desc="Scoring myopic", **kwargs)
         if tuned_myopic:
-            known = {target_temperature: myopic_logps}
+            known, search = {target_temperature: myopic_logps}, {}
             try:
-                tuned = tune_myopic(ref_model, prepared, target_temperature, ref_logps, groups, known, **kwargs)
+                tuned = tune_myopic(
+                    ref_model, prepared, target_temperature, ref_logps, groups, known, search_record=search, **kwargs
+                )
             except ValueError as error:
                 warnings.warn(f"no tuned myopic row: {error}", UserWarning, stacklevel=2)
     with _quiet_preparation():
@@ -243,6 +332,7 @@ def measure_held_out(
         reports["tuned_myopic"] = {
             **temperature_report(ref_logps, tuned[1], lengths, groups),
             "token_temperature": tuned[0],
+            "scoring_passes": search["evaluations"],  # the search's cost: passes over the held-out sequences
         }
     return reports, logps
 

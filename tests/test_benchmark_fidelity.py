@@ -292,8 +292,8 @@ def test_proposal_figures_keep_what_the_draws_allow(fidelity, monkeypatch, repea
     adapter = [[0.45] * repeats, [0.6] * repeats, [0.7] * repeats, [0.15] * repeats, [0.9] * repeats]
     fixed = {"token": token, "adapter": adapter}
 
-    def figures(model, ids, mask, settings, temperature, proposal, eos, pad):
-        draws = fixed[proposal]
+    def figures(model, ids, mask, settings, temperature, proposal, eos, pad, stream=None):
+        draws = fixed[proposal]  # the selection's draws (stream "selection") read as the token's here
         return {"ess_fraction": [sum(d) / len(d) for d in draws], "log_weight_variance": [1.0] * len(draws),
                 "ess_fraction_draws": draws}  # fmt: skip
 
@@ -305,6 +305,7 @@ def test_proposal_figures_keep_what_the_draws_allow(fidelity, monkeypatch, repea
     out = fidelity.proposal_figures(None, tokenizer, [f"p{i}" for i in range(5)], 0.25, settings)
     assert ("ess_ratio_interval_these_prompts" in out) == (repeats > 1)
     assert out["prompts_where_2_is_reachable"] == 3  # prompts 1, 2, 3 (0.5 counts: a perfect proposal gives 2)
+    assert out["reachable_selected_on"].startswith(f"{repeats} independent token-temperature draw")
     assert out["ess_ratio_where_2_is_reachable"] == pytest.approx(1.5)  # ratios 3.0, 1.4, 1.5
     rows = [1, 2, 3]
     expected = proposal_ess.median_ratio_interval(

@@ -257,19 +257,76 @@ def test_the_reachable_companion_keeps_only_prompts_where_the_goal_ratio_is_poss
     """`proposal_ess.where_reachable`: a prompt whose token ESS / N is above 1/2 caps the ratio below 2 for any
     proposal (ESS / N <= 1), so the companion median leaves it out: here the all-prompt median is 1 (the two capped
     prompts pull it down) while the median over the three prompts where 2 is possible is 2; the boundary 1/2
-    counts as reachable (a perfect proposal gives exactly 2), and a set with none says so."""
+    counts as reachable (a perfect proposal gives exactly 2), and a set with none says so. The prompts are chosen by
+    the `selection` figures, never by the denominator's: a selection that disagrees with `token` picks other
+    prompts."""
     module = _load("proposal_ess")
     token = [0.9, 0.6, 0.5, 0.1, 0.2]
     adapter = [0.45, 0.3, 1.0, 0.3, 0.2]
     ratios = [a / t for t, a in zip(token, adapter)]
     assert sorted(ratios) == pytest.approx([0.5, 0.5, 1.0, 2.0, 3.0]) and statistics.median(ratios) == 1.0
-    count, median = module.where_reachable(token, adapter)
+    count, median = module.where_reachable(token, token, adapter)
     assert count == 3 and median == pytest.approx(2.0)
-    assert module.where_reachable(token, adapter, goal=4.0) == (2, pytest.approx(2.0))
-    assert module.where_reachable([0.8, 0.7], [0.9, 0.1]) == (0, None)
+    assert module.where_reachable(token, token, adapter, goal=4.0) == (2, pytest.approx(2.0))
+    assert module.where_reachable([0.8, 0.7], [0.8, 0.7], [0.9, 0.1]) == (0, None)
+    assert module.where_reachable([0.6, 0.6, 0.4, 0.4, 0.6], token, adapter) == (2, pytest.approx(2.5))  # 2 and 3 only
     summary = {"prompts_where_2_is_reachable": 0, "ess_ratio_where_2_is_reachable": None}
     assert "no prompt where 2 is reachable" in module.reachable_text(summary)
     summary = {"train_prompts_where_2_is_reachable": 3, "train_ess_ratio_where_2_is_reachable": 2.0}
     assert module.reachable_text(summary, "train_") == (
         "median 2.00 over the 3 prompts where 2 is reachable (token ESS/N <= 1/2)"
     )
+
+
+def _token_temperature_adapter(vocab: int, temperature: float):
+    """A tiny Llama (EOS = the last id) with an adapter whose proposal IS token temperature `temperature`: LoRA at
+    its zero start and the final norm's copy scaled by 1 / T (the LM head is linear, so every logit is divided by T)."""
+    from peft import LoraConfig, get_peft_model
+    from tiny_models import tiny_llama
+
+    base = tiny_llama(vocab_size=vocab, seed=0, head_scale=4.0)
+    base.config.eos_token_id = vocab - 1
+    config = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], modules_to_save=["model.norm"])
+    model = get_peft_model(base, config).eval()
+    with torch.no_grad():
+        model.base_model.model.model.norm.modules_to_save["default"].weight.mul_(1 / temperature)
+    return model
+
+
+def test_the_reachable_companion_is_unbiased_where_the_true_ratio_is_one():
+    """An adapter equal to token temperature: the true ESS ratio is 1 on every prompt. 60 prompts of a tiny Llama
+    (about half of them with token ESS/N <= 1/2), N = 16, 4 draws per prompt, 20 independent runs of
+    `compare_proposal_draws`. The companion (median ratio over the prompts where 2 is reachable, chosen on
+    independent token draws) must centre on 1: mean log within 0.015 of 0 and above 1 in 3-17 of 20 runs. Selecting
+    on the denominator's own draws (what the JSONs before issue 47 did), recomputed from the same rows, reads high
+    in every run (mean log above 0.025): the test tells the two apart. The token and adapter particles come from
+    independent streams (equal laws, unequal draws), and the selection draws are not the denominator's."""
+    import itertools
+    import math
+
+    module = _load("proposal_ess")
+    temperature, vocab = 0.5, 8
+    model = _token_temperature_adapter(vocab, temperature)
+    prompts = torch.tensor(list(itertools.product(range(1, vocab - 1), repeat=3)))[:60]
+    mask = torch.ones_like(prompts)
+    with torch.no_grad():  # precondition: the adapter's logits are token temperature's
+        tempered = model(input_ids=prompts).logits
+        with model.disable_adapter():
+            torch.testing.assert_close(tempered, model(input_ids=prompts).logits / temperature)
+    independent, biased, reachable = [], [], []
+    for run in range(20):
+        rows, summary = module.compare_proposal_draws(
+            model, prompts, mask, temperature, [vocab - 1], 0, list(range(len(prompts))),
+            num_samples=16, repeats=4, max_new_tokens=2, prompts_per_batch=60, seed=run,
+        )  # fmt: skip
+        token = [r["token_ess_fraction"] for r in rows]
+        adapter = [r["adapter_ess_fraction"] for r in rows]
+        assert token != adapter and token != [r["token_ess_fraction_selection"] for r in rows]
+        assert "independent" in summary["reachable_selected_on"]
+        independent.append(math.log(summary["ess_ratio_where_2_is_reachable"]))
+        biased.append(math.log(module.where_reachable(token, token, adapter)[1]))
+        reachable.append(summary["prompts_where_2_is_reachable"])
+    assert 15 <= statistics.fmean(reachable) <= 45, reachable  # the selection keeps some prompts and drops others
+    assert abs(statistics.fmean(independent)) < 0.015, independent
+    assert 3 <= sum(v > 0 for v in independent) <= 17, independent  # Binomial(20, 1/2) outside: p < 0.001
+    assert statistics.fmean(biased) > 0.025 and all(v > 0 for v in biased), biased

@@ -16,10 +16,10 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def direct_requirements(pyproject: str, dev: bool = True) -> list[Requirement]:
-    """The dependencies (and, with `dev`, the `dev` extra) of a pyproject.toml text."""
+def direct_requirements(pyproject: str, extras: tuple[str, ...] = ("dev",)) -> list[Requirement]:
+    """The dependencies and the given extras of a pyproject.toml text."""
     project = tomllib.loads(pyproject)["project"]
-    extra = project["optional-dependencies"]["dev"] if dev else []
+    extra = [r for name in extras for r in project["optional-dependencies"][name]]
     return [Requirement(r) for r in project["dependencies"] + extra]
 
 
@@ -38,9 +38,10 @@ def pins(lock: str) -> dict[str, Version]:
 
 
 def lock_problems(pyproject: str, lock: str) -> list[str]:
-    """What is wrong with `lock` for `pyproject`: direct dependencies missing from it or pinned outside their range."""
+    """What is wrong with `lock` for `pyproject`: direct dependencies (the `dev` and `docs` extras included: `make venv`
+    installs both) missing from it or pinned outside their range."""
     pinned, problems = pins(lock), []
-    for requirement in direct_requirements(pyproject):
+    for requirement in direct_requirements(pyproject, ("dev", "docs")):
         version = pinned.get(canonicalize_name(requirement.name))
         if version is None:
             problems.append(f"{requirement.name} is a direct dependency but the lock does not pin it")
@@ -57,7 +58,7 @@ def test_the_lock_pins_every_direct_dependency_inside_its_range():
     assert lock_problems(_read("pyproject.toml"), _read("requirements/lock.txt")) == []
 
 
-@pytest.mark.parametrize("dropped", ["peft", "trl", "ruff"])
+@pytest.mark.parametrize("dropped", ["peft", "trl", "ruff", "mkdocs-material"])
 def test_a_lock_missing_a_direct_dependency_is_caught(dropped):
     lock = "\n".join(
         line for line in _read("requirements/lock.txt").splitlines() if not line.lower().startswith(f"{dropped}==")
@@ -82,6 +83,6 @@ def test_the_oldest_pins_are_pyprojects_floors():
         if lower:
             floors[canonicalize_name(requirement.name)] = Version(lower[0])
     oldest = pins(_read("requirements/oldest.txt"))
-    runtime = {canonicalize_name(r.name) for r in direct_requirements(_read("pyproject.toml"), dev=False)}
+    runtime = {canonicalize_name(r.name) for r in direct_requirements(_read("pyproject.toml"), extras=())}
     assert {name: floors[name] for name in oldest} == oldest
     assert runtime & set(floors) <= set(oldest)

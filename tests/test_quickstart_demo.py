@@ -1,8 +1,10 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""The demo measures on prompts that neither its training nor the sweeps that chose its settings ever saw, and its
-verdict says plainly whether the adapter met the bar and beat token temperature."""
+"""The demo measures on prompts that neither its training nor the sweeps that chose its settings ever saw, prints the
+routes it can afford (token temperature, the best token temperature, the adapter, the adapter as SMC's proposal) and
+answers three questions per route from its own figures: does it reach T, does it rank like p, at what cost."""
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -29,68 +31,79 @@ def test_held_out_prompts_were_never_trained_on_nor_used_to_choose_the_settings(
     assert not set(held_out) & (set(sweep_train) | set(sweep_held_out))
 
 
-@pytest.mark.parametrize(
-    ("adapter", "myopic", "expected"),
-    [
-        ((0.52, 0.91), (0.59, 0.92), "meets the bar where token temperature 0.5 does not: it beats it here"),
-        ((0.52, 0.91), (0.53, 0.95), "Both meet the bar; the adapter's T_eff is closer to T"),
-        ((0.52, 0.876), (0.5755, 0.873), "(τ missed): its T_eff is closer to T than token temperature 0.5's, and its τ is above"),
-        ((0.56, 0.85), (0.57, 0.86), "(T_eff and τ missed)"),
-        ((0.5661, 0.857), (0.55, 1.0), "its T_eff is no closer to T than token temperature 0.5's, and its τ is not above"),
-    ],
-)  # fmt: skip
-def test_the_verdict_against_token_temperature_is_plain(demo, adapter, myopic, expected):
-    rows = {
-        "tempered": {"t_eff": adapter[0], "kendall_tau": adapter[1], "nll_per_token": 5.0},
-        "myopic": {"t_eff": myopic[0], "kendall_tau": myopic[1], "nll_per_token": 4.5},
-    }
-    text = "\n".join(demo.verdict(rows, 0.5))
-    assert expected in text
-    assert ("adapter MET" in text) == (abs(adapter[0] / 0.5 - 1) <= 0.1 and adapter[1] >= 0.9)
-    assert "there is no best token temperature to compare" in text  # no tuned row given
+@pytest.fixture(scope="module")
+def routes(demo):
+    return sys.modules["_routes"]  # imported by the demo, from examples/
+
+
+NAMES = {
+    "base": "base model p",
+    "myopic": "token temperature 0.5",
+    "tuned_myopic": "best token temperature 0.444",
+    "tempered": "adapter",
+    "smc_adapter": "adapter as SMC's proposal, N = 4",
+}
+COSTS = {
+    "myopic": {"calls": 10, "token_forwards_per_answer": 40.0, "seconds_per_answer": 0.1},
+    "tuned_myopic": {"calls": 10, "token_forwards_per_answer": 40.0, "seconds_per_answer": 0.1},
+    "tempered": {"calls": 10, "token_forwards_per_answer": 44.0, "seconds_per_answer": 0.1},
+    "smc_adapter": {"calls": 20, "token_forwards_per_answer": 320.0, "seconds_per_answer": 0.5},
+}
 
 
 @pytest.mark.parametrize(
-    ("adapter", "tuned", "beats"),
-    [
-        ((0.52, 0.93), (0.50, 0.91), True),  # both meet, the adapter ranks better
-        ((0.52, 0.91), (0.50, 0.92), False),  # both meet, the best token temperature ranks better
-        ((0.52, 0.91), (0.50, 0.88), True),  # only the adapter meets
-        ((0.538, 0.852), (0.502, 0.854), False),  # neither meets (the demo's run on its unseen prompts)
-        ((0.538, 0.86), (0.502, 0.854), False),  # a higher τ that misses the bar does not beat it
-        ((0.58, 0.95), (0.50, 0.91), False),  # the adapter misses T_eff
-    ],
+    ("t_eff", "reaches"), [(0.5, True), (0.549, True), (0.551, False), (0.451, True), (0.449, False), (0.563, False)]
 )
-def test_the_verdict_against_the_best_token_temperature_is_plain(demo, adapter, tuned, beats):
-    rows = {
-        "tempered": {"t_eff": adapter[0], "kendall_tau": adapter[1], "nll_per_token": 5.0},
-        "myopic": {"t_eff": 0.57, "kendall_tau": 0.86, "nll_per_token": 4.5},
-        "tuned_myopic": {"t_eff": tuned[0], "kendall_tau": tuned[1], "nll_per_token": 6.0, "token_temperature": 0.44},
-    }
-    text = "\n".join(demo.verdict(rows, 0.5))
-    assert ("The adapter beats the best token temperature here." in text) == beats
-    assert ("does NOT beat the best token temperature" in text) == (not beats)
-    if not beats:  # the reason given is the one that holds, with the figures it is read from
-        reaches = abs(adapter[0] / 0.5 - 1) <= 0.1
-        assert ("its T_eff misses the bar" in text) == (not reaches)
-        if reaches and adapter[1] > tuned[1]:
-            assert f"it ranks each prompt's completions better (τ {adapter[1]:.3f} > {tuned[1]:.3f})" in text
-        assert ("does not rank better" in text) == (reaches and adapter[1] <= tuned[1])
-    assert_consistent(text)
-    assert "best token temperature 6.000" in text
+def test_the_reach_verdict_reads_t_eff_against_t(routes, t_eff, reaches):
+    rows = {name: {"t_eff": 0.5, "kendall_tau": 0.9} for name in routes.ROUTES}
+    rows["tempered"]["t_eff"] = t_eff
+    text = routes.reach_verdict(rows, NAMES, 0.5)
+    assert text.startswith("Does it reach T = 0.5 (T_eff within ±10 %)?")
+    assert f"adapter: {'yes' if reaches else 'no'} (T_eff {100 * (t_eff / 0.5 - 1):+.1f} %)" in text, text
+    assert text.count(": yes") == 3 + reaches  # the other routes sit at T exactly
 
 
-def assert_consistent(text: str) -> None:
-    """Every `τ a > b` / `τ a ≤ b` the verdict states holds for its own figures, and the τ it quotes for the best
-    token temperature and the adapter are the ones it compares."""
-    import re
+@pytest.mark.parametrize(
+    ("interval", "reading"),
+    [((0.02, 0.01, 0.03), "better"), ((-0.02, -0.03, -0.01), "worse"), ((0.01, -0.01, 0.03), "not shown to differ"),
+     ((0.005, 0.0, 0.01), "not shown to differ")],
+)  # fmt: skip
+def test_the_rank_verdict_says_better_or_worse_only_where_the_interval_excludes_zero(routes, interval, reading):
+    rows = {name: {"t_eff": 0.5, "kendall_tau": 0.86} for name in routes.ROUTES}
+    for name in routes.ROUTES[1:]:
+        rows[name]["tau_minus_myopic"] = (0.0, -0.02, 0.02)
+    rows["smc_adapter"]["tau_minus_myopic"] = interval
+    text = routes.rank_verdict(rows, NAMES)
+    mean, low, high = interval
+    assert f"adapter as SMC's proposal, N = 4: τ 0.860, {mean:+.3f} [{low:+.3f}, {high:+.3f}], {reading}" in text
+    assert "Against token temperature 0.5 (τ 0.860)" in text and text.count("not shown to differ") >= 2
 
-    for left, sign, right in re.findall(r"τ (\d\.\d{3}) ([>≤]) (\d\.\d{3})", text):
-        assert (float(left) > float(right)) == (sign == ">"), text
-    quoted = re.search(r"its τ is (\d\.\d{3}), the adapter's (\d\.\d{3})", text)
-    compared = re.search(r"\(τ (\d\.\d{3}) [>≤] (\d\.\d{3})\)", text)
-    if quoted and compared:
-        assert compared.groups() == (quoted.group(2), quoted.group(1)), text
+
+def test_the_cost_verdict_and_the_table_read_the_measured_costs(routes):
+    once = {"tempered": "training 92 s (32 steps)", "smc_adapter": "the adapter's training 92 s (32 steps)"}
+    text = routes.cost_verdict(COSTS, NAMES, once)
+    assert "adapter: 1.0× the calls and 1.1× the token-forwards per answer of token temperature 0.5, once: " in text
+    assert "adapter as SMC's proposal, N = 4: 2.0× the calls and 8.0× the token-forwards per answer" in text
+    rows = {name: {"t_eff": 0.5, "kendall_tau": 0.9, "nll_per_token": 5.0} for name in NAMES}
+    lines = routes.table(rows, COSTS, NAMES, once).splitlines()
+    smc = next(line for line in lines if line.startswith("adapter as SMC"))
+    assert smc.endswith(once["smc_adapter"]) and smc[: -len(once["smc_adapter"])].split()[-3:] == [
+        "20",
+        "320.0",
+        "0.500",
+    ]
+    assert [line.split("  ")[0] for line in lines[2:]] == list(NAMES.values())  # base first, then the routes
+
+
+def test_tau_per_prompt_and_its_paired_interval(routes):
+    import torch
+
+    ref = torch.tensor([-1.0, -2.0, -3.0, -1.0, -2.0, -3.0])
+    policy = torch.tensor([-2.0, -4.0, -6.0, -6.0, -4.0, -2.0])  # prompt a in p's order, prompt b reversed
+    assert routes.per_prompt_tau(ref, policy, ["a"] * 3 + ["b"] * 3) == [1.0, -1.0]
+    assert routes.paired_interval([0.1] * 10) == pytest.approx((0.1, 0.1, 0.1))
+    mean, low, high = routes.paired_interval([-0.2, 0.2] * 8)
+    assert mean == pytest.approx(0.0) and low < 0 < high
 
 
 @pytest.mark.parametrize(
@@ -107,17 +120,6 @@ def assert_consistent(text: str) -> None:
 def test_the_demo_picks_threads_from_the_free_cores(demo, environ, cpus, load, processes, threads):
     count, why = demo.torch_threads(environ, cpus, load, processes)
     assert count == threads and why
-
-
-def test_the_demo_uses_one_name_for_the_best_token_temperature(demo):
-    rows = {
-        "tempered": {"t_eff": 0.538, "kendall_tau": 0.856, "nll_per_token": 5.0},
-        "myopic": {"t_eff": 0.57, "kendall_tau": 0.86, "nll_per_token": 4.5},
-        "tuned_myopic": {"t_eff": 0.502, "kendall_tau": 0.854, "nll_per_token": 6.0, "token_temperature": 0.444},
-    }
-    text = "\n".join(demo.verdict(rows, 0.5)) + demo.DEMO_ROWS["tuned_myopic"]
-    assert "tuned" not in text.lower() and "Best token temperature" not in text
-    assert text.count("best token temperature") >= 3
 
 
 def _tiny_chat_model(folder: Path) -> None:
@@ -139,9 +141,11 @@ def _tiny_chat_model(folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
-def test_under_accelerate_launch_the_demo_prints_each_line_once_with_a_consistent_verdict(tmp_path):
-    """Two ranks (CPU, gloo) of the demo on a tiny chat model: every line once (the main process prints), the
-    table and a verdict whose stated comparisons hold for the figures it quotes."""
+def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_verdicts(tmp_path):
+    """Two ranks (CPU, gloo) of the demo on a tiny chat model: every line once (the main process prints), the route
+    table, and a reach verdict that agrees with the T_eff the table prints for each route."""
+    import re
+
     from launching import free_port, run_ranks
 
     _tiny_chat_model(tmp_path / "tiny")
@@ -153,12 +157,27 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_a_consisten
     demo_flags += ["--held_out_generations", "4", "--max_completion_length", "3", "--max_steps", "2"]
     demo_flags += ["--batch_size", "8"]
     output = run_ranks([*launch, str(ROOT / "examples" / "quickstart.py"), *demo_flags], timeout=600).stdout
-    ours = [
-        line for line in output.splitlines() if line.startswith(("torch threads", "Bar (", "How to read", "Held-out:"))
-    ]
-    assert len(ours) == 4 and len(set(ours)) == 4, output[-3000:]
+    starts = ("torch threads", "Held-out:", "Does it reach", "Does it rank", "At what cost", "route ")
+    ours = [line for line in output.splitlines() if line.startswith(starts)]
+    assert len(ours) == len(starts) and len(set(ours)) == len(starts), output[-3000:]
     assert "torch threads per process: 1 (OMP_NUM_THREADS" in output  # the launcher's environment sets it
     assert output.count("Hub folder:") == 1 and output.count("wall time:") == 1
-    verdict = output[output.index("How to read") : output.index("Hub folder:")]
-    assert_consistent(verdict)
-    assert ("adapter MET" in verdict) != ("adapter NOT MET" in verdict)
+    lines = output.splitlines()
+    table = lines[lines.index(next(line for line in lines if line.startswith("route "))) + 2 :]
+    t_eff = {}
+    for line in table:
+        if line.startswith(("token temperature", "best token temperature", "adapter")):
+            name = re.split(r"\s{2,}", line)[0]
+            t_eff[name] = float(line[len(name) :].split()[0])
+        elif not line.startswith("base model"):
+            break
+    reach = next(line for line in lines if line.startswith("Does it reach"))
+    assert set(t_eff) >= {"token temperature 0.5", "adapter", "adapter as SMC's proposal, N = 4"}, table
+    for name, value in t_eff.items():
+        assert f"{name}: {'yes' if abs(value / 0.5 - 1) <= 0.1 else 'no'} (T_eff" in reach, (name, value, reach)
+    # the figures it printed are written once, with what a committed result must record
+    record = json.loads((tmp_path / "out" / "demo.json").read_text(encoding="utf-8"))
+    assert all(record["provenance"][field] for field in ("command", "commit", "machine", "date"))
+    assert record["printed"][-3] == reach and record["wall_seconds"] > 0
+    shown = {record["names"][name]: row["t_eff"] for name, row in record["rows"].items() if name != "base"}
+    assert {name: round(value, 3) for name, value in shown.items()} == t_eff

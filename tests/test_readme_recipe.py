@@ -1,11 +1,13 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""The README, run as written: every block is read from README.md, so a test fails as soon as the README drifts.
+"""The README and the pages a new user follows next, run as written: every block is read from the page itself, so a
+test fails as soon as a page drifts.
 
-Default run: the quick-start snippet (a 10-step training run of the embedded model) and the training-free
-`custom_generate` recipe run verbatim; every `hf-seqtemp` line of the "Command line" section is parsed by its own
-command's parser (the benchmarks answer `--help`), every flag its prose names exists, and its `held_out.jsonl`
-example is read the way `hf-seqtemp eval` reads it. Slow: the README's steps run end to end, every block in order
-(quick start, `custom_generate` recipe, "Command line" section) in one empty folder, with `hf-seqtemp` found on
+Default run: the README's quick-start snippet (a 10-step training run of the embedded model) runs verbatim, and its
+Hub-model variant runs in its place with the Hub id pointed at the embedded model's folder (offline); the
+training-free `custom_generate` recipe of `docs/sampling.md` runs verbatim; every `hf-seqtemp` line of
+`docs/cli.md` is parsed by its own command's parser (the benchmarks answer `--help`), every flag its prose names
+exists, and its `held_out.jsonl` example is read the way `hf-seqtemp eval` reads it. Slow: the steps run end to end,
+every block in order (the README's quick start, then `docs/cli.md`) in one empty folder, with `hf-seqtemp` found on
 `PATH` as `source .venv/bin/activate` puts it there.
 """
 
@@ -29,14 +31,10 @@ from hf_seqtemp.models.default import default_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+CLI_PAGE = ROOT / "docs" / "cli.md"
+SAMPLING_PAGE = ROOT / "docs" / "sampling.md"
+HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 BIN = Path(sys.executable).parent  # the environment's scripts folder: what `source .venv/bin/activate` puts on PATH
-
-
-def _section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"\n## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
@@ -44,9 +42,9 @@ def _blocks(text: str) -> list[tuple[str, str]]:
     return re.findall(r"```(\w+)\n(.*?)```", text, flags=re.DOTALL)
 
 
-def _python_block(marker: str) -> str:
+def _python_block(marker: str, page: Path = README) -> str:
     return next(
-        code for lang, code in _blocks(README.read_text(encoding="utf-8")) if lang == "python" and marker in code
+        code for lang, code in _blocks(page.read_text(encoding="utf-8")) if lang == "python" and marker in code
     )
 
 
@@ -71,8 +69,9 @@ def _run(command: list[str], cwd: Path) -> str:
     return result.stdout
 
 
-def test_readme_custom_generate_recipe_runs_as_written(tmp_path):
-    (tmp_path / "recipe.py").write_text(_python_block("custom_generate=hf_seqtemp.seqtemp_generate"), encoding="utf-8")
+def test_the_custom_generate_recipe_runs_as_written(tmp_path):
+    recipe = _python_block("custom_generate=hf_seqtemp.seqtemp_generate", SAMPLING_PAGE)
+    (tmp_path / "recipe.py").write_text(recipe, encoding="utf-8")
     stdout = _run([sys.executable, "recipe.py"], tmp_path)
     answers = ast.literal_eval(stdout.strip().splitlines()[-1])  # the recipe prints the decoded answers
     assert isinstance(answers, list) and len(answers) == 1 and answers[0].strip()
@@ -110,6 +109,25 @@ def test_readme_quick_start_runs_as_written_and_prints_what_it_measured(tmp_path
     assert prompt == held_out[0] and completion.strip()
 
 
+def _hub_variant() -> str:
+    """The quick start with its `load_default_model()` line replaced by the README's Hub-model block, the Hub id
+    pointed at the embedded model's converted folder (the same weights, offline) and 2 training steps."""
+    quick_start, hub = _python_block("SeqTempTrainer("), _python_block("AutoModelForCausalLM.from_pretrained(")
+    assert hub.count(f'"{HUB_ID}"') == 2  # the variant loads the model and the tokenizer from the Hub id
+    line = next(line for line in quick_start.splitlines() if "load_default_model()" in line and "=" in line)
+    script = quick_start.replace(line, hub.replace(f'"{HUB_ID}"', repr(str(default_model_path()))))
+    assert "max_steps=10" in script
+    return script.replace("max_steps=10", "max_steps=2")
+
+
+def test_readme_hub_model_variant_runs_in_place_of_the_embedded_model(tmp_path):
+    (tmp_path / "hub_variant.py").write_text(_hub_variant(), encoding="utf-8")
+    lines = _run([sys.executable, "hub_variant.py"], tmp_path).strip().splitlines()
+    config = json.loads((tmp_path / "quickstart" / "adapter" / "seqtemp_config.json").read_text(encoding="utf-8"))
+    assert any(line.startswith(f"held-out T_eff {config['eval_t_eff']:.3f} (target 0.5)") for line in lines)
+    assert lines[-1].startswith("Name an animal. -> ")
+
+
 def _parsers() -> dict[str, SeqTempArgumentParser]:
     return {
         name: SeqTempArgumentParser(cli._dataclass_types(name), prog=f"hf-seqtemp {name}")
@@ -117,10 +135,10 @@ def _parsers() -> dict[str, SeqTempArgumentParser]:
     }
 
 
-def test_readme_command_line_section_parses_as_written(tmp_path, monkeypatch):
-    """Every command of the section parses with its own flags, every flag in its prose exists, and the
+def test_the_command_line_page_parses_as_written(tmp_path, monkeypatch):
+    """Every command of `docs/cli.md` parses with its own flags, every flag in its prose exists, and the
     `held_out.jsonl` rows it shows are read as one prompt with the completions it names."""
-    section = _section("Command line")
+    section = CLI_PAGE.read_text(encoding="utf-8")
     assert (BIN / "hf-seqtemp").is_file()  # installed by `make venv` (`pip install -e .`) next to the interpreter
     monkeypatch.chdir(tmp_path)
     parsers, shown = _parsers(), set()
@@ -151,13 +169,19 @@ def test_readme_command_line_section_parses_as_written(tmp_path, monkeypatch):
 
 
 def _first_hour_blocks() -> list[tuple[str, str]]:
-    """The README's steps a new user runs one after the other: every python and bash block before the audit section
-    (the quick start, the `custom_generate` recipe, the "Command line" section), less `make` (it sets up, and the
-    demo has tests of its own)."""
-    text = README.read_text(encoding="utf-8")
-    blocks = _blocks(text[: text.index("\n## What does my decoding do?")])
-    setup = [lang == "bash" and any(words[0] == "make" for words in _command_lines(code)) for lang, code in blocks]
-    return [(lang, code) for (lang, code), make in zip(blocks, setup) if lang in ("python", "bash") and not make]
+    """The steps a new user runs one after the other: every python and bash block of the README (the quick start),
+    then of `docs/cli.md`, less setup (`make`, `pip install`: the demo has tests of its own) and the Hub-model
+    variant (it needs the Hub; tested above in place of the quick start's model)."""
+    blocks = _blocks(README.read_text(encoding="utf-8")) + _blocks(CLI_PAGE.read_text(encoding="utf-8"))
+
+    def setup(lang: str, code: str) -> bool:
+        return lang == "bash" and any(words[0] in ("make", "pip") for words in _command_lines(code))
+
+    return [
+        (lang, code)
+        for lang, code in blocks
+        if lang in ("python", "bash") and not setup(lang, code) and f'"{HUB_ID}"' not in code
+    ]
 
 
 @pytest.mark.slow

@@ -93,7 +93,7 @@ def test_deepspeed_zero2_on_two_processes_matches_the_one_process_loss_curve(tmp
 
 @pytest.mark.slow
 def test_the_readme_accelerate_command_runs_the_quickstart_on_two_processes(tmp_path):
-    """The README's `accelerate launch --multi_gpu --num_processes 2 examples/quickstart.py` at tiny settings (1 step,
+    """The `accelerate launch --multi_gpu --num_processes 2 examples/quickstart.py` of docs/distributed.md, tiny (1 step,
     2 completions of 2 tokens per prompt): both ranks train, measure, save and reload. Before, rank 1 read the
     adapter folder while rank 0 was still writing it and crashed in `load_tempered` (the folder did not exist yet,
     then had no `seqtemp_config.json`)."""
@@ -103,5 +103,6 @@ def test_the_readme_accelerate_command_runs_the_quickstart_on_two_processes(tmp_
     tiny += ["--train_prompts", "2", "--held_out_prompts", "2", "--lora_r", "2", "--output_dir", str(tmp_path)]
     launch = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", free_port()]
     result = run_ranks([*launch, str(quickstart), *tiny], timeout=600)  # fails unless both ranks exit with 0
-    assert result.stdout.count("reloaded with load_tempered: max |Δ log q| = 0.00e+00") == 2, result.stdout[-3000:]
+    # only the main process prints (the demo's `say`), once both ranks have reloaded the folder and exited with 0
+    assert result.stdout.count("reloaded with load_tempered: max |Δ log q| = 0.00e+00") == 1, result.stdout[-3000:]
     assert (tmp_path / "hub" / "seqtemp_config.json").is_file()

@@ -1,0 +1,272 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Which route? The README's decision table and figure, computed from committed results only.
+
+Reads the task tables (`task_table_cpu_*.json`: pass@1 / pass@8 on three checkable families, model calls and
+token-forwards per answer, training seconds, T_eff / τ of the trained rows on held-out prompts) and the enumerable
+toy's sampler benchmarks (`samplers.json`, `smc_proposals.json`: KL of the answer law to p^4), all at α = 4
+(T = 0.25), the one α every family was measured at. Per route it keeps:
+
+- cost per answer: sequential model calls and token-forwards (the GPU latency is not measured: no committed GPU
+  sampling run exists), and the training seconds (8 steps on 32 prompts, one CPU thread);
+- fit: T_eff / τ against p on held-out prompts (trained rows; the samplers have no density to score), and
+  KL(answer law ‖ p^4) on the enumerable toy;
+- answers: pass@1 with a 95 % bootstrap interval over the 16 held-out prompts of each family (a trained row pooled
+  over its three training runs), pass@8, and the number of distinct answers among each prompt's 8 samples (1 when a
+  route has collapsed to one answer per prompt).
+
+pass@8 and the distinct answers are recomputed from the answers each JSON records per prompt and seed, checked
+against the gold answers of the split; the recomputed pass@1 must equal the JSON's own per-prompt figures.
+
+Usage:
+    python benchmarks/decision_table.py            # writes benchmarks/results/decision.json and decision.png
+    python benchmarks/decision_table.py --markdown # prints the README's tables from decision.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO, provenance
+from _tasks import get_family, split_family
+
+RESULTS = REPO / "benchmarks" / "results"
+FAMILIES = ("addition", "capitals", "comparison")
+BOOTSTRAP = 2000
+# route: (key, label, task row, task-table files per training seed (`{}`: the family), toy KL source)
+FULL = "task_table_cpu_{}.json"
+TRAINED = (FULL, "task_table_cpu_{}_train_seed1.json", "task_table_cpu_{}_train_seed2.json")  # training seeds 0, 1, 2
+DISTILLED = tuple(f"task_table_cpu_{{}}_distill_train_seed{seed}.json" for seed in range(3))
+ROUTES = (
+    ("token", "token temperature 0.25", "token T=0.25", (FULL,), ("samplers", "token_temperature")),
+    ("ratio", "trained adapter (ratio loss)", "ours T=0.25", TRAINED, None),
+    ("distill", "trained adapter (SMC distillation)", "distill T=0.25", DISTILLED, None),
+    ("smc_adapter", "adapter as SMC's proposal, N = 4", "smc-adapter α=4 N=4", DISTILLED, ("smc_proposals", "adapter_N4")),
+    ("smc8", "token-proposal SMC, N = 8", "smc α=4", (FULL,), None),
+    ("smc64", "token-proposal SMC, N = 64", "smc α=4 N=64", ("task_table_cpu_{}_smc64.json",), ("samplers", "smc")),
+    ("mh", "MH power sampling (4 steps / block)", "mcmc α=4", (FULL,), ("samplers", "mh")),
+    ("rloo", "RLOO, reward log p (β = 1/3)", "rloo T=0.25", TRAINED, None),
+    ("ancestral", "p itself (ancestral sampling)", "ancestral", (FULL,), ("samplers", "plain")),
+)  # fmt: skip
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / name
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _bootstrap(values: list[float], rng: random.Random) -> list[float]:
+    means = sorted(statistics.fmean(rng.choices(values, k=len(values))) for _ in range(BOOTSTRAP))
+    return [means[int(0.025 * BOOTSTRAP)], means[int(0.975 * BOOTSTRAP) - 1]]
+
+
+def per_prompt_answers(row: dict, settings: dict) -> list[list[list[bool]]]:
+    """`[seed][prompt][sample]` correctness of a task row, read from the answers it recorded; its pass@1 per prompt
+    must be the JSON's own (a check that the gold answers are the run's)."""
+    family = get_family(row["family"])
+    _, held_out = split_family(family, settings["train_prompts"], settings["held_out_prompts"], seed=0)
+    correct = [
+        [[answer == gold for answer in seed[i]] for i, (_, gold) in enumerate(held_out)] for seed in row["answers"]
+    ]
+    recomputed = [statistics.fmean(sum(s[i]) / len(s[i]) for s in correct) for i in range(len(held_out))]
+    if any(abs(a - b) > 1e-9 for a, b in zip(recomputed, row["pass@1_per_prompt"])):
+        raise ValueError(f"{row['family']} / {row['row']}: the recorded answers do not give the recorded pass@1")
+    return correct
+
+
+def task_figures(route_row: str, patterns: tuple, family: str, rng: random.Random) -> tuple[dict, list[str]] | None:
+    """Pass@1 / pass@8 / distinct answers of one route on one family, pooled over the runs (training seeds) found."""
+    runs, sources = [], []
+    for pattern in patterns:
+        name = pattern.format(family)
+        payload = _load(name)
+        rows = [r for r in (payload or {}).get("rows", []) if r["row"] == route_row]
+        if rows:
+            runs.append((rows[0], payload))
+            sources.append(name)
+    if not runs:
+        return None
+    prompts = len(runs[0][0]["pass@1_per_prompt"])
+    pass1 = [[] for _ in range(prompts)]
+    pass8 = [[] for _ in range(prompts)]
+    distinct = []
+    for row, payload in runs:
+        correct = per_prompt_answers(row, payload["settings"])
+        for seed_correct, seed_answers in zip(correct, row["answers"]):
+            for i, (c, answers) in enumerate(zip(seed_correct, seed_answers)):
+                pass1[i].append(sum(c) / len(c))
+                pass8[i].append(float(any(c)))
+                distinct.append(len(set(answers)))
+    pass1 = [statistics.fmean(v) for v in pass1]
+    pass8 = [statistics.fmean(v) for v in pass8]
+    rows = [row for row, _ in runs]
+    figures = {
+        "pass@1": statistics.fmean(pass1),
+        "pass@1_ci95": _bootstrap(pass1, rng),
+        "pass@8": statistics.fmean(pass8) if len(row["answers"][0][0]) >= 8 else None,
+        "pass@8_ci95": _bootstrap(pass8, rng) if len(row["answers"][0][0]) >= 8 else None,
+        "distinct_answers_per_8": statistics.fmean(distinct),
+        "runs": len(runs),
+        "answers_per_prompt": sum(len(s[0]) for r in rows for s in r["answers"]),
+        "calls": statistics.fmean(r["calls"] for r in rows),
+        "token_forwards_per_answer": statistics.fmean(r["token_forwards_per_answer"] for r in rows),
+        "train_seconds": [r["train_seconds"] for r in rows if r.get("train_seconds") is not None],
+        "t_eff": [r["t_eff"] for r in rows if r.get("t_eff") is not None],
+        "kendall_tau": [r["kendall_tau"] for r in rows if r.get("kendall_tau") is not None],
+    }
+    return figures, sources
+
+
+def toy_kl(source: tuple | None) -> dict | None:
+    """KL(answer law ‖ p^4) on the enumerable toy: `samplers.json` (point) or `smc_proposals.json` (with its basic
+    bootstrap interval over runs)."""
+    if source is None:
+        return None
+    name, key = source
+    payload = _load(f"{name}.json")
+    if name == "samplers":
+        return {"kl": payload["summary"]["kl_to_p_alpha_alpha4"][key], "interval": None, "source": f"{name}.json"}
+    proposal, particles = key.split("_N")
+    row = next(r for r in payload["rows"] if r["alpha"] == 4.0 and r["proposal"] == proposal
+               and r["num_particles"] == int(particles))  # fmt: skip
+    return {"kl": row["kl"], "interval": row["kl_interval"][1:], "source": f"{name}.json"}
+
+
+def build() -> dict:
+    rng = random.Random(0)
+    routes, sources = [], set()
+    for key, label, row, patterns, kl_source in ROUTES:
+        tasks = {}
+        for family in FAMILIES:
+            found = task_figures(row, patterns, family, rng)
+            if found is not None:
+                tasks[family], used = found
+                sources.update(used)
+        kl = toy_kl(kl_source)
+        if kl:
+            sources.add(kl["source"])
+        routes.append({"route": key, "label": label, "task_row": row, "tasks": tasks, "toy_kl_to_p_alpha": kl,
+                       "gpu_latency": None})  # fmt: skip
+    return {
+        "provenance": provenance(),
+        "benchmark": "decision_table",
+        "alpha": 4.0,
+        "target_temperature": 0.25,
+        "sources": sorted(sources),
+        "routes": routes,
+    }
+
+
+def _span(values: list[float], digits: int = 2) -> str:
+    if not values:
+        return "—"
+    low, high = min(values), max(values)
+    return f"{low:.{digits}f}" if round(low, digits) == round(high, digits) else f"{low:.{digits}f}–{high:.{digits}f}"
+
+
+def _cost_cells(route: dict) -> list[str]:
+    tasks = route["tasks"].values()
+    calls = _span([t["calls"] for t in tasks], 0)
+    forwards = _span([t["token_forwards_per_answer"] for t in tasks], 0)
+    train = [s for t in tasks for s in t["train_seconds"]]
+    t_eff = [v for t in tasks for v in t["t_eff"]]
+    tau = [v for t in tasks for v in t["kendall_tau"]]
+    fit = f"{statistics.fmean(t_eff):.2f} ({_span(t_eff)}) / {statistics.fmean(tau):.2f}" if tau else "— (no density)"
+    if route["route"] == "ancestral":
+        fit = "1 / 1 (it is p)"
+    kl = route["toy_kl_to_p_alpha"]
+    kl_text = "not measured"
+    if kl:
+        kl_text = f"{kl['kl']:.3g}" + (
+            f" [{kl['interval'][0]:.3g}, {kl['interval'][1]:.3g}]" if kl["interval"] else ""
+        )
+    return [calls, forwards, "not measured", f"{_span(train, 0)} s" if train else "none", fit, kl_text]
+
+
+def _answer_cell(figures: dict | None) -> str:
+    if figures is None:
+        return "not measured"
+    low, high = figures["pass@1_ci95"]
+    cell = f"{figures['pass@1']:.2f} [{low:.2f}, {high:.2f}]"
+    cell += f" / {figures['pass@8']:.2f}" if figures["pass@8"] is not None else " / —"
+    return cell + f" · {figures['distinct_answers_per_8']:.1f}"
+
+
+def markdown(decision: dict) -> str:
+    """The README's two tables: cost and fit per route, then answers per family."""
+    head = (
+        "| route | calls / answer | token-forwards / answer | GPU latency | training (CPU, 8 steps) | "
+        "T_eff / τ, target 0.25 | KL to p^4, toy |\n|---|---:|---:|---|---|---|---|\n"
+    )
+    cost = "".join(f"| {r['label']} | " + " | ".join(_cost_cells(r)) + " |\n" for r in decision["routes"])
+    answers = "| route | addition | capitals | comparison |\n|---|---|---|---|\n" + "".join(
+        f"| {r['label']} | " + " | ".join(_answer_cell(r["tasks"].get(f)) for f in FAMILIES) + " |\n"
+        for r in decision["routes"]
+    )
+    return head + cost + "\n" + answers
+
+
+def plot(decision: dict, path: Path) -> None:
+    """pass@1 [95 %] (filled) and pass@8 (open) against token-forwards per answer, one marker per route, one panel
+    per family."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    markers = "osD^v<>Xp"
+    figure, axes = plt.subplots(1, len(FAMILIES), figsize=(12, 4.4), sharey=True, sharex=True)
+    for axis, family in zip(axes, FAMILIES):
+        for index, (marker, route) in enumerate(zip(markers, decision["routes"])):
+            figures = route["tasks"].get(family)
+            if figures is None:
+                continue
+            # routes of equal cost side by side: each route's x is shifted by a fixed few percent (log axis)
+            x = figures["token_forwards_per_answer"] * 1.07 ** (index - len(markers) // 2)
+            low, high = figures["pass@1_ci95"]
+            axis.errorbar(x, figures["pass@1"], yerr=[[figures["pass@1"] - low], [high - figures["pass@1"]]],
+                          fmt=marker, color=f"C{index}", capsize=3, label=route["label"])  # fmt: skip
+            if figures["pass@8"] is not None:
+                axis.plot(x, figures["pass@8"], marker, mfc="none", color=f"C{index}", alpha=0.7)
+        axis.set_xscale("log")
+        axis.set_xticks([40, 100, 300, 1000], labels=["40", "100", "300", "1000"])
+        axis.set_xlim(25, 1500)
+        axis.set_title(family)
+        axis.set_xlabel("token-forwards per answer (log)")
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("pass@1 [95 %] (filled), pass@8 (open)")
+    axes[0].set_ylim(0, 1.02)
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    figure.suptitle(
+        "Routes at α = 4 (T = 0.25), SmolLM2-135M, 16 held-out prompts per family; equal costs side by side"
+    )
+    figure.tight_layout(rect=(0, 0.12, 1, 1))
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", default=str(RESULTS / "decision.json"))
+    parser.add_argument("--markdown", action="store_true", help="print the tables of an existing --output")
+    args = parser.parse_args(argv)
+    output = Path(args.output)
+    if args.markdown:
+        print(markdown(json.loads(output.read_text())), end="")
+        return
+    decision = build()
+    output.write_text(json.dumps(decision, indent=2, ensure_ascii=False) + "\n")
+    plot(decision, output.with_suffix(".png"))
+    print(markdown(decision), end="")
+    print(f"wrote {output} and {output.with_suffix('.png')}")
+
+
+if __name__ == "__main__":
+    main()
