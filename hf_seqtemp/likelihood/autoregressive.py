@@ -10,6 +10,7 @@ import torch
 from ..checks import check_int
 from ..models.validation import SUPPORTED, check_model_kind
 from .base import SequenceScorer
+from .chunked_head import HeadAsTokenLogps, causal_lm, plain_output_head
 
 
 def position_ids_from_attention_mask(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -21,13 +22,6 @@ CPU_CHUNK_VALUES = 2**20
 """Logit values per float32 chunk on CPU (4 MiB): a block that stays in cache is several times faster there."""
 ACCELERATOR_CHUNK_VALUES = 2**26
 """Logit values per float32 chunk on other devices (256 MiB): fewer, larger kernels."""
-
-
-CPU_HEAD_CHUNK_VALUES = 2**26
-"""Logit values per chunk on CPU when the LM head itself is applied by chunks (256 MiB in float32): enough positions
-that the head's weight, read from memory once per chunk, is read a few times per batch."""
-ACCELERATOR_HEAD_CHUNK_VALUES = 2**24
-"""The same on other devices (64 MiB in float32): memory is what is scarce there, not bandwidth."""
 
 
 def default_chunk_size(vocab_size: int, device: torch.device) -> int:
@@ -76,229 +70,6 @@ def gather_token_logps(
             block = block / token_temperature
         pieces.append(block.log_softmax(dim=-1).gather(-1, target).squeeze(-1))
     return torch.cat(pieces).view(batch, length)
-
-
-# config fields of models whose logits are not `head(hidden)` alone (soft-capping, a scale after the head)
-POST_HEAD_FIELDS = (
-    "final_logit_softcapping",
-    "logit_scale",
-    "output_multiplier",
-    "lm_head_multiplier",
-    "logits_scaling",
-)
-
-
-def _causal_lm(model: torch.nn.Module) -> torch.nn.Module:
-    """The transformers model under DDP and PEFT wrappers."""
-    target = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
-    return target.get_base_model() if callable(getattr(target, "get_base_model", None)) else target
-
-
-def plain_output_head(model: torch.nn.Module, with_grad: bool = False) -> torch.nn.Module | None:
-    """The LM head of `model` when its logits are `head(hidden_states)` and nothing after (no soft-capping or logit
-    scale in its config) and, `with_grad`, the head is a plain `torch.nn.Linear` (a LoRA layer or a
-    `modules_to_save` copy of the head has no chunked backward here); else `None`. Then the head can be applied to
-    the hidden states a chunk at a time ([`gather_token_logps_from_hidden`]), never holding the `(batch, length,
-    vocab)` logits."""
-    target = _causal_lm(model)
-    get = getattr(target, "get_output_embeddings", None)
-    head = get() if callable(get) else None
-    if not isinstance(head, torch.nn.Module):
-        return None
-    config = getattr(target, "config", None)
-    text = config.get_text_config() if callable(getattr(config, "get_text_config", None)) else config
-    if any(getattr(text, name, None) not in (None, 1, 1.0) for name in POST_HEAD_FIELDS):
-        return None
-    if with_grad and type(head) is not torch.nn.Linear:
-        return None
-    return head
-
-
-class _HeadAsTokenLogps:
-    """Within the block, `head` returns the log-probabilities of `targets` instead of logits: its call inside the
-    model's forward applies the real head a chunk of positions at a time ([`gather_token_logps_from_hidden`]), so
-    the forward's output is `(batch, positions, 1)` and the `(batch, positions, vocab)` logits never exist. The head
-    is used inside the forward, as DDP and FSDP expect of a parameter. `calls` tells whether the model called its
-    head at all (if not, its `.logits` are real logits)."""
-
-    def __init__(self, head: torch.nn.Module | None, targets: torch.Tensor, token_temperature, chunk_size, vocab):
-        self.head, self.targets, self.calls = head, targets, 0
-        self.options = {"token_temperature": token_temperature, "chunk_size": chunk_size, "vocab_size": vocab}
-
-    def _patch(self):
-        self.head.forward = self._token_logps
-
-    def _unpatch(self):
-        if self.saved is None:
-            del self.head.forward
-        else:
-            self.head.forward = self.saved
-
-    def __enter__(self):
-        if self.head is not None:
-            self.saved = self.head.__dict__.get("forward")  # a hook's wrapper (accelerate's offloading) stays
-            self._patch()
-        return self
-
-    def _token_logps(self, hidden_states, *args, **kwargs):
-        self.calls += 1
-        kept = self.targets.shape[1]
-        if hidden_states.dim() != 3 or hidden_states.shape[1] < kept:
-            raise TypeError(f"the LM head was called on a tensor of shape {tuple(hidden_states.shape)}")
-        hidden_states = hidden_states[:, hidden_states.shape[1] - kept :]  # a model that ignored `logits_to_keep`
-        self._unpatch()  # the chunks call the head's own forward
-        try:
-            logps = gather_token_logps_from_hidden(hidden_states, self.head, self.targets, **self.options)
-        finally:
-            self._patch()
-        return logps[..., None]
-
-    def __exit__(self, *exc):
-        if self.head is not None:
-            self._unpatch()
-        return False
-
-
-def _chunk_logps(head, hidden, targets, token_temperature: float) -> torch.Tensor:
-    """Without gradients: the chunk's logits are overwritten in place, so one `(chunk, vocab)` float32 buffer is
-    all it holds (a log-softmax would hold a second). A plain linear head is multiplied by its weight (no nested
-    call of the module inside the model's forward, whose hooks, FSDP's or accelerate's, ran for the outer call);
-    any other head module is called."""
-    if type(head) is torch.nn.Linear:
-        logits = _linear_chunk(hidden, head.weight, head.bias, _compute_dtype(hidden), token_temperature)
-    else:
-        logits = head(hidden).float()
-        if token_temperature != 1.0:
-            logits = logits.div_(token_temperature)
-    return _target_minus_log_norm_(logits, targets[:, 0])[0]
-
-
-def _target_minus_log_norm_(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """`(logits[target] - logsumexp(logits), logsumexp(logits))` per row, overwriting `logits` (float32)."""
-    chosen = logits.gather(-1, targets[:, None]).squeeze(-1)
-    top = logits.amax(dim=-1, keepdim=True)
-    log_norm = logits.sub_(top).exp_().sum(dim=-1).log_().add_(top.squeeze(-1))
-    return chosen - log_norm, log_norm
-
-
-def _compute_dtype(tensor: torch.Tensor) -> torch.dtype:
-    kind = tensor.device.type
-    return torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else tensor.dtype
-
-
-class _LinearHeadTokenLogps(torch.autograd.Function):
-    """`log softmax(hidden @ weight.T + bias)[target]` in float32, a chunk of rows at a time, forward and backward:
-    the backward recomputes each chunk's logits and returns the gradients of `hidden`, `weight` and `bias` (summed
-    in float32), so autograd holds the hidden states, never the logits, and the weight enters the graph once (as
-    DDP expects of a parameter)."""
-
-    @staticmethod
-    def forward(ctx, hidden, weight, bias, targets, token_temperature, chunk_size):
-        dtype = _compute_dtype(hidden)
-        out = hidden.new_empty(hidden.shape[0], dtype=torch.float32)
-        log_norm = torch.empty_like(out)
-        for start in range(0, hidden.shape[0], chunk_size):
-            rows = slice(start, start + chunk_size)
-            logits = _linear_chunk(hidden[rows], weight, bias, dtype, token_temperature)
-            out[rows], log_norm[rows] = _target_minus_log_norm_(logits, targets[rows])
-        ctx.save_for_backward(hidden, weight, bias, targets, log_norm)
-        ctx.settings = (dtype, token_temperature, chunk_size)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        hidden, weight, bias, targets, log_norm = ctx.saved_tensors
-        dtype, token_temperature, chunk_size = ctx.settings
-        need_hidden, need_weight, need_bias = ctx.needs_input_grad[:3]
-        grad_hidden = torch.zeros_like(hidden) if need_hidden else None
-        grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_weight else None
-        grad_bias = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if need_bias else None
-        for start in range(0, hidden.shape[0], chunk_size):
-            rows = slice(start, start + chunk_size)
-            logits = _linear_chunk(hidden[rows], weight, bias, dtype, token_temperature)
-            # d(logit_target - logsumexp) / d logits = onehot(target) - softmax, times the incoming gradient
-            grad_logits = logits.sub_(log_norm[rows, None]).exp_().mul_(-grad_out[rows, None])
-            grad_logits.scatter_add_(-1, targets[rows, None], grad_out[rows, None].float())
-            if token_temperature != 1.0:
-                grad_logits.div_(token_temperature)
-            if need_hidden:
-                grad_hidden[rows] = (grad_logits.to(dtype) @ weight.to(dtype)).to(hidden.dtype)
-            if need_weight:
-                grad_weight.addmm_(grad_logits.t(), hidden[rows].float())
-            if need_bias:
-                grad_bias.add_(grad_logits.sum(dim=0))
-        grad_weight = grad_weight.to(weight.dtype) if need_weight else None
-        grad_bias = grad_bias.to(bias.dtype) if need_bias else None
-        return grad_hidden, grad_weight, grad_bias, None, None, None
-
-
-def _linear_chunk(hidden, weight, bias, dtype, token_temperature):
-    logits = torch.nn.functional.linear(
-        hidden.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype)
-    ).float()
-    return logits.div_(token_temperature) if token_temperature != 1.0 else logits
-
-
-def gather_token_logps_from_hidden(
-    hidden: torch.Tensor,
-    head: torch.nn.Module,
-    targets: torch.Tensor,
-    token_temperature: float = 1.0,
-    chunk_size: int | None = None,
-    vocab_size: int | None = None,
-) -> torch.Tensor:
-    """`log softmax(head(hidden) / T)[target]` in float32, applying the LM head to `chunk_size` positions at a time.
-
-    Only one chunk's logits exist at any moment. Without gradients any head module is applied by chunks; with
-    gradients the head must be a plain `torch.nn.Linear`, whose chunks the backward pass recomputes
-    ([`_LinearHeadTokenLogps`]): autograd keeps the hidden states, not the logits.
-
-    Args:
-        hidden (`torch.Tensor` of shape `(batch, length, width)`): the model's last hidden states.
-        head (`torch.nn.Module`): its LM head (see [`plain_output_head`]).
-        targets (`torch.LongTensor` of shape `(batch, length)`): token id whose log-probability is taken.
-        token_temperature (`float`, *optional*, defaults to `1.0`): divides the logits first.
-        chunk_size (`int`, *optional*): positions per chunk; `None` gives chunks of 2^26 logit values on CPU and
-            2^24 on accelerators, from `vocab_size`.
-        vocab_size (`int`, *optional*): the head's output size, to size the chunks (read from the head's weight
-            when not given).
-
-    Returns:
-        `torch.FloatTensor` of shape `(batch, length)`.
-
-    Example:
-    ```python
-    >>> head = torch.nn.Linear(3, 5, bias=False)
-    >>> hidden, targets = torch.randn(2, 4, 3), torch.randint(0, 5, (2, 4))
-    >>> full = head(hidden).log_softmax(-1).gather(-1, targets[..., None]).squeeze(-1)
-    >>> torch.allclose(gather_token_logps_from_hidden(hidden, head, targets, chunk_size=3), full, atol=1e-6)
-    True
-    ```
-    """
-    batch, length, width = hidden.shape
-    if chunk_size is None:
-        weight = getattr(head, "weight", None)
-        vocab = vocab_size or (weight.shape[0] if isinstance(weight, torch.Tensor) else width)
-        budget = CPU_HEAD_CHUNK_VALUES if hidden.device.type == "cpu" else ACCELERATOR_HEAD_CHUNK_VALUES
-        chunk_size = max(1, budget // vocab)
-    flat, flat_targets = hidden.reshape(-1, width), targets.reshape(-1)
-    if _needs_grad(head, hidden):
-        if type(head) is not torch.nn.Linear:
-            raise TypeError(
-                f"the LM head is a {type(head).__name__}, not a `torch.nn.Linear`: with gradients only a plain "
-                "linear head is applied by chunks. Score with `chunk_head=False`."
-            )
-        logps = _LinearHeadTokenLogps.apply(flat, head.weight, head.bias, flat_targets, token_temperature, chunk_size)
-        return logps.view(batch, length)
-    pieces = [
-        _chunk_logps(head, block, target[:, None], token_temperature)
-        for block, target in zip(flat.split(chunk_size), flat_targets.split(chunk_size))
-    ]
-    return torch.cat(pieces).view(batch, length)
-
-
-def _needs_grad(head: torch.nn.Module, hidden: torch.Tensor) -> bool:
-    return torch.is_grad_enabled() and (hidden.requires_grad or any(p.requires_grad for p in head.parameters()))
 
 
 def _accepts_position_ids(model: torch.nn.Module) -> bool:
@@ -384,8 +155,8 @@ class AutoregressiveScorer(SequenceScorer):
             accelerators (see [`gather_token_logps`]).
         chunk_head (`bool`, *optional*, defaults to `True`):
             Apply the LM head itself a chunk at a time to the last hidden states, so that the `(batch, length,
-            vocab)` logits never exist, with or without gradients ([`gather_token_logps_from_hidden`]); models whose
-            logits are not the head's output alone (soft-capping, a logit scale: [`plain_output_head`]) are scored
+            vocab)` logits never exist, with or without gradients ([`~hf_seqtemp.likelihood.chunked_head.gather_token_logps_from_hidden`]); models whose
+            logits are not the head's output alone (soft-capping, a logit scale: [`~hf_seqtemp.likelihood.chunked_head.plain_output_head`]) are scored
             from their full logits. `False` always scores the full logits.
 
     Example:
@@ -419,8 +190,8 @@ class AutoregressiveScorer(SequenceScorer):
             A tuple `(token_logps, completion_mask)`, both of shape `(batch, length)`: float32 log-probabilities
             (0 wherever the position is not scored) and the boolean mask of scored positions.
         """
-        if getattr(getattr(_causal_lm(model), "config", None), "is_encoder_decoder", False):
-            check_model_kind(_causal_lm(model), allow_diffusion=False)  # T5 and the like: refused by name
+        if getattr(getattr(causal_lm(model), "config", None), "is_encoder_decoder", False):
+            check_model_kind(causal_lm(model), allow_diffusion=False)  # T5 and the like: refused by name
         input_ids, attention_mask, completion_mask = self._check_inputs(input_ids, attention_mask, completion_mask)
         if completion_mask[:, 0].any():
             raise ValueError(
@@ -441,8 +212,8 @@ class AutoregressiveScorer(SequenceScorer):
         # position i predicts token i + 1; the last position's target is a dummy, dropped below. Using the whole
         # (contiguous) logits tensor instead of `logits[:, :-1]` keeps the flattening in `gather_token_logps` a view.
         next_ids = torch.cat([input_ids[:, start + 1 :], input_ids[:, :1]], dim=1)
-        vocab = getattr(getattr(_causal_lm(model), "config", None), "vocab_size", None)
-        with _HeadAsTokenLogps(head, next_ids, self.token_temperature, self.chunk_size, vocab) as chunked:
+        vocab = getattr(getattr(causal_lm(model), "config", None), "vocab_size", None)
+        with HeadAsTokenLogps(head, next_ids, self.token_temperature, self.chunk_size, vocab) as chunked:
             outputs = model(input_ids=input_ids, **kwargs)
         logits = _logits_of(outputs, model, input_ids, input_ids.shape[1] - start)
         if chunked.calls:  # the head gave the targets' log-probabilities, a chunk of positions at a time

@@ -10,6 +10,7 @@ from transformers import TrainingArguments
 
 from ..checks import check_int, check_temperature_range
 from ..losses import LOSSES
+from .trl_names import check_trl_names
 
 
 def _has_accelerator() -> bool:
@@ -17,23 +18,6 @@ def _has_accelerator() -> bool:
 
     accelerator = getattr(torch, "accelerator", None)
     return accelerator.is_available() if accelerator is not None else torch.cuda.is_available()
-
-
-REFUSED_TRL_NAMES = {
-    "steps_per_generation": "TRL's GRPO knob (a generation every k micro-batches, by default every optimisation "
-    "step). SeqTempTrainer samples the reference p, which does not change: by default once, before training. "
-    "For fresh samples every k optimisation steps use `sample_every_steps=k` (k=1 is GRPO's default)",
-    "generation_batch_size": "TRL's GRPO knob (completions per generation). Here each prompt gets "
-    "`num_generations` completions; for fresh ones every k optimisation steps use `sample_every_steps=k`",
-    "generation_kwargs": "completions are exact samples of p (temperature 1, no top-k/top-p, every EOS id), which "
-    "the losses need; any generation setting would change the distribution they are drawn from",
-    "chat_template_kwargs": "one chat template renders every prompt here (training, evaluation, sampling, the "
-    "CLI); set the variables in `tokenizer.chat_template` itself",
-    "dataset_num_proc": "tokenisation runs in the main process here; leave it unset",
-    "log_completions": "not available; the sampled completions are in the pool saved with each checkpoint "
-    "(`seqtemp_state_<rank>.json`)",
-}
-"""TRL config names that mean something else here, or nothing: refused, with why and what to use instead."""
 
 
 @dataclass
@@ -414,13 +398,7 @@ class SeqTempConfig(TrainingArguments):
             )
         for name in ("num_generations", "max_completion_length", "num_orders"):
             check_int(getattr(self, name), name)
-        self._refuse_trl_names()
-        if isinstance(self.model_init_kwargs, str):
-            import json
-
-            self.model_init_kwargs = json.loads(self.model_init_kwargs)
-        if self.model_init_kwargs is not None and not isinstance(self.model_init_kwargs, dict):
-            raise TypeError(f"`model_init_kwargs` must be a dict (or its JSON), got {self.model_init_kwargs!r}.")
+        check_trl_names(self)
         for name in ("sample_every_steps", "ref_num_orders"):
             check_int(getattr(self, name), name, allow_none=True)
         check_int(self.num_generations_eval, "num_generations_eval", 2, allow_none=True, fix="Use ≥ 2 or None.")
@@ -437,9 +415,3 @@ class SeqTempConfig(TrainingArguments):
                 "leave it False."
             )
         super().__post_init__()
-
-    def _refuse_trl_names(self) -> None:
-        """TRL names a TRL user may pass that mean something else here, or nothing: refused, saying why."""
-        for name, why in REFUSED_TRL_NAMES.items():
-            if getattr(self, name) not in (None, False):
-                raise ValueError(f"`{name}` is not supported by SeqTempConfig, got {getattr(self, name)!r}: {why}.")

@@ -1,7 +1,11 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Several eval sets: `eval_dataset={"name": dataset}`, as `Trainer` and TRL take them."""
+"""What evaluation and logging report, as `Trainer` and TRL users expect: several eval sets
+(`eval_dataset={"name": dataset}`), the temperature metrics in the evaluation's own metrics (which `on_evaluate`
+callbacks and `metric_for_best_model` read), and `compute_metrics` with each sequence's `(log q, log p)`."""
 
 from __future__ import annotations
+
+import torch
 
 
 def each_eval(eval_dataset, fn):
@@ -15,3 +19,38 @@ def each_eval(eval_dataset, fn):
 def split_of(name: str) -> str:
     """The split name of an eval set for seeds and progress bars: `eval`, or `eval_<key>` for a dict's entry."""
     return "eval" if name == "eval_dataset" else "eval_" + name[len("eval_dataset['") : -2]
+
+
+class EvaluationMixin:
+    """`prediction_step`, `evaluation_loop` and `log` of [`SeqTempTrainer`]."""
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        """The loss; unless `prediction_loss_only`, also what `compute_metrics` receives per sequence: predictions
+        `(batch, 2)` of `(log q, log p)` (policy, reference) and labels `(batch,)` the prompt group ids."""
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            loss = self.compute_loss(model, inputs)
+        if prediction_loss_only:
+            return loss.detach(), None, None
+        policy, ref, groups = self._eval_rows
+        return loss.detach(), torch.stack([policy, ref], dim=-1), groups
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None, **kwargs):
+        """[`~transformers.Trainer.evaluation_loop`], with the temperature metrics of the whole eval set in its
+        metrics (`eval_temp/t_eff`, `eval_temp/kendall_tau`, ...; `eval_<name>_...` for a dict of eval sets), so
+        that `on_evaluate` callbacks (`EarlyStoppingCallback`), `metric_for_best_model` and the logs see them."""
+        prefix = kwargs.get("metric_key_prefix", "eval")
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, **kwargs)
+        summary = self._metric_log.summary("eval", self.args.target_temperature)
+        self._metric_log.clear("eval")
+        output.metrics.update({f"{prefix}_{key}": value for key, value in summary.items()})
+        return output
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Adds the training metrics since the last log (an evaluation's own are in its metrics already)."""
+        if any(key.startswith("eval_") for key in logs):
+            self.last_eval_metrics = dict(logs)
+        else:
+            logs = {**logs, **self._metric_log.summary("train", self.args.target_temperature)}
+            self._metric_log.clear("train")
+        super().log(logs, start_time)

@@ -10,13 +10,14 @@ from datasets import Dataset
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from ..data import EXAMPLE_ID, eos_ids_of, sample_completions
+from ..data import EXAMPLE_ID, GROUP_ID, eos_ids_of, is_prompt_only, sample_completions
+from ..groups import group_codes, require_pairs
 from ..likelihood.autoregressive import AutoregressiveScorer
 from ..peft_compat import peft_model_of
 from ..progress import get_logger, progress_disabled
 from .distributed import sampling_seed, seeded
 from .eval_sets import each_eval, split_of
-from .prompt_only import pad_token_id_of, reference_from_sampler
+from .prompt_only import CompletionPool, complete_prompts, pad_token_id_of, reference_from_sampler
 
 logger = get_logger(__name__)
 
@@ -167,4 +168,44 @@ class ReferenceMixin:
             dataset = dataset.add_column(self.family.reference_column, [row[2] for row in rows])
         for name, values in self.family.extra_reference_columns(dataset[EXAMPLE_ID]).items():
             dataset = dataset.add_column(name, values)
+        return dataset
+
+    def _complete_prompt_only_datasets(self):
+        """Samples `num_generations` completions per prompt from the reference for prompt-only datasets, and checks
+        that an eval set has completions of one prompt to compare."""
+        self.train_dataset = self._complete_split(self.train_dataset, "train")
+        if self.eval_dataset is not None:
+            self.eval_dataset = each_eval(
+                self.eval_dataset, lambda name, data: self._complete_split(data, split_of(name))
+            )
+            each_eval(
+                self.eval_dataset,
+                lambda name, data: require_pairs(
+                    group_codes(data[GROUP_ID], len(data)),
+                    name,
+                    "give at least two completions of each held-out prompt (a prompt-only eval set has "
+                    "`num_generations_eval` or `num_generations` sampled per prompt), or a shared `prompt_id` column",
+                ),
+            )
+
+    def _complete_split(self, dataset, split: str):
+        """`dataset` with its prompts' completions sampled from the reference, when it holds prompts only."""
+        online = isinstance(dataset, CompletionPool)
+        if dataset is None or not (online or is_prompt_only(dataset)):
+            return dataset
+        if not self.family.samples_completions:
+            raise ValueError(
+                f"`{split}_dataset` holds prompts only: completions are sampled for causal LMs only. Give a "
+                f"{self.family.name} model its completions (`prompt`/`completion` or `input_ids`)."
+            )
+        if online:
+            return dataset
+        from_sampler = self.args.precompute_ref_log_probs and self._reference_from_sampler()
+        with self._reference_model() as reference:
+            dataset = complete_prompts(
+                reference, dataset, self.args, self.processing_class, split, self.accelerator, from_sampler
+            )
+        if from_sampler:  # the sampler's logits are p's: no second forward pass to score the rows
+            dataset = self._add_sampler_reference_columns(*dataset)
+            self._scored_by_sampler = self._scored_by_sampler | {split}
         return dataset

@@ -7,7 +7,6 @@ import copy
 import os
 from typing import ClassVar
 
-import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, Trainer
 from transformers.trainer_utils import enable_full_determinism, set_seed
@@ -24,44 +23,29 @@ from ..data import (
     prepare_dataset,
 )
 from ..data.split import warn_on_shared_prompts
-from ..groups import group_codes, require_pairs, within_group_pairs
+from ..groups import group_codes, within_group_pairs
 from ..hub import save_weights
 from ..losses import LossInputs, scale_gradient
 from ..models.base import wrapped_model
 from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
+from ..models.dropout import disable_dropout
 from ..models.validation import check_model_kind
 from ..peft_compat import check_transformers_loads_adapter, peft_model_of
 from ..staging import staged_save
+from .accumulation import TokenAccumulationMixin
 from .checkpoints import CheckpointMixin
 from .config import SeqTempConfig
 from .distributed import check_launch, exit_with_launcher, gather_rows, rows_to_keep, token_mean_over_ranks
-from .eval_sets import each_eval, split_of
+from .eval_sets import EvaluationMixin, each_eval
 from .families import family_for
 from .hub_mixin import HubMixin
 from .metric_log import MetricLog
 from .particles import SMC_LOG_WEIGHT, check_particle_setup, draw_particles
-from .prompt_only import CompletionPool, FreshCollator, FreshSamples, complete_prompts, pad_token_id_of
+from .prompt_only import CompletionPool, FreshCollator, FreshSamples, pad_token_id_of
 from .reference import ReferenceMixin
 
 
-def disable_dropout(model: torch.nn.Module) -> None:
-    """Sets every dropout probability of `model` to 0: its `torch.nn.Dropout` modules (as TRL's
-    `disable_dropout_in_model` does), and the float dropout rates that modules and configs keep for
-    `torch.nn.functional.dropout` (OPT's layers, the attention dropout of many models)."""
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-        for name, value in list(vars(module).items()):
-            if ("dropout" in name or name.endswith("pdrop")) and isinstance(value, float):
-                setattr(module, name, 0.0)
-        config = getattr(module, "config", None)
-        if config is not None and hasattr(config, "to_dict"):
-            for name, value in config.to_dict().items():
-                if ("dropout" in name or name.endswith("pdrop")) and isinstance(value, float) and value > 0:
-                    setattr(config, name, 0.0)
-
-
-class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
+class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin, TokenAccumulationMixin, Trainer):
     """
     Trainer for sequence-level temperature scaling (Scheufele, Blohm, Garg, *Temperature Scaling in Discrete Sequence
     (Language) Models*, Section 5.2): fits q_T ∝ p^{1/T} over whole sequences, where p is the model before training.
@@ -264,46 +248,6 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
             dataset, processing_class, args.dataset_text_field, args.max_length, name, args.prompt_id_column, eos_ids
         )
 
-    def _complete_prompt_only_datasets(self):
-        """Samples `num_generations` completions per prompt from the reference for prompt-only datasets, and checks
-        that an eval set has completions of one prompt to compare."""
-        self.train_dataset = self._complete_split(self.train_dataset, "train")
-        if self.eval_dataset is not None:
-            self.eval_dataset = each_eval(
-                self.eval_dataset, lambda name, data: self._complete_split(data, split_of(name))
-            )
-            each_eval(
-                self.eval_dataset,
-                lambda name, data: require_pairs(
-                    group_codes(data[GROUP_ID], len(data)),
-                    name,
-                    "give at least two completions of each held-out prompt (a prompt-only eval set has "
-                    "`num_generations_eval` or `num_generations` sampled per prompt), or a shared `prompt_id` column",
-                ),
-            )
-
-    def _complete_split(self, dataset, split: str):
-        """`dataset` with its prompts' completions sampled from the reference, when it holds prompts only."""
-        online = isinstance(dataset, CompletionPool)
-        if dataset is None or not (online or is_prompt_only(dataset)):
-            return dataset
-        if not self.family.samples_completions:
-            raise ValueError(
-                f"`{split}_dataset` holds prompts only: completions are sampled for causal LMs only. Give a "
-                f"{self.family.name} model its completions (`prompt`/`completion` or `input_ids`)."
-            )
-        if online:
-            return dataset
-        from_sampler = self.args.precompute_ref_log_probs and self._reference_from_sampler()
-        with self._reference_model() as reference:
-            dataset = complete_prompts(
-                reference, dataset, self.args, self.processing_class, split, self.accelerator, from_sampler
-            )
-        if from_sampler:  # the sampler's logits are p's: no second forward pass to score the rows
-            dataset = self._add_sampler_reference_columns(*dataset)
-            self._scored_by_sampler = self._scored_by_sampler | {split}
-        return dataset
-
     def _draw_particles(self, prompts: list[list[int]], slots: list[int]):
         """SMC particles of p^(1/T) for the pool's stale slots, a prompt's `num_generations` slots together
         ([`~hf_seqtemp.trainer.particles.draw_particles`])."""
@@ -377,57 +321,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, Trainer):
             self._eval_rows = (policy_logps.detach().float(), ref_logps.detach().float(), inputs[GROUP_ID])
         return scale_gradient(output.loss, self.accelerator.num_processes)
 
-    def _get_num_items_in_batch(self, batch_samples: list, device: torch.device):
-        """The completion tokens of the gradient-accumulation steps of one optimisation step, over every process:
-        what a token mean divides by to equal the token mean of one big batch (transformers counts `labels`)."""
-        if not batch_samples or any("completion_mask" not in batch for batch in batch_samples):
-            return None
-        count = sum(batch["completion_mask"].bool().sum() for batch in batch_samples).to(device)
-        if self.accelerator.num_processes > 1:
-            count = self.accelerator.gather(count.reshape(1)).sum()
-        return count
-
-    def _token_scale(self, completion_mask: torch.Tensor, num_items_in_batch) -> float | torch.Tensor:
-        """`tokens of this step (all processes) × accumulation steps / tokens of all the steps`: a token mean of
-        this step times it, divided by the steps as `Trainer` does, adds up to the token mean of the whole batch."""
-        steps = getattr(self, "current_gradient_accumulation_steps", 1) or 1
-        if num_items_in_batch is None or steps == 1:
-            return 1.0
-        tokens = completion_mask.bool().sum().to(torch.float32)
-        return tokens * steps / torch.as_tensor(num_items_in_batch, dtype=torch.float32, device=tokens.device)
-
-    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
-        """The loss; unless `prediction_loss_only`, also what `compute_metrics` receives per sequence: predictions
-        `(batch, 2)` of `(log q, log p)` (policy, reference) and labels `(batch,)` the prompt group ids."""
-        inputs = self._prepare_inputs(inputs)
-        with torch.no_grad():
-            loss = self.compute_loss(model, inputs)
-        if prediction_loss_only:
-            return loss.detach(), None, None
-        policy, ref, groups = self._eval_rows
-        return loss.detach(), torch.stack([policy, ref], dim=-1), groups
-
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None, **kwargs):
-        """[`~transformers.Trainer.evaluation_loop`], with the temperature metrics of the whole eval set in its
-        metrics (`eval_temp/t_eff`, `eval_temp/kendall_tau`, ...; `eval_<name>_...` for a dict of eval sets), so
-        that `on_evaluate` callbacks (`EarlyStoppingCallback`), `metric_for_best_model` and the logs see them."""
-        prefix = kwargs.get("metric_key_prefix", "eval")
-        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, **kwargs)
-        summary = self._metric_log.summary("eval", self.args.target_temperature)
-        self._metric_log.clear("eval")
-        output.metrics.update({f"{prefix}_{key}": value for key, value in summary.items()})
-        return output
-
-    # ------------------------------------------------------------------ logging and saving
-    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        """Adds the training metrics since the last log (an evaluation's own are in its metrics already)."""
-        if any(key.startswith("eval_") for key in logs):
-            self.last_eval_metrics = dict(logs)
-        else:
-            logs = {**logs, **self._metric_log.summary("train", self.args.target_temperature)}
-            self._metric_log.clear("train")
-        super().log(logs, start_time)
-
+    # ------------------------------------------------------------------ saving
     def sequence_temperature_config(self) -> SequenceTemperatureConfig:
         """The config saved beside the adapter, with the figures of the last `evaluate()` (if any)."""
         model = wrapped_model(self.model)

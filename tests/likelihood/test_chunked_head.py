@@ -12,7 +12,7 @@ from peft import LoraConfig, get_peft_model
 from transformers import Gemma2Config, Gemma2ForCausalLM, GPT2Config, GPT2LMHeadModel
 
 from hf_seqtemp.likelihood import AutoregressiveScorer
-from hf_seqtemp.likelihood.autoregressive import plain_output_head
+from hf_seqtemp.likelihood.chunked_head import plain_output_head
 from hf_seqtemp.models import tiny_causal_lm
 
 
@@ -83,7 +83,7 @@ def test_the_chunked_backward_matches_autograd_with_a_bias_and_under_bf16_autoca
     """`gather_token_logps_from_hidden` with gradients on a linear head with a bias: the gradients of the hidden
     states, weight and bias equal autograd's through the full log-softmax (float32), and under bf16 autocast they
     agree to bf16's precision."""
-    from hf_seqtemp.likelihood.autoregressive import gather_token_logps_from_hidden
+    from hf_seqtemp.likelihood.chunked_head import gather_token_logps_from_hidden
 
     torch.manual_seed(0)
     head = torch.nn.Linear(6, 9)

@@ -1,0 +1,35 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""The TRL config names a TRL user passes to [`SeqTempConfig`]: taken where they mean the same here, refused by name,
+with why and what to use, where they would mean something else or nothing."""
+
+from __future__ import annotations
+
+import json
+
+REFUSED_TRL_NAMES = {
+    "steps_per_generation": "TRL's GRPO knob (a generation every k micro-batches, by default every optimisation "
+    "step). SeqTempTrainer samples the reference p, which does not change: by default once, before training. "
+    "For fresh samples every k optimisation steps use `sample_every_steps=k` (k=1 is GRPO's default)",
+    "generation_batch_size": "TRL's GRPO knob (completions per generation). Here each prompt gets "
+    "`num_generations` completions; for fresh ones every k optimisation steps use `sample_every_steps=k`",
+    "generation_kwargs": "completions are exact samples of p (temperature 1, no top-k/top-p, every EOS id), which "
+    "the losses need; any generation setting would change the distribution they are drawn from",
+    "chat_template_kwargs": "one chat template renders every prompt here (training, evaluation, sampling, the "
+    "CLI); set the variables in `tokenizer.chat_template` itself",
+    "dataset_num_proc": "tokenisation runs in the main process here; leave it unset",
+    "log_completions": "not available; the sampled completions are in the pool saved with each checkpoint "
+    "(`seqtemp_state_<rank>.json`)",
+}
+"""TRL config names that mean something else here, or nothing: refused, with why and what to use instead."""
+
+
+def check_trl_names(config) -> None:
+    """Refuses the [`REFUSED_TRL_NAMES`] a config sets, and reads `model_init_kwargs` from its JSON (the command
+    line) into a dict."""
+    for name, why in REFUSED_TRL_NAMES.items():
+        if getattr(config, name) not in (None, False):
+            raise ValueError(f"`{name}` is not supported by SeqTempConfig, got {getattr(config, name)!r}: {why}.")
+    if isinstance(config.model_init_kwargs, str):
+        config.model_init_kwargs = json.loads(config.model_init_kwargs)
+    if config.model_init_kwargs is not None and not isinstance(config.model_init_kwargs, dict):
+        raise TypeError(f"`model_init_kwargs` must be a dict (or its JSON), got {config.model_init_kwargs!r}.")
