@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import warnings
 
@@ -228,22 +229,21 @@ def importance_resampling_logps(
     pool_log_weights = alpha * pool_ref_logps.detach().double().cpu() - pool_proposal_logps.detach().double().cpu()
     pool_codes = list(pool_groups)
     for group in dict.fromkeys(groups):
-        rows = torch.tensor([i for i, g in enumerate(groups) if g == group])
-        pool = pool_log_weights[torch.tensor([i for i, g in enumerate(pool_codes) if g == group], dtype=torch.long)]
+        rows = torch.tensor([i for i, g in enumerate(groups) if g == group], dtype=torch.long, device="cpu")
+        members = torch.tensor([i for i, g in enumerate(pool_codes) if g == group], dtype=torch.long, device="cpu")
+        pool = pool_log_weights[members]
         if len(pool) < num_particles - 1:
             raise ValueError(
                 f"prompt {group!r} has {len(pool)} pool draws; importance resampling with `num_particles`="
                 f"{num_particles} needs at least {num_particles - 1}."
             )
-        sets = torch.rand(draws, len(pool), generator=generator).topk(num_particles - 1, dim=1).indices
+        where = generator.device if generator is not None else "cpu"  # drawn where the generator lives
+        sets = torch.rand(draws, len(pool), generator=generator, device=where).topk(num_particles - 1, dim=1).indices
+        sets = sets.cpu()
         log_sums = pool[sets].logsumexp(dim=1)  # (draws,): log S of each set
         log_weights = alpha * ref_logps[rows] - proposal_logps[rows]
         share = torch.nn.functional.logsigmoid(log_weights[:, None] - log_sums[None, :])  # log w / (w + S)
-        out[rows] += (
-            torch.log(torch.tensor(float(num_particles)))
-            + share.logsumexp(dim=1)
-            - torch.log(torch.tensor(float(draws)))
-        )
+        out[rows] += math.log(num_particles) + share.logsumexp(dim=1) - math.log(draws)
     return out
 
 
