@@ -2,13 +2,13 @@
 """The README and the pages a new user follows next, run as written: every block is read from the page itself, so a
 test fails as soon as a page drifts.
 
-Default run: the README's quick-start snippet (a 10-step training run of the embedded model) runs verbatim, and its
-Hub-model variant runs in its place with the Hub id pointed at the embedded model's folder (offline); the
+Default run: the README's quick-start snippet (a 10-step training run of the embedded model) runs verbatim; the
 training-free `custom_generate` recipe of `docs/sampling.md` runs verbatim; every `hf-seqtemp` line of
 `docs/cli.md` is parsed by its own command's parser (the benchmarks answer `--help`), every flag its prose names
-exists, and its `held_out.jsonl` example is read the way `hf-seqtemp eval` reads it. Slow: the steps run end to end,
-every block in order (the README's quick start, then `docs/cli.md`) in one empty folder, with `hf-seqtemp` found on
-`PATH` as `source .venv/bin/activate` puts it there.
+exists, and its `held_out.jsonl` example is read the way `hf-seqtemp eval` reads it. Slow: the quick start's
+Hub-model variant runs in its place with the Hub id pointed at the embedded model's folder (offline); the steps run
+end to end, every block in order (the README's quick start, then `docs/cli.md`) in one empty folder, with
+`hf-seqtemp` found on `PATH` as `source .venv/bin/activate` puts it there.
 """
 
 import ast
@@ -120,6 +120,7 @@ def _hub_variant() -> str:
     return script.replace("max_steps=10", "max_steps=2")
 
 
+@pytest.mark.slow  # a second real-model training run (37 s); the quick start above is the default run's
 def test_readme_hub_model_variant_runs_in_place_of_the_embedded_model(tmp_path):
     (tmp_path / "hub_variant.py").write_text(_hub_variant(), encoding="utf-8")
     lines = _run([sys.executable, "hub_variant.py"], tmp_path).strip().splitlines()
