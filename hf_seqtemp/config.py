@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import math
@@ -120,6 +121,11 @@ class SequenceTemperatureConfig:
         weights_sha256 (`str`, *optional*): the SHA-256 of the weights saved beside this config, which its figures
             were measured on ([`~hf_seqtemp.manifest.weights_digest`]); `load_tempered` refuses weights of another
             hash (a save that replaced the weights without the config, or the other way round).
+        files_sha256 (`dict`, *optional*): every other file of the save this config was written with (relative
+            path -> SHA-256), recorded by the save itself ([`~hf_seqtemp.staging.staged_save`]); a later save removes
+            only these files, and `load_tempered` and `push_to_hub` check them (weights and model configs that differ
+            are refused, a card edited by hand is a warning). [`save_pretrained`] writes it as null: the list
+            describes one saved folder.
 
     Fields are checked when the config is built or read: `target_temperature` must be in [1e-3, 1e3]
     (`hf_seqtemp.checks.SUPPORTED_TEMPERATURES`; outside it p^(1/T) is numerically the mode or uniform), every
@@ -150,6 +156,7 @@ class SequenceTemperatureConfig:
     base_model_fingerprint: dict[str, Any] | None = None
     base_model_source: str | None = None
     weights_sha256: str | None = None
+    files_sha256: dict[str, str] | None = None
     hf_seqtemp_version: str = "0.1.0"
 
     def __post_init__(self):
@@ -172,6 +179,14 @@ class SequenceTemperatureConfig:
             check_fingerprint(self.base_model_fingerprint)
         if self.weights_sha256 is not None and not _is_sha256(self.weights_sha256):
             raise ValueError(f"`weights_sha256` must be 64 lowercase hex digits or null, got {self.weights_sha256!r}.")
+        if self.files_sha256 is not None and not (
+            isinstance(self.files_sha256, dict)
+            and all(isinstance(k, str) and k and _is_sha256(v) for k, v in self.files_sha256.items())
+        ):
+            raise ValueError(
+                "`files_sha256` must be an object of relative file path -> 64 lowercase hex digits (written by a "
+                f"save), or null; got {self.files_sha256!r}."
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -184,8 +199,12 @@ class SequenceTemperatureConfig:
         os.makedirs(save_directory, exist_ok=True)
         path = os.path.join(save_directory, CONFIG_NAME)
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(self.to_json_string())
+            handle.write(self._standalone().to_json_string())
         return path
+
+    def _standalone(self) -> SequenceTemperatureConfig:
+        """This config without `files_sha256`, which describes the folder it was read from, not another."""
+        return self if self.files_sha256 is None else dataclasses.replace(self, files_sha256=None)
 
     def push_to_hub(
         self,
@@ -209,7 +228,7 @@ class SequenceTemperatureConfig:
         api = HfApi(token=token)
         api.create_repo(repo_id, private=private, exist_ok=True)
         return api.upload_file(
-            path_or_fileobj=self.to_json_string().encode("utf-8"),
+            path_or_fileobj=self._standalone().to_json_string().encode("utf-8"),
             path_in_repo=CONFIG_NAME,
             repo_id=repo_id,
             commit_message=commit_message,

@@ -7,6 +7,7 @@ back into the trainer, which calls these functions when it saves.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -19,7 +20,8 @@ from .generation.custom_generate import write_custom_generate
 from .measure import measure_held_out
 from .peft_compat import is_peft_model
 from .progress import get_logger
-from .staging import saved_version, staged_save
+from .saved import check_files, legacy_version, recorded_files, settle
+from .staging import staged_save
 
 logger = get_logger(__name__)
 
@@ -272,9 +274,11 @@ def push_to_hub(
     commit_message: str = "Upload sequence-tempered adapter with hf_seqtemp",
     revision: str | None = None,
 ):
-    """Creates the repository (if needed) and uploads `folder`'s save: the only network call of hf_seqtemp. A folder
-    written by [`save_for_hub`] is uploaded as its current version (the files of one save, without the folder's
-    version links and older versions).
+    """Creates the repository (if needed) and uploads `folder`: the only network call of hf_seqtemp. The folder is
+    uploaded as it is (a card edited by hand and files added by the user included; checkpoints and `_*` files left
+    out, as `Trainer.push_to_hub` does), once no save is being moved into it, after its weights and configs are
+    checked against the SHA-256 its `seqtemp_config.json` records (a card edited since the save: a warning). A
+    save published into it during the upload is named after it.
 
     Args:
         folder (`str` or `os.PathLike`): typically written by [`save_for_hub`].
@@ -299,7 +303,40 @@ def push_to_hub(
     check_can_push(token)
     from huggingface_hub import HfApi
 
+    folder = str(folder)
+    settle(folder)  # a save being moved in is waited for (or, its process gone, finished)
+    source = legacy_version(folder) or folder  # an earlier hf_seqtemp's save: the version its links name
+    recorded = recorded_files(source)
+    if recorded is not None:
+        check_files(source, recorded, folder)  # weights replaced: refused; a card edited by hand: a warning
+    before = _listing(source)
     api = HfApi(token=token)
     api.create_repo(repo_id, private=private, exist_ok=True)
-    files = saved_version(folder)  # one whole save: the version in force, read where no later save changes it
-    return api.upload_folder(repo_id=repo_id, folder_path=files, commit_message=commit_message, revision=revision)
+    info = api.upload_folder(
+        repo_id=repo_id,
+        folder_path=source,
+        commit_message=commit_message,
+        revision=revision,
+        ignore_patterns=UPLOAD_IGNORED,
+    )
+    if _listing(source) != before:
+        raise RuntimeError(
+            f"{folder} changed while it was uploaded to {repo_id} (a save was published into it meanwhile): the "
+            "commit may hold files of two saves. Push again once no save is running."
+        )
+    return info
+
+
+# as `Trainer.push_to_hub`: checkpoints and private files stay local; the lock and staged saves live beside the folder
+UPLOAD_IGNORED = ["_*", "checkpoint-*", "checkpoint-*/**"]
+
+
+def _listing(folder: str) -> dict[str, tuple]:
+    """Every file under `folder` with its inode, size and modification time (a save renames new files in)."""
+    listing = {}
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):
+                status = os.stat(os.path.join(parent, name))
+                listing[os.path.join(parent, name)] = (status.st_ino, status.st_size, status.st_mtime_ns)
+    return listing

@@ -12,10 +12,10 @@ from .config import CONFIG_NAME, SequenceTemperatureConfig, looks_like_local_pat
 from .fingerprint import warn_if_base_differs
 from .generation.adapters import register_tempered_adapter
 from .generation.custom_generate import enable_seq_temperature_generate
-from .manifest import file_sha256, manifest_problem, read_manifest
+from .manifest import file_sha256
 from .models.default import DEFAULT_MODEL_ID, load_default_model
 from .peft_compat import peft_deprecations_silenced
-from .staging import saved_version
+from .saved import check_files, legacy_version, recorded_files, whole_save
 
 
 def adapter_name_for(temperature: float) -> str:
@@ -120,10 +120,11 @@ def load_tempered(
     ([`~hf_seqtemp.fingerprint.base_fingerprint`]): on another base (other weights, another dtype) a
     [`~hf_seqtemp.fingerprint.BaseModelMismatchWarning`] gives the size of the difference; on the same base
     nothing is said.
-    What is loaded is one whole save: the folder's current version ([`~hf_seqtemp.staging.saved_version`]), whose
-    files are checked against its manifest (a file cut, emptied or overwritten is named) and whose weights must have
-    the hash its config records (a config and weights of two saves are refused); a base of another shape than the
-    adapter's is named, not left to PEFT's size-mismatch traceback.
+    What is loaded is one whole save ([`~hf_seqtemp.saved.whole_save`]): a save being published into the folder is
+    waited for (or, when its process was killed, finished), and the adapter's files are checked against the SHA-256
+    its `seqtemp_config.json` records (weights or `adapter_config.json` replaced, cut or damaged: refused by name; a
+    card or tokenizer edited by hand: a warning); a base of another shape than the adapter's is named, not left to
+    PEFT's size-mismatch traceback.
     Calling it again with another folder and the returned model as `base_model` loads a second adapter next to the
     first (named after its temperature), which `generate(seq_temperature=...)` can then choose between.
 
@@ -148,22 +149,22 @@ def load_tempered(
     """
     from peft import PeftModel
 
-    config, folder = _read_save(path)
-    name = adapter_name or adapter_name_for(config.target_temperature)
-    source = f"the adapter {str(path)!r}"
-    if isinstance(base_model, PeftModel):
-        if name in base_model.peft_config:
-            raise ValueError(f"an adapter named {name!r} is already loaded: pass another `adapter_name`.")
-        warn_if_base_differs(config, base_model, source)
-        with _shape_checked(path, config):
-            base_model.load_adapter(folder, adapter_name=name)
-        base_model.set_adapter(name)
-        model = base_model
-    else:
-        base = _resolve_base(config, base_model, dtype)
-        warn_if_base_differs(config, base, source)
-        with peft_deprecations_silenced(), _shape_checked(path, config):
-            model = PeftModel.from_pretrained(base, folder, adapter_name=name)
+    with _adapter_save(path) as (config, folder):
+        name = adapter_name or adapter_name_for(config.target_temperature)
+        source = f"the adapter {str(path)!r}"
+        if isinstance(base_model, PeftModel):
+            if name in base_model.peft_config:
+                raise ValueError(f"an adapter named {name!r} is already loaded: pass another `adapter_name`.")
+            warn_if_base_differs(config, base_model, source)
+            with _shape_checked(path, config):
+                base_model.load_adapter(folder, adapter_name=name)
+            base_model.set_adapter(name)
+            model = base_model
+        else:
+            base = _resolve_base(config, base_model, dtype)
+            warn_if_base_differs(config, base, source)
+            with peft_deprecations_silenced(), _shape_checked(path, config):
+                model = PeftModel.from_pretrained(base, folder, adapter_name=name)
     register_tempered_adapter(model, config, name)
     enable_seq_temperature_generate(model)
     model.seqtemp_config = config
@@ -171,36 +172,42 @@ def load_tempered(
     return model.eval()
 
 
-def _read_save(path, attempts: int = 3) -> tuple[SequenceTemperatureConfig, str]:
-    """The config of the save at `path` and the folder PEFT reads its adapter from, both of one save: a local
-    folder's current version ([`~hf_seqtemp.staging.saved_version`], never changed by a later save), checked
-    against its manifest, and weights whose hash is the one the config records. A version deleted while it is read
-    (two later saves in the meantime) is read again from the new one."""
+ADAPTER_FILES = ("adapter_config.json", SAFE_WEIGHTS)
+
+
+@contextlib.contextmanager
+def _adapter_save(path):
+    """The config of the save at `path` and a folder PEFT reads its adapter from, both of one whole save: for a
+    local folder a private, checked copy ([`~hf_seqtemp.saved.whole_save`]); for a Hub id its download."""
     path = str(path) if isinstance(path, os.PathLike) else path
-    for attempt in range(attempts):
-        version = saved_version(path) if os.path.isdir(path) else path
-        try:
-            return _read_version(path, version)
-        except FileNotFoundError:
-            if attempt == attempts - 1 or version == path or os.path.isdir(version):
-                raise
-    raise AssertionError("unreachable")
+    if not os.path.isdir(path):
+        config = SequenceTemperatureConfig.from_pretrained(path)
+        folder = adapter_folder(path)
+        recorded = recorded_files(folder)
+        if recorded is not None:
+            check_files(folder, recorded, path, names=set(ADAPTER_FILES))
+        yield _checked(path, config, folder), folder
+        return
+    _check_adapter_folder(path)
+    with whole_save(path, ADAPTER_FILES, shown=path) as private:
+        config = SequenceTemperatureConfig.from_pretrained(private)
+        yield _checked(path, config, adapter_folder(private)), private
 
 
-def _read_version(path, version) -> tuple[SequenceTemperatureConfig, str]:
-    if os.path.isdir(version) and not os.path.isfile(os.path.join(version, "adapter_config.json")):
+def _check_adapter_folder(path: str) -> None:
+    """A local folder without an adapter is named (with the subfolder that holds one), pickles are refused."""
+    source = legacy_version(path) or path
+    if not os.path.isfile(os.path.join(source, "adapter_config.json")):
         inside = sorted(e for e in os.listdir(path) if os.path.isfile(os.path.join(path, e, "adapter_config.json")))
         hint = f"; the adapter is in its subfolder {inside[0]!r}: pass that folder" if inside else ""
         raise ValueError(f"`path` {str(path)!r} is a folder without `adapter_config.json`{hint}.")
-    config = SequenceTemperatureConfig.from_pretrained(version)
-    folder = adapter_folder(version)
-    if os.path.isdir(version) and read_manifest(version) is not None:
-        problem = manifest_problem(version)
-        if problem is not None:
-            raise ValueError(
-                f"the adapter {str(path)!r} is damaged: {problem}. Save it again (or download it again); a "
-                "checkpoint of the run can be loaded instead."
-            )
+    if not os.path.lexists(os.path.join(path, CONFIG_NAME)):
+        SequenceTemperatureConfig.from_pretrained(path)  # names the missing config
+    adapter_folder(source)  # pickles only, or no weights: named before anything is read
+
+
+def _checked(path: str, config: SequenceTemperatureConfig, folder: str) -> SequenceTemperatureConfig:
+    """Refuses weights that cannot be read or are not finite, and weights of another save than the config's."""
     check_adapter_weights(os.path.join(folder, SAFE_WEIGHTS))
     if config.weights_sha256 is not None:
         found = file_sha256(os.path.join(folder, SAFE_WEIGHTS))
@@ -210,7 +217,7 @@ def _read_version(path, version) -> tuple[SequenceTemperatureConfig, str]:
                 f"{config.weights_sha256[:16]}…, but {SAFE_WEIGHTS} beside it has {found[:16]}… (one file was "
                 "replaced without the other). Save the model again, or download it again."
             )
-    return config, folder
+    return config
 
 
 @contextlib.contextmanager

@@ -1,5 +1,5 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""A lock file that two processes cannot both hold: an open file with an exclusive `flock`.
+"""Locks that two processes cannot both hold: an open file with an exclusive `flock`, created with its holder's record.
 
 The kernel grants `flock(LOCK_EX)` on one open file to one holder at a time and drops it when the holder's process
 ends, however it ends (SIGKILL included), so a dead holder's lock is free without anybody reading process ids: a
@@ -8,31 +8,69 @@ A holder removes the file while it still holds it; a process that opened the fil
 locks it just after finds that its open file is no longer the path's ([`LockFile.try_acquire`] compares the inode)
 and tries again on the new file.
 
-POSIX `flock` is local to a machine on most network filesystems that do not forward it; [`LockFile`] users record
-the holder's host and refuse, rather than take over, a lock file written on another host.
+A new lock file is created whole, with its holder's record in it: the record is written to a temporary file, which
+is then hard-linked to the lock's name (`link` fails when the name exists, on network filesystems too). Where
+`flock` does not exclude (a network filesystem that does not forward it), two hosts racing for a free folder still
+cannot both hold it: one creates the file, the other finds a record of another host and refuses.
+
+[`FolderLock`] is the lock of a folder that runs and saves write into: `.<name>.seqtemp-lock` beside the folder
+(never inside it: a saved folder holds its save's files only).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import gc
+import json
 import os
+import socket
+import time
+import uuid
+import warnings
+import weakref
+from typing import ClassVar
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
+# what `flock` raises on a filesystem that does not support it (FUSE, some SMB/NFS mounts)
+UNSUPPORTED = (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP))
+
+
+def errno_name(error: OSError) -> str:
+    """`'ENOENT'` for an `OSError` of that errno ('' when it has none)."""
+    return errno.errorcode.get(error.errno, "") if error.errno is not None else ""
+
 
 def _require_flock() -> None:
     if fcntl is None:  # pragma: no cover - Windows
         raise OSError(
-            "hf_seqtemp's output-folder lock needs POSIX `fcntl.flock` (Linux, macOS); it is not available on this "
-            "platform."
+            errno.ENOSYS,
+            "hf_seqtemp's folder lock needs POSIX `fcntl.flock` (Linux, macOS); it is not available on this platform",
         )
 
 
+def beside(folder: str | os.PathLike, what: str) -> str:
+    """The path `.<name>.<what>` beside `folder` (in its parent): where a folder's lock and staged saves live.
+
+    Example:
+    ```python
+    >>> beside("/data/runs/adapter/", "seqtemp-lock")
+    '/data/runs/.adapter.seqtemp-lock'
+    ```
+    """
+    path = os.path.abspath(os.fspath(folder))
+    parent, name = os.path.split(path)
+    if not name:
+        raise ValueError(f"cannot save into the filesystem root {path!r}: give a folder inside it.")
+    return os.path.join(parent, f".{name}.{what}")
+
+
 class LockFile:
-    """An exclusive `flock` on `path`, which is created if needed.
+    """An exclusive `flock` on `path`, which is created (with `record` in it, when given) if needed.
 
     Example:
     ```python
@@ -49,31 +87,73 @@ class LockFile:
     def __init__(self, path: str | os.PathLike):
         self.path = str(path)
         self.fd: int | None = None
+        self.created = False  # this holder created the file (with its record), rather than took over an old one
 
     @property
     def held(self) -> bool:
         return self.fd is not None
 
-    def try_acquire(self, blocking: bool = False) -> bool:
+    def _create_whole(self, record: str) -> bool:
+        """Creates the lock file with `record` in it, at once (a temporary file linked to the name); `False` when
+        the name exists already."""
+        temporary = f"{self.path}.{uuid.uuid4().hex}.new"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(record)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, self.path)
+        except FileExistsError:
+            return False
+        except OSError as error:  # no hard links here (FAT, some FUSE): exclusive creation, written just after
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(record)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(temporary)
+        return True
+
+    def try_acquire(self, blocking: bool = False, record: str | None = None) -> bool:
         """Takes the lock and returns `True`, or returns `False` at once when another open file holds it (with
-        `blocking`, waits for it instead)."""
+        `blocking`, waits for it instead). A file created here holds `record` from its first byte.
+
+        Raises:
+            OSError: the filesystem does not support `flock` (its errno and the path named).
+        """
         _require_flock()
         if self.fd is not None:
             return True
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            created = record is not None and self._create_whole(record)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 return False
+            except OSError as error:
+                os.close(fd)
+                if error.errno in UNSUPPORTED:
+                    raise OSError(
+                        error.errno,
+                        f"cannot lock {self.path}: [{errno_name(error)}] {error.strerror}: this filesystem does not "
+                        "support `flock`, which hf_seqtemp needs to keep two runs or saves out of one folder. Use a "
+                        "folder on a local disk (or a filesystem with `flock`)",
+                    ) from None
+                raise
             try:
                 mine, named = os.fstat(fd), os.stat(self.path)
                 same = (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino)
             except FileNotFoundError:
                 same = False
             if same:
-                self.fd = fd
+                self.fd, self.created = fd, created
                 return True
             os.close(fd)  # the holder removed the file between our open and our lock: lock the path's new file
 
@@ -101,3 +181,193 @@ class LockFile:
                 os.remove(self.path)
         os.close(self.fd)
         self.fd = None
+
+
+# -------------------------------------------------------------------------------------------- the folder's lock
+def holder_record(purpose: str) -> dict:
+    """What a lock file says of its holder: host, process id, start time, what it does (`"run"` or `"save"`)."""
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "locking": "flock",
+        "purpose": purpose,
+    }
+
+
+def alive(pid: int) -> bool:
+    """Whether a process of id `pid` exists on this host (another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    except (OverflowError, ValueError):
+        return False
+    return True
+
+
+def parse_record(text: str) -> dict:
+    """The holder record of a lock file's text (`{}` when empty; an unreadable one is named as such)."""
+    if not text.strip():
+        return {}
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        return {"pid": -1, "host": "unknown (unreadable lock)", "started": "unknown"}
+    return record
+
+
+class _Owner:
+    """Who holds a folder's lock in this process when nobody is named (one save)."""
+
+
+class FolderLock:
+    """The lock of `folder`: `.<name>.seqtemp-lock` beside it, an exclusive `flock` ([`LockFile`]) whose file names
+    its holder (host, process id, start time, `"run"` or `"save"`).
+
+    One *owner* holds it at a time: a process, and in it one object (a trainer holds its `output_dir` for its whole
+    life; a save holds the folder while it publishes). The same owner may take it again (counted); another owner in
+    the same process is refused like another process, once objects no longer referenced have been collected.
+    A lock left by a killed process on this host is taken over with a warning naming that process, however its id
+    has been reused since. A lock file written on another host, or by an hf_seqtemp without `flock` whose process is
+    still alive, is refused: this host cannot tell whether that holder is gone.
+
+    Args:
+        folder (`str` or `os.PathLike`): the folder the lock keeps one writer in.
+        what (`str`, *optional*, defaults to `"output_dir"`): how messages name the folder.
+    """
+
+    _held: ClassVar[
+        dict[str, list]
+    ] = {}  # path -> [LockFile, weak reference to the owner, count], this process's locks
+
+    def __init__(self, folder: str | os.PathLike, what: str = "output_dir"):
+        self.folder = os.path.abspath(os.fspath(folder))
+        self.path = beside(self.folder, "seqtemp-lock")
+        self.what = what
+
+    def held_by(self, owner) -> bool:
+        entry = FolderLock._held.get(self.path)
+        return entry is not None and entry[1]() is owner
+
+    def acquire(self, owner=None, purpose: str = "save", wait: float = 0.0) -> object:
+        """Takes the lock for `owner` (a new anonymous owner when `None`, which is returned), or raises
+        `RuntimeError` naming the run or save that holds it. With `wait` > 0, a lock held by a *save* is waited for
+        up to `wait` seconds (a save holds it for moments); one held by a run is refused at once."""
+        owner = owner if owner is not None else _Owner()
+        entry = FolderLock._held.get(self.path)
+        if entry is not None and entry[1]() is None:
+            self._forget()
+        entry = FolderLock._held.get(self.path)
+        if entry is not None and entry[1]() is owner:
+            entry[2] += 1
+            return owner
+        if entry is not None:
+            gc.collect()  # a trainer nobody refers to any more lets its folder go when it is collected
+        deadline = time.monotonic() + wait
+        while True:
+            lock = LockFile(self.path)
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            if FolderLock._held.get(self.path) is None and lock.try_acquire(record=json.dumps(holder_record(purpose))):
+                break
+            holder = self._read()
+            if holder.get("purpose") == "save" and time.monotonic() < deadline:
+                time.sleep(0.1)
+                continue
+            raise RuntimeError(self._in_use(holder, self._why_held(holder)))
+        if not lock.created:
+            self._take_over(lock)
+        lock.write(json.dumps(holder_record(purpose)))
+        reference = weakref.ref(owner)
+        FolderLock._held[self.path] = [lock, reference, 1]
+        weakref.finalize(owner, FolderLock._drop, self.path, reference)  # collected, or the process ends
+        return owner
+
+    def _take_over(self, lock: LockFile) -> None:
+        """A lock file that outlived its holder: taken over with a warning, or refused when this host cannot tell."""
+        previous = self._parse(lock.read())
+        if not previous:
+            return
+        unknown = self._cannot_tell(previous)
+        if unknown:
+            lock.release(remove=False)
+            raise RuntimeError(self._in_use(previous, unknown) + " If that run is gone, delete the lock file.")
+        warnings.warn(
+            f"Taking over the stale lock {self.path}: its {previous.get('purpose', 'run')} (process "
+            f"{previous.get('pid')} on {previous.get('host')}, started {previous.get('started')}) is gone"
+            f"{self._why_gone(previous)}.",
+            stacklevel=5,
+        )
+
+    def release(self, owner=None) -> None:
+        """Lets `owner`'s hold go (the last one removes the file while holding it, then unlocks); any owner when
+        `None`."""
+        entry = FolderLock._held.get(self.path)
+        if entry is None or (owner is not None and entry[1]() is not owner):
+            return
+        entry[2] -= 1
+        if entry[2] <= 0:
+            self._forget()
+
+    def _forget(self) -> None:
+        entry = FolderLock._held.pop(self.path, None)
+        if entry is not None:
+            entry[0].release(remove=True)
+
+    @staticmethod
+    def _drop(path: str, reference) -> None:
+        """The owner behind `reference` is gone: its hold on `path` (if still its own) is let go."""
+        entry = FolderLock._held.get(path)
+        if entry is not None and entry[1] is reference:
+            FolderLock._held.pop(path, None)
+            entry[0].release(remove=True)
+
+    # ------------------------------------------------------------------------------------------------- messages
+    @staticmethod
+    def _cannot_tell(previous: dict) -> str:
+        """Why this host cannot tell whether the holder that wrote `previous` is gone ('' when it can)."""
+        if previous.get("host") != socket.gethostname():
+            return f"it was written on another host ({previous.get('host')}), whose `flock` this host may not see"
+        if previous.get("locking") != "flock" and alive(int(previous.get("pid", -1))):
+            return "it was written by an hf_seqtemp without `flock`, and its process is still alive"
+        return ""
+
+    @staticmethod
+    def _why_gone(previous: dict) -> str:
+        if previous.get("locking") == "flock" and alive(int(previous.get("pid", -1))):
+            return f" (process {previous.get('pid')} is alive but does not hold the lock: its id was reused)"
+        return ""
+
+    def _why_held(self, holder: dict) -> str:
+        pid = holder.get("pid")
+        if holder.get("host") == socket.gethostname() and isinstance(pid, int):
+            if pid == os.getpid():
+                return (
+                    "another object of this process holds it: a `SeqTempTrainer` keeps its `output_dir` until "
+                    "`trainer.close()`"
+                )
+            if not alive(pid):
+                return "that process is gone and another run is taking the lock over from it right now"
+        return "it holds the lock now"
+
+    def _in_use(self, holder: dict, why: str) -> str:
+        purpose = holder.get("purpose", "run")
+        return (
+            f"`{self.what}` {self.folder!r} is in use by another {purpose} (process {holder.get('pid')} on "
+            f"{holder.get('host')}, started {holder.get('started')}; lock {self.path}; {why}). Two runs or saves "
+            "in one folder overwrite each other's adapter and checkpoints: give this one another folder, or wait "
+            "for that one to end."
+        )
+
+    _parse = staticmethod(parse_record)
+
+    def _read(self) -> dict:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                return self._parse(handle.read()) or {"pid": "?", "host": "?", "started": "just now"}
+        except OSError:
+            return {"pid": "?", "host": "?", "started": "just now"}

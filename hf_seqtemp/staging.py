@@ -1,45 +1,52 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Versioned saves: a saved folder is always one whole save, the old one or the new one, and a reader reads one.
+"""Saves that leave a plain folder: the save's regular files, nothing hidden that it depends on, no earlier version.
 
-A save writes every file into a staging folder `<folder>/.seqtemp-saves/.partial-…` (the card's held-out
-measurement runs there too, the longest part), writes the manifest last ([`~hf_seqtemp.manifest.write_manifest`]:
-names, sizes, SHA-256, `fsync`ed), and renames the staging folder to a version `.seqtemp-saves/v<n>`, which is never
-written again. The folder's own entries are relative symbolic links through `.seqtemp-saves/current`
-(`adapter_model.safetensors -> .seqtemp-saves/current/adapter_model.safetensors`), and `current` names the version
-in force. Publishing a version is one atomic `rename` of a new `current` link over the old one: before it, every
-entry of the folder reads the old save; after it, every entry reads the new one. An entry of the old save that the
-new one does not write is then a link to nothing (no file, to `os.path.isfile` and PEFT alike) and is removed; the
-version before is kept for readers in flight, and older ones are deleted.
+After a save, `folder` holds what PEFT (or transformers) writes plus `seqtemp_config.json`, which lists every other
+file of the save with its SHA-256 (`files_sha256`). Copies of the files, rsync, zip, tar, git (with or without
+symlinks), `upload_folder` and filesystems without links then all do what users expect.
 
-A kill at any moment leaves the old save or the new one (plus, at worst, a staging folder or links to nothing, which
-the next save removes). A reader resolves `current` once ([`saved_version`]) and reads the version folder, which no
-save changes: a save published meanwhile cannot give it one save's config with another's weights.
+A save is staged *beside* the folder, on its filesystem: every file is written into `.<name>.seqtemp-staging-…`
+(the card's held-out measurement runs there too), sealed (the config gets the hashes; every file is `fsync`ed),
+and then published under the folder's lock ([`~hf_seqtemp.locking.FolderLock`]):
 
-A folder saved by an hf_seqtemp without versions (plain files), or copied with its links followed (`cp -r`,
-`shutil.copytree`), is adopted first: its files are hard-linked into a version `v000000` and each is replaced by its
-link, content unchanged at every moment.
+1. the *commit*: a journal (`.seqtemp-publish.json`: the files to move in, the files of the old save to remove) is
+   renamed into the staging folder, which is complete from then on;
+2. the *swap*: each new file is renamed over the folder's, the old save's files the new one does not write are
+   removed, and `seqtemp_config.json` comes last;
+3. the staging folder is deleted.
+
+A save stopped before the commit leaves the old save untouched (its staging folder is removed by the next save).
+One stopped after it is *rolled forward*: the next save, run or verifying load ([`roll_forward`], under the lock)
+finishes the swap from the staging folder, so the folder becomes the new save, whole. A reader that verifies
+(`load_tempered`, `push_to_hub`) waits for a save being published, and checks every file against the hashes of the
+config it read (see `hf_seqtemp.saved`).
+
+A save never deletes what it does not own: it removes only the files the old save's config lists, and a folder that
+holds other files of the names it would write (a model's folder, a plain PEFT save) is refused by name. A folder
+saved by an earlier hf_seqtemp (its entries links through `.seqtemp-saves/current`, or plain files with
+`seqtemp_manifest.json`) loads as it is, and the next save into it converts it to this format.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
 import re
 import shutil
 import socket
-import tempfile
 import uuid
 from collections.abc import Iterator
 
 from .config import CONFIG_NAME
-from .locking import LockFile
-from .manifest import MANIFEST_NAME, fsync_path, write_manifest
+from .locking import FolderLock, alive, beside, errno_name
+from .manifest import MANIFEST_NAME, file_sha256, fsync_path, read_manifest
 
-SAVES_DIR = ".seqtemp-saves"
-CURRENT = "current"
-STAGING_PREFIX = ".partial-"
-VERSION = re.compile(r"^v(\d{6,})$")
-# what a save of an hf_seqtemp without versions left at the top of a folder (adopted as the old save)
+JOURNAL = ".seqtemp-publish.json"
+STAGING = "seqtemp-staging"
+LEGACY_SAVES = ".seqtemp-saves"  # the versions of an earlier hf_seqtemp (converted by the next save)
+# what a save of an hf_seqtemp without file lists left at the top of a folder (owned by that save)
 LEGACY_NAMES = (
     CONFIG_NAME,
     MANIFEST_NAME,
@@ -49,21 +56,20 @@ LEGACY_NAMES = (
     "model.safetensors.index.json",
     "README.md",
 )
-WRITE_FAILURES = ("basic_ios", "unexpected pos", "file write failed", "No space left", "File too large")
+# the files of a model or adapter that training into a folder would overwrite or mix with
+MODEL_FILES = re.compile(
+    r"^(config\.json|generation_config\.json|adapter_config\.json|tokenizer(_config)?\.json|.*\.safetensors|"
+    r".*\.safetensors\.index\.json|pytorch_model.*\.bin|adapter_model\.bin)$"
+)
+FULL_DISK = (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
+TORCH_FULL_DISK = ("basic_ios", "unexpected pos", "file write failed", "No space left", "File too large")
+PUBLISH_WAIT = 120.0  # seconds a save waits for another save of the folder to finish publishing
 
 
-def saved_version(folder: str | os.PathLike) -> str:
-    """The folder to read a save from: the version `folder`'s `current` link names (never changed by a later save),
-    or `folder` itself when it holds no versioned save."""
-    link = os.path.join(str(folder), SAVES_DIR, CURRENT)
-    if os.path.islink(link):
-        return os.path.realpath(link)
-    return str(folder)
-
-
+# ------------------------------------------------------------------------------------------------------- messages
 def is_write_failure(error: BaseException) -> bool:
     """Whether `error` is a failure to write a file (an `OSError`, or torch's words for a full disk)."""
-    return isinstance(error, OSError) or any(words in str(error) for words in WRITE_FAILURES)
+    return isinstance(error, OSError) or any(words in str(error) for words in TORCH_FULL_DISK)
 
 
 def free_space(path: str) -> str:
@@ -76,163 +82,278 @@ def free_space(path: str) -> str:
         return "free space unknown"
 
 
+def describe_failure(error: BaseException, folder: str) -> str:
+    """The cause of a failed write, in words: the errno's name and the path, and "disk full" only where the
+    error is one (ENOSPC, EFBIG, EDQUOT, or torch's words for it)."""
+    if isinstance(error, OSError) and error.errno is not None:
+        where = f" on {error.filename!r}" if error.filename else ""
+        cause = f"[{errno_name(error)}] {error.strerror or error}{where}"
+        if error.errno in FULL_DISK:
+            return f"{cause} ({free_space(folder)} on its disk: the disk is full or a file-size limit was reached)"
+        hints = {
+            errno.EACCES: "no permission to write there",
+            errno.EPERM: "the filesystem or a permission does not allow it",
+            errno.EROFS: "the filesystem is read-only",
+            errno.EXDEV: "the staging folder and the folder are on two filesystems",
+            errno.ENOENT: "a file or folder disappeared during the save (another process removed it?)",
+            errno.ENOTEMPTY: "a folder of that name holds files (another process wrote there?)",
+        }
+        hint = hints.get(error.errno)
+        return f"{cause}{f' ({hint})' if hint else ''}"
+    if any(words in str(error) for words in TORCH_FULL_DISK):
+        return f"{error} ({free_space(folder)} on its disk: the disk is full or a file-size limit was reached)"
+    return str(error)
+
+
+# ------------------------------------------------------------------------------------------- what a folder holds
+def _relative_files(root: str) -> list[str]:
+    """Every regular file under `root` (links not followed), as `/`-separated paths relative to it."""
+    found = []
+    for parent, folders, names in os.walk(root):
+        folders[:] = [f for f in folders if not os.path.islink(os.path.join(parent, f))]
+        for name in names:
+            path = os.path.join(parent, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                found.append(os.path.relpath(path, root).replace(os.sep, "/"))
+    return sorted(found)
+
+
+def _read_json(path: str):
+    with contextlib.suppress(OSError, ValueError), open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+    return None
+
+
+def is_legacy_link(folder: str, name: str) -> bool:
+    """Whether `folder/name` is a link of an earlier hf_seqtemp's versioned save (into `.seqtemp-saves/`)."""
+    path = os.path.join(folder, name)
+    return os.path.islink(path) and os.readlink(path).startswith(f"{LEGACY_SAVES}/")
+
+
+def owned_files(folder: str) -> set[str]:
+    """The files (relative paths) the save in `folder` wrote, its `seqtemp_config.json` included: the config's
+    `files_sha256`, or, for an earlier hf_seqtemp's save, its manifest's files (or its known names)."""
+    config = os.path.join(folder, CONFIG_NAME)
+    if not os.path.lexists(config):
+        return set()
+    values = _read_json(config)
+    if isinstance(values, dict) and isinstance(values.get("files_sha256"), dict):
+        return {*values["files_sha256"], CONFIG_NAME}
+    owned = {CONFIG_NAME}
+    version = os.path.join(folder, LEGACY_SAVES, "current")
+    with contextlib.suppress(OSError, ValueError):
+        manifest = read_manifest(os.path.realpath(version) if os.path.islink(version) else folder)
+        if manifest is not None:
+            return owned | set(manifest["files"]) | {MANIFEST_NAME}
+    return owned | {name for name in LEGACY_NAMES if os.path.lexists(os.path.join(folder, name))}
+
+
+def foreign_model_files(folder: str) -> list[str]:
+    """The model or adapter files at the top of `folder` that no hf_seqtemp save wrote (a base model's folder, a
+    plain PEFT save): a save there would overwrite them or mix with them."""
+    if not os.path.isdir(folder):
+        return []
+    owned = owned_files(folder)
+    return sorted(
+        name
+        for name in os.listdir(folder)
+        if MODEL_FILES.match(name) and name not in owned and not is_legacy_link(folder, name)
+    )
+
+
+def _clashes(folder: str, names: list[str], owned: set[str]) -> list[str]:
+    """The names the new save writes where `folder` holds something the old save does not own."""
+    clashes = []
+    for name in names:
+        top = name.split("/", 1)[0]
+        if name in owned or is_legacy_link(folder, top):
+            continue
+        if os.path.lexists(os.path.join(folder, name)) or (
+            "/" in name and os.path.lexists(os.path.join(folder, top)) and not os.path.isdir(os.path.join(folder, top))
+        ):
+            clashes.append(name)
+    return clashes
+
+
+# ---------------------------------------------------------------------------------------------- staging folders
+def staging_folders(folder: str) -> list[str]:
+    """The staging folders of saves into `folder` (beside it), complete or not."""
+    prefix = os.path.basename(beside(folder, STAGING)) + "-"
+    parent = os.path.dirname(os.path.abspath(folder))
+    with contextlib.suppress(FileNotFoundError):
+        return sorted(os.path.join(parent, e) for e in os.listdir(parent) if e.startswith(prefix))
+    return []
+
+
+def committed(staging: str) -> bool:
+    """Whether a staging folder holds its journal: its save is committed and only needs rolling forward."""
+    return os.path.isfile(os.path.join(staging, JOURNAL))
+
+
+def in_flux(folder: str) -> bool:
+    """Whether a committed save of `folder` is still being moved into it."""
+    return any(committed(staging) for staging in staging_folders(folder))
+
+
+def _new_staging(folder: str) -> str:
+    staging = f"{beside(folder, STAGING)}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    os.mkdir(staging)  # the umask's permissions, as the files a plain PEFT save writes
+    return staging
+
+
+def _dead(staging: str) -> bool:
+    """A staging folder of a process of this host that is gone (its save cannot finish writing it)."""
+    host_pid = staging.rsplit("-", 1)[0]
+    host, _, pid = host_pid.rpartition("-")
+    return host.endswith(socket.gethostname()) and pid.isdigit() and not alive(int(pid))
+
+
+def roll_forward(folder: str) -> None:
+    """Under the folder's lock: finishes a committed save a kill left half-moved (the folder becomes that save,
+    whole) and removes the uncommitted staging folders of dead processes."""
+    for staging in staging_folders(folder):
+        if committed(staging):
+            _swap(staging, folder)
+        elif _dead(staging):
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------------------- saving
+def lock_for_save(folder: str, owner=None):
+    """Takes `folder`'s lock for a save (waiting for another save's publish; a run's lock is refused) and rolls a
+    committed save a kill left behind forward. Returns the owner to release it with."""
+    lock = FolderLock(folder, "folder")
+    owner = lock.acquire(owner, purpose="save", wait=PUBLISH_WAIT)
+    try:
+        roll_forward(folder)
+    except BaseException:
+        lock.release(owner)
+        raise
+    return owner
+
+
 @contextlib.contextmanager
-def staged_save(folder: str | os.PathLike) -> Iterator[str]:
-    """Yields a staging folder; on a clean exit its files become `folder`'s next version, published at once
-    ([`publish`]). On an error nothing in `folder` changes; a failure to write (a full disk, a file-size limit) is
-    re-raised as an `OSError` naming the folder, its free space and that the previous save is unchanged."""
-    folder = str(folder)
-    saves = os.path.join(folder, SAVES_DIR)
-    os.makedirs(saves, exist_ok=True)
-    _remove_dead_staging(saves)
-    staging = tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}-", dir=saves)
+def staged_save(folder: str | os.PathLike, owner=None) -> Iterator[str]:
+    """Yields a staging folder beside `folder`; on a clean exit its files become `folder`'s save (sealed, committed,
+    swapped in). On an error before the commit nothing in `folder` changes and the staging folder is removed; a
+    failure to write is re-raised as an `OSError` naming its cause (errno and path), the folder and that the previous
+    save is unchanged. `owner` is who holds the folder's lock (a trainer holds its `output_dir`)."""
+    folder = os.path.abspath(os.fspath(folder))
+    os.makedirs(folder, exist_ok=True)
+    lock = FolderLock(folder, "folder")
+    lock.release(lock_for_save(folder, owner))  # refused now, not after the save's work, if a run holds the folder
+    staging = _new_staging(folder)
     try:
         yield staging
-        write_manifest(staging)
-        publish(staging, folder)
+        _seal(staging)
+        owner = lock_for_save(folder, owner)
+        try:
+            _publish(staging, folder)
+        finally:
+            lock.release(owner)
     except Exception as error:
+        if committed(staging):
+            raise OSError(
+                f"saving to {folder} stopped while moving the new save in: {describe_failure(error, folder)}. The new "
+                f"save is complete in {staging}: the next save into {folder} or `load_tempered` finishes moving it."
+            ) from error
         if not is_write_failure(error):
             raise
         raise OSError(
-            f"saving to {folder} failed: {error} ({free_space(folder)} on its disk; a full disk or a file-size "
-            f"limit gives this). The previous save in {folder} is unchanged. Free space (or raise the limit) and save "
-            "again."
+            f"saving to {folder} failed: {describe_failure(error, folder)}. The previous save in {folder} is "
+            "unchanged. Fix the cause and save again."
         ) from error
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if not committed(staging):
+            shutil.rmtree(staging, ignore_errors=True)
 
 
-def publish(staging: str, folder: str) -> None:
-    """Makes the complete staging folder `folder`'s current save: renamed to the next version, linked from the
-    folder's entries, then published by one atomic rename of the `current` link; entries of the old save that the
-    new one lacks are removed, and versions older than the one before are deleted. Concurrent publishers into one
-    folder take turns (a `flock`)."""
-    saves = os.path.join(folder, SAVES_DIR)
-    lock = LockFile(os.path.join(saves, ".publish.lock"))
-    lock.try_acquire(blocking=True)
-    try:
-        _adopt_unversioned(folder, os.listdir(staging))
-        versions = _versions(saves)
-        name = f"v{(versions[-1][0] + 1 if versions else 1):06d}"
-        os.rename(staging, os.path.join(saves, name))
-        fsync_path(saves)
-        entries = sorted(os.listdir(os.path.join(saves, name)))
-        for entry in entries:
-            _link_entry(folder, entry)
-        previous = os.path.basename(os.path.realpath(os.path.join(saves, CURRENT)))
-        swap = os.path.join(saves, f".{CURRENT}-{uuid.uuid4().hex}")
-        os.symlink(name, swap)
-        os.replace(swap, os.path.join(saves, CURRENT))  # the commit: every entry now reads the new version
-        with contextlib.suppress(OSError):  # the new save is in force; what is left here the next save tidies
-            fsync_path(saves)
-            _tidy(folder, keep=(name, previous))
-    finally:
-        lock.release(remove=False)
+def _seal(staging: str) -> None:
+    """Records the SHA-256 of every file of the save in its `seqtemp_config.json` and `fsync`s everything."""
+    config = os.path.join(staging, CONFIG_NAME)
+    values = _read_json(config)
+    if not isinstance(values, dict):
+        raise RuntimeError(  # noqa: TRY004 - a missing file, not a wrong argument
+            f"a save must write {CONFIG_NAME} (none in {staging}): this is a bug of hf_seqtemp."
+        )
+    files = [name for name in _relative_files(staging) if name not in (CONFIG_NAME, JOURNAL)]
+    for name in files:
+        fsync_path(os.path.join(staging, name))
+    values["files_sha256"] = {name: file_sha256(os.path.join(staging, name)) for name in files}
+    _write_json(config, values)
+    for parent, _, _ in os.walk(staging):
+        fsync_path(parent)
 
 
-def _versions(saves: str) -> list[tuple[int, str]]:
-    return sorted((int(m.group(1)), entry) for entry in os.listdir(saves) if (m := VERSION.match(entry)))
+def _write_json(path: str, values) -> None:
+    """Writes `values` as JSON to `path` through a temporary file, `fsync`ed, renamed into place."""
+    partial = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
+    with open(partial, "w", encoding="utf-8") as handle:
+        json.dump(values, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, path)
 
 
-def _entry_target(entry: str) -> str:
-    return f"{SAVES_DIR}/{CURRENT}/{entry}"
+def _publish(staging: str, folder: str) -> None:
+    """Under the folder's lock: refuses a save that would overwrite files it does not own, commits the save (its
+    journal) and swaps it in."""
+    new = [name for name in _relative_files(staging) if name not in (CONFIG_NAME, JOURNAL)]
+    owned = owned_files(folder)
+    clashes = _clashes(folder, [*new, CONFIG_NAME], owned)
+    if clashes:
+        shown = ", ".join(clashes[:6]) + (f" and {len(clashes) - 6} more" if len(clashes) > 6 else "")
+        raise FileExistsError(
+            f"saving to {folder} would overwrite files that no hf_seqtemp save wrote there ({shown}): it holds a "
+            "model or another tool's files. Nothing was changed. Save into another folder (or move those files)."
+        )
+    legacy = os.path.lexists(os.path.join(folder, LEGACY_SAVES))
+    journal = {"format": 1, "move": new, "remove": sorted(owned - {*new, CONFIG_NAME}), "legacy": legacy}
+    _write_json(os.path.join(staging, JOURNAL), journal)
+    fsync_path(staging)  # the commit: from here on, the folder becomes this save
+    _swap(staging, folder)
 
 
-def _link_entry(folder: str, entry: str) -> None:
-    """Makes `folder/entry` the link through `current` (already one, or new: a link to nothing until the commit)."""
-    path = os.path.join(folder, entry)
-    if os.path.islink(path) and os.readlink(path) == _entry_target(entry):
-        return
-    if os.path.isdir(path) and not os.path.islink(path):  # a folder outside the save, of a name it writes
-        shutil.rmtree(path)
-    temporary = os.path.join(folder, f".{entry}.link-{uuid.uuid4().hex}")
-    os.symlink(_entry_target(entry), temporary)
-    os.replace(temporary, path)  # a file outside the save (a card another tool wrote) is replaced, as by a save
-
-
-_TEMPORARY_LINK = re.compile(r"^\..+\.link-[0-9a-f]{32}$")
-_TEMPORARY_SWAP = re.compile(rf"^\.{CURRENT}-[0-9a-f]{{32}}$")
-
-
-def _tidy(folder: str, keep: tuple[str, ...]) -> None:
-    """After a commit: removes the folder's links through `current` that lead nowhere (entries of the old save only)
-    and the temporary links a killed save left, and deletes the versions other than `keep`."""
-    saves = os.path.join(folder, SAVES_DIR)
-    for entry in os.listdir(folder):
-        path = os.path.join(folder, entry)
-        dangling = os.path.islink(path) and os.readlink(path) == _entry_target(entry) and not os.path.exists(path)
-        if dangling or (_TEMPORARY_LINK.match(entry) and os.path.islink(path)):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-    for entry in os.listdir(saves):
-        if _TEMPORARY_SWAP.match(entry):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(saves, entry))
-    for _, old in _versions(saves):
-        if old not in keep:
-            shutil.rmtree(os.path.join(saves, old), ignore_errors=True)
+def _swap(staging: str, folder: str) -> None:
+    """Moves a committed save's files into `folder` (the config last), removes the old save's other files, and
+    deletes the staging folder. Doing it again after a kill finishes it (every step can be repeated)."""
+    journal = _read_json(os.path.join(staging, JOURNAL))
+    for name in journal["move"]:
+        source = os.path.join(staging, name)
+        if os.path.exists(source):
+            _prepare_parent(folder, name)
+            os.replace(source, os.path.join(folder, name))
+    for name in journal["remove"]:
+        top = name.split("/", 1)[0]
+        if is_legacy_link(folder, top):
+            os.remove(os.path.join(folder, top))
+        elif os.path.isfile(os.path.join(folder, name)) or os.path.islink(os.path.join(folder, name)):
+            os.remove(os.path.join(folder, name))
+            _prune_empty(folder, name)
+    if os.path.exists(os.path.join(staging, CONFIG_NAME)):
+        os.replace(os.path.join(staging, CONFIG_NAME), os.path.join(folder, CONFIG_NAME))
     fsync_path(folder)
+    if journal.get("legacy"):
+        shutil.rmtree(os.path.join(folder, LEGACY_SAVES), ignore_errors=True)
+    os.remove(os.path.join(staging, JOURNAL))
+    shutil.rmtree(staging, ignore_errors=True)
 
 
-def _adopt_unversioned(folder: str, new_entries: list[str]) -> None:
-    """Turns a save of plain files (written before versioned saves) into version `v000000`, content unchanged: its
-    files (the new save's names and [`LEGACY_NAMES`]) are hard-linked into the version, `current` is pointed at it,
-    and each file is replaced by its link."""
-    saves = os.path.join(folder, SAVES_DIR)
-    current = os.path.join(saves, CURRENT)
-    if os.path.islink(current):
+def _prepare_parent(folder: str, name: str) -> None:
+    """Makes `name`'s parent folders inside `folder`, replacing an earlier hf_seqtemp's link to a folder."""
+    if "/" not in name:
         return
-    if os.path.isdir(current):  # the folder was copied with its links followed: the copy's files are plain now
-        shutil.rmtree(current)
-    names = {*new_entries, *LEGACY_NAMES} - {SAVES_DIR}
-    names |= {entry for entry in os.listdir(folder) if re.match(r"^model-\d+-of-\d+\.safetensors$", entry)}
-    plain = sorted(
-        n for n in names if os.path.lexists(os.path.join(folder, n)) and not os.path.islink(os.path.join(folder, n))
-    )
-    if not plain:
-        return
-    version = os.path.join(saves, "v000000")
-    shutil.rmtree(version, ignore_errors=True)  # a killed adoption: done again from the untouched files
-    os.makedirs(version)
-    for name in plain:
-        source = os.path.join(folder, name)
-        if os.path.isdir(source):
-            shutil.copytree(source, os.path.join(version, name), copy_function=os.link)
-        else:
-            os.link(source, os.path.join(version, name))
-    fsync_path(version)
-    swap = os.path.join(saves, f".{CURRENT}-{uuid.uuid4().hex}")
-    os.symlink("v000000", swap)
-    os.replace(swap, os.path.join(saves, CURRENT))
-    for name in plain:
-        path = os.path.join(folder, name)
-        if os.path.isdir(path):  # a folder cannot be replaced by a link in one rename: moved aside first
-            aside = os.path.join(saves, f".adopted-{uuid.uuid4().hex}")
-            os.rename(path, aside)
-            os.symlink(_entry_target(name), path)
-            shutil.rmtree(aside, ignore_errors=True)
-        else:
-            temporary = os.path.join(folder, f".{name}.link-{uuid.uuid4().hex}")
-            os.symlink(_entry_target(name), temporary)
-            os.replace(temporary, path)
+    top = name.split("/", 1)[0]
+    if is_legacy_link(folder, top):
+        os.remove(os.path.join(folder, top))
+    os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
 
 
-def _remove_dead_staging(saves: str) -> None:
-    """Removes the staging folders (and stray link files) of saves on this host whose process is gone."""
-    host = socket.gethostname()
-    for entry in os.listdir(saves):
-        if not entry.startswith(STAGING_PREFIX):
-            continue
-        owner, _, pid = entry[len(STAGING_PREFIX) :].rpartition("-")[0].rpartition("-")
-        if owner == host and pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(os.path.join(saves, entry), ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _prune_empty(folder: str, name: str) -> None:
+    """Removes the folders of `name` inside `folder` that its removal left empty."""
+    parent = os.path.dirname(name)
+    while parent:
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(folder, parent))
+        parent = os.path.dirname(parent)

@@ -13,7 +13,6 @@ from toy import all_sequences, as_dataset, exact_logps
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, hub, load_tempered
 from hf_seqtemp.likelihood import SequenceScorer
 from hf_seqtemp.metrics.core import effective_temperature, kendall_tau
-from hf_seqtemp.staging import saved_version
 
 SEED, VOCAB, T = 2, 4, 0.5
 
@@ -88,9 +87,9 @@ def test_hub_ids_reach_the_upload_call(pushed):
 
 
 def test_uploaded_folder_contents(pushed):
-    folder = saved_version(pushed[1][0]["folder"])  # what `hub.push_to_hub` uploads: the save in force, whole
+    folder = pushed[1][0]["folder"]  # what `hub.push_to_hub` uploads: the folder, plain files of one save
     files = {os.path.relpath(os.path.join(root, f), folder) for root, _, names in os.walk(folder) for f in names}
-    assert not [f for f in files if f.startswith(".seqtemp-saves")]  # no version links or older versions
+    assert not [f for f in files if f.startswith(".") or os.path.islink(os.path.join(folder, f))]
     expected = {
         "adapter_model.safetensors",
         "adapter_config.json",
@@ -255,8 +254,8 @@ def test_push_to_hub_calls_create_repo_then_upload_folder(tmp_path, monkeypatch)
         def create_repo(self, repo_id, private=None, exist_ok=False):
             log.append(("create_repo", repo_id, private, exist_ok))
 
-        def upload_folder(self, repo_id, folder_path, commit_message, revision=None):
-            log.append(("upload_folder", repo_id, folder_path, commit_message, revision))
+        def upload_folder(self, repo_id, folder_path, commit_message, revision=None, ignore_patterns=None):
+            log.append(("upload_folder", repo_id, folder_path, commit_message, revision, ignore_patterns))
             return "commit"
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
@@ -265,7 +264,7 @@ def test_push_to_hub_calls_create_repo_then_upload_folder(tmp_path, monkeypatch)
     assert log == [
         ("init", "tok"),
         ("create_repo", "me/x", True, True),
-        ("upload_folder", "me/x", str(tmp_path), "msg", None),
+        ("upload_folder", "me/x", str(tmp_path), "msg", None, ["_*", "checkpoint-*", "checkpoint-*/**"]),
     ]
 
 

@@ -42,6 +42,7 @@ FLOORS = {
     "card": 3,
     "hub": 3,
     "staging": 1,
+    "saved": 1,
     "loading": 3,
     "trainer": 4,
     "cli": 5,

@@ -22,8 +22,8 @@ import warnings
 from ..config import CONFIG_NAME
 from ..losses.recall import RollingQuantile
 from ..manifest import MANIFEST_NAME, manifest_problem, write_manifest
-from ..staging import free_space, is_write_failure
-from .output_dir import OutputDirLock, check_finished_output
+from ..staging import describe_failure, is_write_failure
+from .output_dir import OutputDirLock, check_finished_output, check_no_foreign_model
 
 TRAINER_STATE = "trainer_state.json"
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -262,11 +262,19 @@ def raise_write_error(error: BaseException, folder: str, output_dir: str) -> Non
     if not is_write_failure(error):
         raise error
     last, _ = _last_complete(output_dir)
+    if last is None:
+        then = (
+            "then start the run again with `overwrite_output_dir` True: no checkpoint is complete yet, so there is "
+            "nothing to resume (the partial folder is deleted)"
+        )
+    else:
+        then = (
+            "then resume with `resume_from_checkpoint` True (the last complete checkpoint, "
+            f"{os.path.basename(last)}; the partial folder is skipped)"
+        )
     raise OSError(
-        f"writing checkpoint {folder} failed: {error} ({free_space(folder)} on the disk of {output_dir}; a full disk "
-        "or a file-size limit gives this). Free space or raise the limit, or keep fewer checkpoints "
-        "(`save_total_limit`), then resume with `resume_from_checkpoint` True (the last complete checkpoint: "
-        f"{last or 'none yet'}); the partial folder is skipped."
+        f"writing checkpoint {folder} failed: {describe_failure(error, folder)}. Fix the cause (free space, raise the "
+        f"limit, or keep fewer checkpoints with `save_total_limit`), {then}."
     ) from error
 
 
@@ -286,14 +294,19 @@ def read_json(path: str):
 class CheckpointMixin:
     """Crash-safe `train()` and checkpoints of [`SeqTempTrainer`] (the functions above do the checking)."""
 
+    _output_lock: OutputDirLock | None = None
+
     def train(self, resume_from_checkpoint: str | bool | None = None, trial=None, ignore_keys_for_eval=None):
         """[`~transformers.Trainer.train`], crash-safe: the run first takes `output_dir`'s lock
         ([`~hf_seqtemp.trainer.output_dir.OutputDirLock`]), before it reads, deletes or writes anything there, and
-        holds it until it ends. `resume_from_checkpoint=True` resumes from the last *complete* checkpoint (skipping,
-        with a warning, one a kill left half-written or whose files differ from its manifest), such a checkpoint
-        given by path is refused, a checkpoint trained to another `target_temperature` or `loss_type` is refused,
-        the pool of fresh samples, its random stream and the loss's memory are restored, and starting afresh over
-        an earlier run's checkpoints or finished adapter is an error unless `overwrite_output_dir=True`."""
+        the trainer holds it through its last `save_model`, until [`close`] (or the trainer is collected, or the
+        process ends). `resume_from_checkpoint=True` resumes from the last *complete* checkpoint (skipping, with a
+        warning, one a kill left half-written or whose files differ from its manifest), such a checkpoint given by
+        path is refused, a checkpoint trained to another `target_temperature` or `loss_type` is refused, the pool of
+        fresh samples, its random stream and the loss's memory are restored, starting afresh over an earlier run's
+        checkpoints or finished adapter is an error unless `overwrite_output_dir=True`, and a folder holding a model
+        no hf_seqtemp save wrote is refused."""
+        held_before = self._output_lock is not None and self._output_lock.held
         lock = self._lock_output_dir()
         try:
             resume = resolve_resume(resume_from_checkpoint, self.args.output_dir)
@@ -302,16 +315,36 @@ class CheckpointMixin:
                 check_resume_settings(resume, self.args, self.accelerator.num_processes, self.model)
                 self._load_process_state(resume)
             else:
+                check_no_foreign_model(self.args.output_dir)
                 check_output_dir(self.args, resume, self.is_world_process_zero())
                 check_finished_output(self.args, resume)
                 self.accelerator.wait_for_everyone()
             return super().train(resume, trial, ignore_keys_for_eval)
-        finally:
-            lock.release()
+        except BaseException:
+            if not held_before:
+                lock.release()
+            raise
+
+    def close(self) -> None:
+        """Lets `output_dir`'s lock go: another run, or another process's save, may then write into the folder.
+        The trainer takes it again if it trains again. Also done when the trainer is collected or the process
+        ends."""
+        if self._output_lock is not None:
+            self._output_lock.release()
+            self._output_lock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     def _lock_output_dir(self) -> OutputDirLock:
-        """Process 0 takes `output_dir`'s lock; every process raises the same error when another run holds it."""
-        lock, error = OutputDirLock(self.args.output_dir), None
+        """Process 0 takes `output_dir`'s lock (kept when this trainer holds it already); every process raises the
+        same error when another run holds it."""
+        if self._output_lock is not None and self._output_lock.held:
+            return self._output_lock
+        lock, error = OutputDirLock(self.args.output_dir, owner=self), None
         if self.is_world_process_zero():
             try:
                 lock.acquire()
@@ -323,6 +356,7 @@ class CheckpointMixin:
             error = broadcast_object_list([error], from_process=0)[0]
         if error is not None:
             raise RuntimeError(error)
+        self._output_lock = lock
         return lock
 
     def _save_checkpoint(self, model, trial) -> None:

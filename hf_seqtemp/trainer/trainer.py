@@ -358,10 +358,12 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         """Saves what `from_pretrained` reloads, in safetensors and JSON only: the weights of the model (for a
         `DiffusionLM` wrapper, of the model inside it; the wrapper is rebuilt from `seqtemp_config.json`'s
         `model_family`), the tokenizer, the training arguments as JSON (not a pickled `training_args.bin`), and
-        `seqtemp_config.json` with the model card ([`HubMixin`]). A save is one version of `output_dir`, published at
-        once ([`~hf_seqtemp.staging.staged_save`]): a kill or a full disk at any moment leaves the old save whole or
-        the new one, never a mix. A checkpoint is written into its own new folder, which the checkpoint's manifest,
-        written last ([`CheckpointMixin`]), makes whole.
+        `seqtemp_config.json` with the model card ([`HubMixin`]). The folder is left plain: the save's regular files,
+        `seqtemp_config.json` listing them with their SHA-256. The save is staged beside the folder and moved in
+        under its lock ([`~hf_seqtemp.staging.staged_save`]): a kill or a full disk at any moment leaves the old save
+        whole or the new one (finished by the next save or load), never a mix; files it did not write are never
+        removed. A checkpoint is written into its own new folder, which the checkpoint's manifest, written last
+        ([`CheckpointMixin`]), makes whole.
         """
         if not self.args.should_save:
             return
@@ -370,7 +372,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
             os.makedirs(output_dir, exist_ok=True)
             self._write_save(output_dir, state_dict)
             return
-        with staged_save(output_dir) as staging:  # the old save stays whole until every new file is written
+        with staged_save(output_dir, owner=self) as staging:  # the old save stays whole until it is committed
             self._write_save(staging, state_dict, shown_as=output_dir)
 
     def _write_save(self, folder: str, state_dict=None, shown_as: str | None = None) -> None:

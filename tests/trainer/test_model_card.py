@@ -63,6 +63,13 @@ def _oracle(trainer) -> dict[str, list[float]]:
     }
 
 
+def _save_of(folder: str) -> str:
+    """The folder a staging folder (`.<name>.seqtemp-staging-…`, beside it) is the save of."""
+    parent, name = os.path.split(folder)
+    staged = re.match(r"^\.(.+)\.seqtemp-staging-", name)
+    return os.path.join(parent, staged.group(1)) if staged else folder
+
+
 def test_save_model_writes_the_measured_card_scoring_once(tmp_path, monkeypatch):
     measured, configs = [], []
     original_measure, original_save = measure.measure_held_out, SequenceTemperatureConfig.save_pretrained
@@ -77,7 +84,7 @@ def test_save_model_writes_the_measured_card_scoring_once(tmp_path, monkeypatch)
     # the same sequences at the same step, passed raw as the quick-start does: not scored again
     hub.save_for_hub(trainer, tmp_path / "hub", held_out_dataset=as_dataset(_split()[1]), repo_id="me/tiny")
     # written once per folder (into its staging folder, then moved in: `hf_seqtemp.staging`)
-    staged = [c.split(os.sep + ".seqtemp-saves" + os.sep)[0] for c in configs]  # a staging folder -> its save's
+    staged = [_save_of(c) for c in configs]  # a staging folder -> its save's
     folders = [folder for folder, config in zip(staged, configs) if config != folder]
     assert len(measured) == 1 and sorted(folders) == sorted([str(out), str(tmp_path / "hub")])
     card = (out / "README.md").read_text(encoding="utf-8")

@@ -18,7 +18,7 @@ from peft import LoraConfig
 from tiny_models import tiny_causal_lm
 from toy import as_dataset, sample_sequences
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, load_tempered
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, load_tempered, staging
 from hf_seqtemp.trainer import hub_mixin
 
 LORA = {"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"], "init_lora_weights": False}
@@ -44,6 +44,7 @@ def _saved_first(folder):
     first = _trainer(folder, 0.5, seed=0)
     first.train()
     first.save_model(str(folder))
+    first.close()  # lets the folder go: a trainer holds its `output_dir` until then
     return _logits(folder), (folder / "adapter_model.safetensors").read_bytes()
 
 
@@ -64,14 +65,14 @@ def test_a_save_interrupted_while_measuring_leaves_the_old_adapter_whole(tmp_pat
     assert SequenceTemperatureConfig.from_pretrained(folder).target_temperature == 0.5
     assert (folder / "adapter_model.safetensors").read_bytes() == weights
     torch.testing.assert_close(_logits(folder), logits, rtol=0, atol=0)
-    assert [name for name in os.listdir(folder) if name.startswith(".partial")] == []
+    assert [e for e in os.listdir(tmp_path) if "seqtemp-staging" in e] == []
 
 
-_OPERATIONS = ("rename", "replace", "symlink", "link", "remove", "fsync")
+_OPERATIONS = ("rename", "replace", "link", "remove", "rmdir", "mkdir", "fsync")
 
 
 def _stop_when(monkeypatch, when, stop):
-    """Patches the file operations of `staging` so that, from the manifest on (the end of a save), the first
+    """Patches the file operations of `staging` so that, from the seal on (the end of a save), the first
     operation for which `when(operations)` holds calls `stop()` instead of running; `operations` is the list of
     `(name, last path argument)` of the operations so far, this one included. Returns that list."""
     from hf_seqtemp import staging
@@ -88,7 +89,7 @@ def _stop_when(monkeypatch, when, stop):
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(staging.os, name, counting)
-    for name in ("write_manifest", "publish"):
+    for name in ("_seal", "_publish"):
         real = getattr(staging, name)
 
         def activated(*args, _real=real, **kwargs):
@@ -103,11 +104,11 @@ def _stop_when(monkeypatch, when, stop):
 
 
 def _is_commit(operation) -> bool:
-    return operation[0] == "replace" and operation[1].endswith(os.path.join(".seqtemp-saves", "current"))
+    return operation[0] == "replace" and operation[1].endswith(staging.JOURNAL)
 
 
-# where the killed child stops: before the manifest is renamed into place, before the staging folder becomes a
-# version, before the commit (the `current` link replaced), and at the first operation after it
+# where the killed child stops: at the commit (the journal renamed into the staging folder) and at the first
+# operation after it
 PHASES = {
     "commit": lambda ops: _is_commit(ops[-1]),
     "after-commit": lambda ops: any(_is_commit(op) for op in ops[:-1]),
@@ -154,10 +155,23 @@ def test_a_save_stopped_at_any_file_operation_leaves_the_old_adapter_or_the_new_
         seen.append(_whole(folder, old_logits))
     assert seen[0] == 0.5 and seen[-1] == 2.0 and seen == sorted(seen)  # the old save until the commit, then the new
     second.save_model(str(folder))
-    saves = folder / ".seqtemp-saves"
-    assert sorted(e for e in os.listdir(saves) if not e.startswith("v")) == [".publish.lock", "current"]
-    assert len([e for e in os.listdir(saves) if e.startswith("v")]) == 2  # this save and the one before it
-    assert all(os.path.exists(folder / e) for e in os.listdir(folder))  # no link to nothing left
+    assert_plain_save(folder)
+
+
+def assert_plain_save(folder):
+    """`folder` holds one save's regular files and nothing else (no link, no hidden file, no other save's file), and
+    nothing of a save is left beside it (no staging folder, no lock)."""
+    files = staging.owned_files(str(folder))
+    found = []
+    for parent, folders, names in os.walk(folder):
+        for name in folders + names:
+            path = os.path.join(parent, name)
+            assert not os.path.islink(path), path
+            assert not name.startswith("."), path
+            if os.path.isfile(path):
+                found.append(os.path.relpath(path, folder))
+    assert sorted(found) == sorted(files)
+    assert [e for e in os.listdir(folder.parent) if e.startswith(f".{folder.name}.")] == []
 
 
 _KILLED_SAVE = """
@@ -228,42 +242,39 @@ def test_a_save_sigkilled_over_an_adapter_leaves_the_old_one_or_the_new_one_whol
     again.train()
     again.save_model(str(folder))
     assert _whole(folder, old_logits) == 2.0
-    assert [e for e in os.listdir(folder / ".seqtemp-saves") if e.startswith(".partial")] == []
+    assert_plain_save(folder)
 
 
 def test_a_reader_gets_one_save_whole_while_saves_publish_under_it(tmp_path, monkeypatch):
-    """`load_tempered` reads the config, then the weights: a save published in between used to give the old T = 0.5
-    with the new weights. Now the reader reads one version: the old save whole; and with two saves in between (the
-    old version deleted under it), the newest whole."""
-    from hf_seqtemp.config import SequenceTemperatureConfig as Config
+    """`load_tempered` reads the config, then the weights: one or two saves published in between (the reader's first
+    copy then holds the old config with the new weights) used to give PEFT's "Can't find adapter_config.json" or one
+    save's config with another's weights. Now the reader checks what it read against the config's hashes, reads
+    again, and gets the newest save whole."""
+    from hf_seqtemp import saved
 
     folder = tmp_path / "adapter"
-    old_logits, _ = _saved_first(folder)
     second = _trainer(tmp_path / "run2", 2.0, seed=1)
     second.train()
-    real = Config.from_pretrained.__func__
+    real_link = os.link
     for saves_in_between in (1, 2):
-        shutil.rmtree(folder)
+        shutil.rmtree(folder, ignore_errors=True)
         _saved_first(folder)
         pending = [saves_in_between]
 
-        def read_then_save(cls, path, *args, _pending=pending, **kwargs):
-            config = real(cls, path, *args, **kwargs)
-            while _pending[0]:
-                _pending[0] -= 1
-                second.save_model(str(folder))
-            return config
+        def link_then_save(source, target, *args, _pending=pending, **kwargs):
+            real_link(source, target, *args, **kwargs)
+            if str(source).endswith("seqtemp_config.json") and "seqtemp-read-" in str(target) and _pending[0]:
+                while _pending[0]:
+                    _pending[0] -= 1
+                    second.save_model(str(folder))
 
-        monkeypatch.setattr(Config, "from_pretrained", classmethod(read_then_save))
+        monkeypatch.setattr(saved.os, "link", link_then_save)
         model = load_tempered(folder, base_model=tiny_causal_lm(6, seed=3))
         monkeypatch.undo()
+        assert pending == [0]  # the saves did land between the reader's two files
         logits = model(input_ids=torch.tensor([[1, 2, 3, 4]])).logits
-        if saves_in_between == 1:
-            assert model.seqtemp_config.target_temperature == 0.5
-            torch.testing.assert_close(logits, old_logits, rtol=0, atol=0)
-        else:
-            assert model.seqtemp_config.target_temperature == 2.0
-            torch.testing.assert_close(logits, _logits(folder), rtol=0, atol=0)
+        assert model.seqtemp_config.target_temperature == 2.0
+        torch.testing.assert_close(logits, _logits(folder), rtol=0, atol=0)
 
 
 def test_a_full_model_save_over_a_lora_save_leaves_no_lora_file(tmp_path):
@@ -307,24 +318,29 @@ def test_a_damaged_final_adapter_is_refused_by_name(tmp_path, damage):
         path.write_bytes(bytes(data[:-20] + b"\xff" * 20))
     else:
         _overwrite_with(path, 0.01)
-    words = "bytes where its manifest records" if damage == "cut" else "differs from what was saved"
-    with pytest.raises(ValueError, match=rf"is damaged: adapter_model.safetensors (has \d+ )?{words}"):
+    with pytest.raises(ValueError, match=r"is damaged: adapter_model.safetensors differs from what was saved"):
         load_tempered(folder, base_model=tiny_causal_lm(6, seed=3))
 
 
 def test_a_config_is_tied_to_the_weights_it_was_saved_with(tmp_path):
-    """Without the manifest (a folder copied by hand, a Hub download), the config's `weights_sha256` still refuses
-    another save's weights under it."""
+    """A copy of the folder with another save's weights put in: refused by the config's hashes; and where the config
+    lists no files (an earlier hf_seqtemp's save), by its `weights_sha256`."""
+    import json
+
     folder, other = tmp_path / "adapter", tmp_path / "other"
     _saved_first(folder)
     second = _trainer(tmp_path / "run2", 2.0, seed=1)
     second.train()
     second.save_model(str(other))
     plain = tmp_path / "plain"
-    shutil.copytree(folder, plain, symlinks=False, ignore=shutil.ignore_patterns(".seqtemp-saves"))
-    os.remove(plain / "seqtemp_manifest.json")
+    shutil.copytree(folder, plain)
     _logits(plain)  # whole: loads
     shutil.copyfile(other / "adapter_model.safetensors", plain / "adapter_model.safetensors")
+    with pytest.raises(ValueError, match="is damaged: adapter_model.safetensors differs from what was saved"):
+        load_tempered(plain, base_model=tiny_causal_lm(6, seed=3))
+    values = json.loads((plain / "seqtemp_config.json").read_text())
+    values["files_sha256"] = None
+    (plain / "seqtemp_config.json").write_text(json.dumps(values))
     with pytest.raises(ValueError, match="mixes two saves: its seqtemp_config.json was written for weights with"):
         load_tempered(plain, base_model=tiny_causal_lm(6, seed=3))
 

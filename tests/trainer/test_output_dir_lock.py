@@ -20,7 +20,7 @@ from tiny_models import tiny_causal_lm
 from toy import as_dataset, sample_sequences
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
-from hf_seqtemp.trainer.output_dir import LOCK_NAME, OutputDirLock
+from hf_seqtemp.trainer.output_dir import OutputDirLock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -87,13 +87,15 @@ def test_overwrite_output_dir_never_deletes_a_live_runs_checkpoints(tmp_path):
     with pytest.warns(UserWarning, match=rf"Taking over the stale lock .*process {live.pid} on .* is gone"):
         second.train()
     assert second.state.global_step == 2
-    assert not (out / LOCK_NAME).exists()  # released at the end of the run
+    second.close()
+    assert not os.path.exists(OutputDirLock(out).path)  # released when the trainer is closed
 
 
 def _stale_lock(folder, pid, **record):
     folder.mkdir(exist_ok=True)
     values = {"host": os.uname().nodename, "pid": pid, "started": "2026-11-25 03:00:00", "locking": "flock"}
-    (folder / LOCK_NAME).write_text(json.dumps({**values, **record}))
+    with open(OutputDirLock(folder).path, "w") as handle:
+        handle.write(json.dumps({**values, **record}))
 
 
 def _dead_pid() -> int:
@@ -176,7 +178,7 @@ def test_a_lock_this_host_cannot_judge_is_refused_with_the_fix(tmp_path, case):
         with pytest.raises(RuntimeError, match=rf"in use by another run .*{words}.*delete the lock file"):
             trainer.train()
         assert trainer.state.global_step == 0
-        assert (folder / LOCK_NAME).exists()  # left as it was
+        assert os.path.exists(OutputDirLock(folder).path)  # left as it was
     finally:
         holder.kill()
         holder.wait()
