@@ -14,25 +14,11 @@ import warnings
 import pytest
 import torch
 from launching import run_script
-from peft import LoraConfig
+from saved_adapters import _trainer, assert_plain_save
 from tiny_models import tiny_causal_lm
-from toy import as_dataset, sample_sequences
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig, load_tempered, staging
+from hf_seqtemp import SeqTempTrainer, SequenceTemperatureConfig, load_tempered, staging
 from hf_seqtemp.trainer import hub_mixin
-
-LORA = {"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"], "init_lora_weights": False}
-
-
-def _trainer(output_dir, temperature, seed=0, eval_dataset=None, **overrides):
-    torch.manual_seed(seed)
-    model = tiny_causal_lm(6, seed=3)
-    data = as_dataset(sample_sequences(tiny_causal_lm(6, seed=3), 16, 4, seed=2))
-    values = {"output_dir": str(output_dir), "target_temperature": temperature, "max_steps": 2, "seed": seed}
-    values.update(per_device_train_batch_size=8, learning_rate=1e-2, save_strategy="no", use_cpu=True)
-    values.update(disable_tqdm=True, report_to=[], **overrides)
-    args = SeqTempConfig(**values)
-    return SeqTempTrainer(model, args, train_dataset=data, eval_dataset=eval_dataset, peft_config=LoraConfig(**LORA))
 
 
 def _logits(folder):
@@ -156,22 +142,6 @@ def test_a_save_stopped_at_any_file_operation_leaves_the_old_adapter_or_the_new_
     assert seen[0] == 0.5 and seen[-1] == 2.0 and seen == sorted(seen)  # the old save until the commit, then the new
     second.save_model(str(folder))
     assert_plain_save(folder)
-
-
-def assert_plain_save(folder):
-    """`folder` holds one save's regular files and nothing else (no link, no hidden file, no other save's file), and
-    nothing of a save is left beside it (no staging folder, no lock)."""
-    files = staging.owned_files(str(folder))
-    found = []
-    for parent, folders, names in os.walk(folder):
-        for name in folders + names:
-            path = os.path.join(parent, name)
-            assert not os.path.islink(path), path
-            assert not name.startswith("."), path
-            if os.path.isfile(path):
-                found.append(os.path.relpath(path, folder))
-    assert sorted(found) == sorted(files)
-    assert [e for e in os.listdir(folder.parent) if e.startswith(f".{folder.name}.")] == []
 
 
 _KILLED_SAVE = """
