@@ -121,6 +121,9 @@ class SequenceTemperatureConfig:
         weights_sha256 (`str`, *optional*): the SHA-256 of the weights saved beside this config, which its figures
             were measured on ([`~hf_seqtemp.manifest.weights_digest`]); `load_tempered` refuses weights of another
             hash (a save that replaced the weights without the config, or the other way round).
+        tokenizer_sha256 (`str`, *optional*): the SHA-256 of the mapping of tokens to ids of the tokenizer the adapter
+            was trained with ([`~hf_seqtemp.models.fit.tokenizer_sha256`]); measuring the adapter with a tokenizer
+            that maps words to other ids is refused.
         files_sha256 (`dict`, *optional*): every other file of the save this config was written with (relative
             path -> SHA-256), recorded by the save itself ([`~hf_seqtemp.staging.staged_save`]); a later save removes
             only these files, and `load_tempered` and `push_to_hub` check them (weights and model configs that differ
@@ -156,6 +159,7 @@ class SequenceTemperatureConfig:
     base_model_fingerprint: dict[str, Any] | None = None
     base_model_source: str | None = None
     weights_sha256: str | None = None
+    tokenizer_sha256: str | None = None
     files_sha256: dict[str, str] | None = None
     hf_seqtemp_version: str = "0.1.0"
 
@@ -179,6 +183,10 @@ class SequenceTemperatureConfig:
             check_fingerprint(self.base_model_fingerprint)
         if self.weights_sha256 is not None and not _is_sha256(self.weights_sha256):
             raise ValueError(f"`weights_sha256` must be 64 lowercase hex digits or null, got {self.weights_sha256!r}.")
+        if self.tokenizer_sha256 is not None and not _is_sha256(self.tokenizer_sha256):
+            raise ValueError(
+                f"`tokenizer_sha256` must be 64 lowercase hex digits or null, got {self.tokenizer_sha256!r}."
+            )
         if self.files_sha256 is not None and not (
             isinstance(self.files_sha256, dict)
             and all(isinstance(k, str) and k and _is_sha256(v) for k, v in self.files_sha256.items())

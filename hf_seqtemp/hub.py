@@ -18,6 +18,7 @@ from .card import CARD_NAME, PLOT_NAME, ROW_NAMES, plot_log_likelihoods, render_
 from .config import SequenceTemperatureConfig
 from .generation.custom_generate import write_custom_generate
 from .measure import measure_held_out
+from .models.fit import tokenizer_sha256
 from .peft_compat import is_peft_model
 from .progress import get_logger
 from .saved import check_files, legacy_version, recorded_files, settle
@@ -168,6 +169,7 @@ def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, d
         tokenizer = tokenizer if tokenizer is not None else _tokenizer_for(model, config)
         if tokenizer is not None:
             tokenizer.save_pretrained(staging)
+            config.tokenizer_sha256 = tokenizer_sha256(tokenizer) or config.tokenizer_sha256
         if isinstance(base_model, (str, os.PathLike)):
             config.base_model_id = str(base_model)
         measurement = None

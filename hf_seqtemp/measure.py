@@ -20,6 +20,7 @@ from .audit.grid import tune_token_temperature
 from .data import GROUP_ID, SeqTempCollator, prepare_dataset
 from .likelihood import AutoregressiveScorer, SequenceScorer
 from .metrics.core import effective_temperature, kendall_tau, sequence_nll
+from .models.fit import check_prepared_fits, check_tokenizer_fits
 from .models.validation import check_model_kind
 from .peft_compat import is_peft_model
 from .progress import progress_disabled
@@ -307,6 +308,9 @@ def measure_held_out(
         )
     # tokenised once (its warnings given once); within prompts: a prompted model is tempered per prompt
     prepared = prepare_dataset(held_out_dataset, tokenizer, "text", max_length, "held_out_dataset")
+    recorded = getattr(getattr(model, "seqtemp_config", None), "tokenizer_sha256", None)
+    check_tokenizer_fits(model, tokenizer, recorded, f"the adapter {getattr(model, 'seqtemp_source', '')}".strip())
+    check_prepared_fits(model, prepared, 0, "held_out_dataset")
     groups = prepared[GROUP_ID]
     kwargs = {"batch_size": batch_size, "max_length": max_length}
     myopic_scorer = AutoregressiveScorer(token_temperature=target_temperature)

@@ -187,12 +187,13 @@ def test_a_jsonl_with_a_cut_last_line_is_named_by_line(workspace, tmp_path, caps
     assert "line 2 is a JSON list, not an object" in message, message
 
 
-@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".json []"])
 def test_an_empty_dataset_file_is_named_by_train_and_eval(workspace, trained, tmp_path, capsys, suffix):
-    """An empty (or blank) dataset file used to end `train` and `eval` in a bare `StopIteration` from datasets."""
-    path = tmp_path / f"data{suffix}"
-    path.write_text("\n  \n" if suffix == ".jsonl" else "", encoding="utf-8")
-    words = "holds no example" if suffix == ".jsonl" else "is empty"
+    """An empty (or blank) dataset file used to end `train` and `eval` in a bare `StopIteration` from datasets, and
+    an empty JSON list in datasets' "Instruction "train" corresponds to no data!" without the file's name."""
+    path = tmp_path / f"data{suffix.split()[0]}"
+    path.write_text({".jsonl": "\n  \n", ".json": "", ".json []": " [ ]\n"}[suffix], encoding="utf-8")
+    words = "is empty" if suffix == ".json" else "holds no example"
     message = _error([*_train_args(workspace, tmp_path / "o"), "--dataset_path", str(path)], capsys)
     assert f"`--dataset_path` '{path}' {words}" in message, message
     argv = ["eval", "--adapter_path", str(trained), "--model_name_or_path", str(workspace / "base")]

@@ -22,12 +22,12 @@ def _read_dataset(path: str, split: str, split_flag: str = "--dataset_train_spli
         loaded = datasets.load_from_disk(path)
     elif path.endswith(".jsonl") and os.path.isfile(path):
         _check_json_lines(path)  # a cut or malformed line is named, not a datasets traceback
-        loaded = datasets.Dataset.from_json(path)
+        loaded = _from_json(path)
     elif path.endswith(".json") and os.path.isfile(path):
         with open(path, encoding="utf-8") as handle:
             if not any(chunk.strip() for chunk in iter(lambda: handle.read(65536), "")):
                 raise ValueError(f"`--dataset_path` {path!r} is empty: give a JSON list of example objects.")
-        loaded = datasets.Dataset.from_json(path)
+        loaded = _from_json(path)
     else:
         raise ValueError(
             f"`--dataset_path` must be a `load_from_disk` folder or a .json/.jsonl file, got {path!r}; a text file "
@@ -37,6 +37,25 @@ def _read_dataset(path: str, split: str, split_flag: str = "--dataset_train_spli
         if split not in loaded:
             raise ValueError(f"`{split_flag}` {split!r} is not in {path!r}; its splits are {sorted(loaded)}.")
         loaded = loaded[split]
+    return loaded
+
+
+def _from_json(path: str):
+    """`datasets.Dataset.from_json`, with a file that holds no example named (datasets says only that its split
+    "corresponds to no data")."""
+    import datasets
+
+    try:
+        loaded = datasets.Dataset.from_json(path)
+    except ValueError as error:
+        if "corresponds to no data" not in str(error):
+            raise
+        loaded = None
+    if loaded is None or len(loaded) == 0:
+        raise ValueError(
+            f"`--dataset_path` {path!r} holds no example (an empty JSON list, or no object in it): give a JSON list "
+            'of example objects, e.g. [{"prompt": ..., "completion": ...}].'
+        )
     return loaded
 
 

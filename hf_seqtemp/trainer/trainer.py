@@ -29,6 +29,7 @@ from ..losses import LossInputs, scale_gradient
 from ..models.base import wrapped_model
 from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.dropout import disable_dropout
+from ..models.fit import check_prepared_fits, check_tokenizer_fits, tokenizer_sha256
 from ..models.validation import check_model_kind
 from ..peft_compat import check_transformers_loads_adapter, peft_model_of
 from ..staging import staged_save
@@ -126,12 +127,15 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         self.objective = self._objective(args)
         # a completion also ends at the model's own EOS ids (an end-of-turn token the tokenizer's EOS is not)
         model_eos = eos_ids_of(model) if self.family.samples_completions else set()
+        check_tokenizer_fits(model, processing_class)
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset", model_eos)
+        check_prepared_fits(model, train_dataset, args.max_completion_length, "train_dataset")
         if eval_dataset is not None:
             eval_dataset = each_eval(
                 eval_dataset,
                 lambda name, dataset: self._prepare_dataset(dataset, processing_class, args, name, model_eos),
             )
+            each_eval(eval_dataset, lambda n, d: check_prepared_fits(model, d, args.max_completion_length, n))
             each_eval(eval_dataset, lambda name, dataset: warn_on_shared_prompts(train_dataset, dataset))
         if data_collator is None:
             data_collator = SeqTempCollator(pad_token_id=pad_token_id_of(processing_class, model))
@@ -346,6 +350,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
             eval_t_eff=measured.get("eval_temp/t_eff"),
             eval_kendall_tau=measured.get("eval_temp/kendall_tau"),
             eval_nll=measured.get("eval_nll/policy_per_token"),
+            tokenizer_sha256=tokenizer_sha256(self.processing_class) if self.processing_class is not None else None,
         )
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:

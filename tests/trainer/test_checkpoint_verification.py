@@ -3,6 +3,7 @@
 present, written by as many processes and with the same LoRA shape and target temperature as this run. An unusable
 one is refused by name; `resume_from_checkpoint=True` falls back to the last complete one with a warning."""
 
+import errno
 import json
 import os
 import re
@@ -204,6 +205,28 @@ def test_a_full_disk_while_checkpointing_is_named_and_the_run_resumes_from_the_l
     monkeypatch.undo()
     with pytest.warns(UserWarning, match=r"checkpoint-2 \(a partial checkpoint"):
         assert resolve_resume(True, str(out)) == str(out / "checkpoint-1")
+
+
+def test_a_full_disk_at_the_first_checkpoint_advises_what_then_works(tmp_path, monkeypatch):
+    """With no complete checkpoint yet, the error used to advise resuming with `True`, which then refused ("nothing to
+    resume"). Now it advises starting again with `overwrite_output_dir`, which does."""
+    out, real_save = tmp_path / "out", torch.save
+
+    def disk_full_at_the_first_checkpoint(obj, path, *args, **kwargs):
+        if "checkpoint-1" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real_save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", disk_full_at_the_first_checkpoint)
+    with pytest.raises(OSError, match=r"checkpoint-1 failed: \[ENOSPC\] .* MiB free") as raised:
+        _trainer(out).train()
+    assert "resume_from_checkpoint` True" not in str(raised.value)
+    assert "start the run again with `overwrite_output_dir` True" in str(raised.value)
+    monkeypatch.undo()
+    trainer = _trainer(out, overwrite_output_dir=True)
+    with pytest.warns(UserWarning, match="deleting 1 checkpoint"):
+        trainer.train()
+    assert trainer.state.global_step == 2
 
 
 _LIMITED = """
