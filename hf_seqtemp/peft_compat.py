@@ -97,3 +97,24 @@ def check_transformers_loads_adapter(path) -> None:
         reason = transformers_peft_mismatch()
         if reason:
             raise ImportError(f"cannot load the adapter folder {str(path)!r} through transformers: {reason}")
+
+
+def adapter_changes_the_model(peft_model) -> bool:
+    """Whether the active adapter of `peft_model` moves its outputs away from the base model's: a LoRA whose `B` is
+    not all zero, or a `modules_to_save` copy whose weights differ from the module it copies (not a LoRA layer, so
+    checked apart). A fresh LoRA (`B = 0`) does not."""
+    import torch
+
+    with torch.no_grad():
+        for name, parameter in peft_model.named_parameters():
+            if "lora_B" in name and parameter.abs().max() > 0:
+                return True
+        for module in peft_model.modules():
+            copies, original = getattr(module, "modules_to_save", None), getattr(module, "original_module", None)
+            if copies is None or original is None:
+                continue
+            reference = dict(original.named_parameters())
+            for copy in copies.values():
+                if any(not torch.equal(p, reference[n]) for n, p in copy.named_parameters() if n in reference):
+                    return True
+    return False

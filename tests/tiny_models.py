@@ -41,13 +41,17 @@ MASK = 5  # the mask token of `tiny_masked_lm()` (vocabulary of 6)
 
 
 # ---------------------------------------------------------------------------------------------------- causal LMs
-def tiny_causal_lm(vocab_size: int = 4, seed: int = 0, init_range: float = 0.6, hidden: int = 16):
-    """An enumerable causal LM whose conditionals are far from uniform (large init), no EOS and no pad id."""
+def tiny_causal_lm(
+    vocab_size: int = 4, seed: int = 0, init_range: float = 0.6, hidden: int = 16, max_positions: int = 128
+):
+    """An enumerable causal LM whose conditionals are far from uniform (large init), no EOS and no pad id. Its
+    positions (rotary: the weights and every log-probability are the same for any `max_positions`) leave room for
+    the command line's default `--max_completion_length`."""
     return _llama(
         vocab_size,
         seed,
         hidden,
-        max_position_embeddings=16,
+        max_position_embeddings=max_positions,
         initializer_range=init_range,
         bos_token_id=BOS,
         eos_token_id=None,

@@ -57,6 +57,13 @@ def detect_format(columns: Sequence[str], text_field: str, name: str) -> str:
             "(`dataset.select_columns(['prompt'])`, completions are then sampled from the model), or train on one "
             "answer per row (`dataset.rename_column('chosen', 'completion').remove_columns('rejected')`)."
         )
+    if {"prompt", "completion", "label"} <= columns:
+        raise ValueError(
+            f"`{name}` has TRL's unpaired preference format (KTO's `prompt`/`completion`/`label`), whose `label=False` "
+            "rows are answers to avoid: SeqTempTrainer would temper toward them too. Keep the desirable answers "
+            "(`dataset.filter(lambda row: row['label']).remove_columns('label')`), or the prompts only "
+            "(`dataset.select_columns(['prompt'])`, completions are then sampled from the model)."
+        )
     if "input_ids" in columns:
         return "input_ids"
     if {"prompt", "completion"} <= columns:

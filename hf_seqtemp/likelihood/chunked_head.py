@@ -38,7 +38,8 @@ def causal_lm(model: torch.nn.Module) -> torch.nn.Module:
 
 def plain_output_head(model: torch.nn.Module, with_grad: bool = False) -> torch.nn.Module | None:
     """The LM head of `model` when its logits are `head(hidden_states)` and nothing after (no soft-capping or logit
-    scale in its config) and, `with_grad`, the head is a plain `torch.nn.Linear` (a LoRA layer or a
+    scale in its config, no forward hook of the user's on the head) and, `with_grad`, the head is a plain
+    `torch.nn.Linear` (a LoRA layer or a
     `modules_to_save` copy of the head has no chunked backward here); else `None`. Then the head can be applied to
     the hidden states a chunk at a time ([`gather_token_logps_from_hidden`]), never holding the `(batch, length,
     vocab)` logits."""
@@ -53,7 +54,15 @@ def plain_output_head(model: torch.nn.Module, with_grad: bool = False) -> torch.
         return None
     if with_grad and type(head) is not torch.nn.Linear:
         return None
+    if _user_hooks(head):  # a forward hook on the head expects logits: it gets them (full logits, not chunked)
+        return None
     return head
+
+
+def _user_hooks(module: torch.nn.Module) -> list:
+    """The forward (pre-)hooks on `module` other than torch.distributed's own (FSDP2 registers some)."""
+    hooks = [*module._forward_hooks.values(), *module._forward_pre_hooks.values()]
+    return [hook for hook in hooks if not getattr(hook, "__module__", "").startswith("torch.distributed")]
 
 
 class HeadAsTokenLogps:

@@ -16,10 +16,12 @@ from .temperature import token_nll
 
 
 def _with_nll(inputs: LossInputs, args, loss, diagnostics: dict, name: str) -> LossOutput:
+    """The recall loss (a mean over the batch's sequences) plus `nll_weight` times the NLL (a mean over its tokens,
+    scaled by `inputs.token_scale` so that gradient accumulation adds up to one big batch's token mean)."""
     nll = token_nll(inputs.policy_token_logps, inputs.completion_mask)
     metrics = {f"loss/{name}": float(loss.detach()), "loss/nll": nll.item()}
     metrics.update({f"{name}/{key}": float(value) for key, value in diagnostics.items() if key != "nll"})
-    return LossOutput(loss + args.nll_weight * nll, metrics)
+    return LossOutput(loss + args.nll_weight * nll * inputs.token_scale, metrics)
 
 
 def _c_div_objective(inputs: LossInputs, args) -> LossOutput:
@@ -60,11 +62,7 @@ def _lambda_pr_objective(inputs: LossInputs, args) -> LossOutput:
 
 
 RECALL_LOSSES: dict[str, LossSpec] = {
-    "c_div": LossSpec(
-        _c_div_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (c-Div, Tsallis α)", token_mean=True
-    ),
-    "trunc_r": LossSpec(_trunc_r_objective, paper="arXiv 2508.09654 (TruncR, rolling quantile)", token_mean=True),
-    "lambda_pr": LossSpec(
-        _lambda_pr_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (λ-PR)", token_mean=True
-    ),
+    "c_div": LossSpec(_c_div_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (c-Div, Tsallis α)"),
+    "trunc_r": LossSpec(_trunc_r_objective, paper="arXiv 2508.09654 (TruncR, rolling quantile)"),
+    "lambda_pr": LossSpec(_lambda_pr_objective, needs_ref_token_logps=True, paper="arXiv 2508.09654 (λ-PR)"),
 }

@@ -333,6 +333,12 @@ class CheckpointMixin:
             self._output_lock.release()
             self._output_lock = None
 
+    def end(self) -> None:
+        """[`~transformers.Trainer.end`] (the trackers finished, the process group destroyed), the folder's lock let
+        go first ([`close`]): what TRL's scripts call at the very end."""
+        self.close()
+        super().end()
+
     def __enter__(self):
         return self
 

@@ -135,9 +135,11 @@ class SeqTempConfig(TrainingArguments):
             Keyword arguments of `AutoModelForCausalLM.from_pretrained` when the trainer's `model` is a Hub id or a
             path (TRL's name), e.g. `{"dtype": "bfloat16"}`.
         disable_dropout (`bool`, *optional*, defaults to `True`):
-            Set every dropout probability of the model to 0 (TRL's name and default). The reference p is scored in
-            eval mode; with dropout on, the trained model's forward in train mode is another distribution, and at
-            initialisation T_eff and τ read other than 1 (GPT-2 and OPT ship dropout 0.1).
+            Set every dropout probability of the model to 0, the adapter's own (`lora_dropout`) included, however the
+            adapter arrives (`peft_config` or a `PeftModel`), as TRL does after adding the adapter. TRL's name; the
+            default is DPO's and KTO's, not GRPO's (`False`), on purpose: the reference p is scored in eval mode, and
+            with dropout on the trained model's forward in train mode is another distribution, so at initialisation
+            T_eff and τ read other than 1 (GPT-2 and OPT ship dropout 0.1). `False` keeps every dropout as it is.
 
         > Parameters that control the data preprocessing
 
@@ -283,7 +285,11 @@ class SeqTempConfig(TrainingArguments):
         metadata={"help": "from_pretrained kwargs when the model is given by id or path (a dict, or its JSON)."},
     )
     disable_dropout: bool = field(
-        default=True, metadata={"help": "Set every dropout probability of the model to 0 (TRL's default)."}
+        default=True,
+        metadata={
+            "help": "Set every dropout probability of the model and its adapter to 0 (DPO's default; GRPO's is "
+            "False: here dropout would make T_eff and tau read other than 1 at initialisation)."
+        },
     )
     # TRL parameters refused by name
     steps_per_generation: int | None = field(

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import torch
 
+from ..data import EXAMPLE_ID, GROUP_ID, eos_ids_of
+from ..groups import group_codes, require_pairs
+from ..models.fit import check_prepared_fits
+
 
 def each_eval(eval_dataset, fn):
     """`fn(name, dataset)` for the eval set, or for each of a dict of them (TRL's and Trainer's several eval sets,
@@ -22,7 +26,40 @@ def split_of(name: str) -> str:
 
 
 class EvaluationMixin:
-    """`prediction_step`, `evaluation_loop` and `log` of [`SeqTempTrainer`]."""
+    """`evaluate`, `predict`, `prediction_step`, `evaluation_loop` and `log` of [`SeqTempTrainer`]."""
+
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval"):
+        """[`~transformers.Trainer.evaluate`]; a raw `eval_dataset` (any of TRL's layouts, prompt-only included, or a
+        dict of them) is prepared as the constructor prepares its `eval_dataset`: tokenised, completions of p
+        sampled for prompts alone, the reference scored."""
+        if eval_dataset is not None:
+            eval_dataset = each_eval(eval_dataset, self._prepared_for_eval)
+        return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+
+    def predict(self, test_dataset, ignore_keys=None, metric_key_prefix: str = "test"):
+        """[`~transformers.Trainer.predict`] of a raw or prepared dataset (prepared as in [`evaluate`]): predictions
+        `(n, 2)` of `(log q, log p)` per sequence, labels the prompt group ids, metrics `test_temp/*`."""
+        return super().predict(self._prepared_for_eval("test_dataset", test_dataset), ignore_keys, metric_key_prefix)
+
+    def _prepared_for_eval(self, name: str, dataset):
+        """`dataset` as the constructor leaves an eval set, unless it is one already (prepared by this trainer)."""
+        if dataset is None or EXAMPLE_ID in getattr(dataset, "column_names", ()):
+            return dataset
+        args, tokenizer = self.args, self.processing_class
+        eos = eos_ids_of(self.model) if self.family.samples_completions else set()
+        prepared = self._prepare_dataset(dataset, tokenizer, args, name, eos)
+        check_prepared_fits(self.model, prepared, args.max_completion_length, name)
+        split = split_of(name) if name.startswith("eval_dataset") else "test"
+        prepared = self._complete_split(prepared, split)
+        require_pairs(
+            group_codes(prepared[GROUP_ID], len(prepared)),
+            name,
+            "give at least two completions of each prompt (a prompt-only set has `num_generations_eval` or "
+            "`num_generations` sampled per prompt), or a shared `prompt_id` column",
+        )
+        if args.precompute_ref_log_probs and split not in self._scored_by_sampler:
+            prepared = self._add_reference_columns(prepared, split)
+        return prepared
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
         """The loss; unless `prediction_loss_only`, also what `compute_metrics` receives per sequence: predictions

@@ -46,19 +46,31 @@ class ReferenceMixin:
 
     @torch.no_grad()
     def _reference_logps(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        with self._reference_model() as reference:
+        """p's log-probabilities of a batch, in the precision the policy is scored in: under `bf16`/`fp16` the
+        reference runs under the same autocast as training (a float32 reference against a bf16 policy reads an
+        untrained adapter's T_eff 0.9956, not 1)."""
+        with self._reference_model() as reference, self._policy_precision():
             was_training = reference.training
             reference.eval()
             seq_logps, token_logps = self.family.reference(reference, batch)
             reference.train(was_training)
         return seq_logps, token_logps
 
+    def _policy_precision(self):
+        """The autocast the policy is scored under (`bf16` / `fp16`), or nothing."""
+        if (self.args.bf16 or self.args.fp16) and getattr(self, "accelerator", None) is not None:
+            return self.accelerator.autocast()
+        return contextlib.nullcontext()
+
     def _reference_from_sampler(self) -> bool:
         """Whether the reference values are p's log-probabilities of the completion tokens themselves (exact
-        autoregressive scoring at token temperature 1), which the sampler's logits hold."""
+        autoregressive scoring at token temperature 1), which the sampler's logits hold: not under `bf16`/`fp16`,
+        whose policy is scored under autocast while the sampler's logits are float32 (the reference is then scored
+        again, in the policy's precision)."""
         scorer = getattr(self.family, "scorer", None)
         return (
-            getattr(self.family, "reference_column", None) == "ref_token_logps"
+            not (self.args.bf16 or self.args.fp16)
+            and getattr(self.family, "reference_column", None) == "ref_token_logps"
             and isinstance(scorer, AutoregressiveScorer)
             and scorer.token_temperature == 1.0
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from typing import ClassVar
 
 from datasets import Dataset
@@ -31,7 +32,7 @@ from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.dropout import disable_dropout
 from ..models.fit import check_prepared_fits, check_tokenizer_fits, tokenizer_sha256
 from ..models.validation import check_model_kind
-from ..peft_compat import check_transformers_loads_adapter, peft_model_of
+from ..peft_compat import adapter_changes_the_model, check_transformers_loads_adapter, peft_model_of
 from ..staging import staged_save
 from .accumulation import TokenAccumulationMixin
 from .checkpoints import CheckpointMixin
@@ -124,6 +125,8 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         # seeded before the adapter is made, so that one seed gives one adapter (Trainer seeds only after)
         enable_full_determinism(args.seed) if args.full_determinism else set_seed(args.seed)
         model = self._add_adapter(model, peft_config, args)
+        if args.disable_dropout:  # after the adapter is added, as TRL does: LoRA's own dropout included
+            disable_dropout(model)
         self.objective = self._objective(args)
         # a completion also ends at the model's own EOS ids (an end-of-turn token the tokenizer's EOS is not)
         model_eos = eos_ids_of(model) if self.family.samples_completions else set()
@@ -197,8 +200,8 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
 
     @staticmethod
     def _prepare_model(model, processing_class, args: SeqTempConfig):
-        """The model to train: loaded from a Hub id or path (with `args.model_init_kwargs`), checked, its dropout
-        off (`args.disable_dropout`), and a raw diffusion model wrapped."""
+        """The model to train: loaded from a Hub id or path (with `args.model_init_kwargs`), checked, and a raw
+        diffusion model wrapped."""
         if isinstance(model, str):
             check_transformers_loads_adapter(model)
             model = AutoModelForCausalLM.from_pretrained(model, **(args.model_init_kwargs or {}))
@@ -208,8 +211,6 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
                 "path. Pass those settings to your own `from_pretrained`, or pass the id."
             )
         check_model_kind(model)
-        if args.disable_dropout:
-            disable_dropout(model)
         return wrap_diffusion_model(model, processing_class) if is_raw_diffusion_model(model) else model
 
     def _add_adapter(self, model, peft_config, args: SeqTempConfig):
@@ -221,6 +222,16 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
                 "`init_from_token_temperature=True` needs a causal LM and a `peft_config` (e.g. LoraConfig)."
             )
         if peft_config is None:
+            peft = peft_model_of(model)
+            if peft is not None and adapter_changes_the_model(peft):
+                warnings.warn(
+                    "`model` is a PeftModel whose adapter is already trained (non-zero): p, the target and the source "
+                    "of the samples, is its base model with that adapter switched off, so training tempers the base "
+                    "model, not your fine-tuned one. To temper the fine-tuned model, merge it first "
+                    "(`model = model.merge_and_unload()`) and pass a `peft_config` for the new adapter.",
+                    UserWarning,
+                    stacklevel=4,
+                )
             return model
         if peft_model_of(model) is not None:
             raise ValueError("`model` is already a PeftModel; pass `peft_config=None` to train its adapter.")

@@ -29,6 +29,14 @@ def check_trl_names(config) -> None:
     for name, why in REFUSED_TRL_NAMES.items():
         if getattr(config, name) not in (None, False):
             raise ValueError(f"`{name}` is not supported by SeqTempConfig, got {getattr(config, name)!r}: {why}.")
+    strategy = getattr(config.hub_strategy, "value", config.hub_strategy)
+    if config.push_to_hub and strategy in ("checkpoint", "all_checkpoints"):
+        raise ValueError(
+            f"`hub_strategy='{strategy}'` is not supported: checkpoints are not uploaded here (a checkpoint's card has "
+            "no measured figures, and a run resumes from its local `output_dir`). The adapter is uploaded with its "
+            "measured card by `push_to_hub()` and by every `save_model()` (`hub_strategy='every_save'`, the "
+            "default, or `'end'`)."
+        )
     if isinstance(config.model_init_kwargs, str):
         config.model_init_kwargs = json.loads(config.model_init_kwargs)
     if config.model_init_kwargs is not None and not isinstance(config.model_init_kwargs, dict):

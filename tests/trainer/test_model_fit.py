@@ -58,7 +58,7 @@ def test_sequences_longer_than_a_llamas_positions_are_refused_by_name(tmp_path):
     """`max_position_embeddings=16`: a 20-token example used to train without a word."""
     rows = [[0, 1, 2, 3] + [1] * 16, [0, 1, 2, 3, 4], [0, 2, 3, 4, 1], [0, 2, 1, 1, 3]]
     data = Dataset.from_dict({"input_ids": rows, "completion_mask": [[0] + [1] * (len(r) - 1) for r in rows]})
-    model = tiny_causal_lm(6, seed=3)
+    model = tiny_causal_lm(6, seed=3, max_positions=16)
     with pytest.raises(
         ValueError,
         match=r"longer than the model's 16 positions \(`max_position_embeddings`.*the "

@@ -113,13 +113,13 @@ def _lengths_dataset():
     return Dataset.from_dict({"input_ids": rows, "completion_mask": masks, "prompt_id": [0] * 4})
 
 
-def _one_sgd_step(tmp_path, batch, accumulation):
+def _one_sgd_step(tmp_path, batch, accumulation, **overrides):
     torch.manual_seed(0)
     model = tiny_causal_lm(6, seed=3)
     args = _config(
         tmp_path, target_temperature=1.0, nll_weight=1.0, max_steps=1, per_device_train_batch_size=batch,
         gradient_accumulation_steps=accumulation, optim="sgd", learning_rate=1.0, num_generations=2,
-        lr_scheduler_type="constant", logging_steps=1,
+        lr_scheduler_type="constant", logging_steps=1, **overrides,
     )  # fmt: skip
     trainer = SeqTempTrainer(model, args, train_dataset=_lengths_dataset(), peft_config=LoraConfig(**LORA))
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
@@ -136,6 +136,17 @@ def test_gradient_accumulation_weighs_tokens_as_one_big_batch(tmp_path):
     accumulated = _one_sgd_step(tmp_path / "b", 2, 2)
     assert whole.norm() > 1e-3
     assert ((accumulated - whole).norm() / whole.norm()).item() < 1e-5  # was 8 % (2.224 against 2.415)
+
+
+@pytest.mark.parametrize("loss_type", ["ratio", "ssts", "c_div", "trunc_r", "lambda_pr"])
+def test_gradient_accumulation_is_one_big_batch_for_the_recall_losses(tmp_path, loss_type):
+    """Their main term is a mean over sequences and their NLL term a mean over tokens: the whole loss was scaled as a
+    token mean, and 2 x 2 accumulated differed from one batch of 4 by 28.0 % (c_div), 21.6 % (trunc_r) and 27.5 %
+    (lambda_pr) with these uneven lengths. Now each term is weighed as what it is."""
+    whole = _one_sgd_step(tmp_path / "a", 4, 1, loss_type=loss_type)
+    accumulated = _one_sgd_step(tmp_path / "b", 2, 2, loss_type=loss_type)
+    assert whole.norm() > 1e-3
+    assert ((accumulated - whole).norm() / whole.norm()).item() < 1e-5
 
 
 # ---------------------------------------------------------------------------------------------------- the Hub
