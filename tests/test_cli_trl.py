@@ -66,3 +66,77 @@ def test_the_trl_flags_are_in_train_help(flag, capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     assert flag in capsys.readouterr().out
+
+
+def test_trls_model_and_lora_flags_mean_the_same_here(workspace, tmp_path):  # noqa: F811
+    """`--attn_implementation`, `--trust_remote_code`, `--model_revision`, `--lora_modules_to_save`, `--use_rslora`,
+    `--use_dora`, `--lora_task_type` and the bitsandbytes flags used to be a bare "unrecognised flag"; now they do
+    what `trl grpo` does with them."""
+    import json
+
+    out = tmp_path / "o"
+    extra = [
+        "--dataset_path", str(workspace / "train.jsonl"), "--attn_implementation", "eager", "--model_revision",
+        "main", "--trust_remote_code", "false", "--lora_modules_to_save", "lm_head", "--use_rslora", "true",
+        "--lora_task_type", "CAUSAL_LM", "--load_in_4bit", "false",
+    ]  # fmt: skip
+    argv = _train_args(workspace, out, *extra)
+    argv[argv.index("--max_steps") + 1] = "1"
+    assert main(argv) == 0
+    adapter = json.loads((out / "adapter_config.json").read_text())
+    assert adapter["use_rslora"] is True and adapter["modules_to_save"] == ["lm_head"]
+    script, config = _parse(["--output_dir", str(tmp_path / "p"), "--lora_dropout", "0.05"])
+    assert script.lora_dropout == 0.05 == TrainScriptArguments.lora_dropout  # TRL's default, turned off while training
+    assert config.trust_remote_code is False
+
+
+def test_quantisation_without_bitsandbytes_is_named(workspace, tmp_path, capsys):  # noqa: F811
+    data = ["--dataset_path", str(workspace / "train.jsonl")]
+    message = _error([*_train_args(workspace, tmp_path / "o", *data), "--load_in_4bit", "true"], capsys)
+    assert "`--load_in_4bit` needs the `bitsandbytes` package" in message
+
+
+@pytest.mark.parametrize(
+    ("flag", "words"),
+    [
+        ("--temperature", "GRPO's `--temperature`: a sampling setting of GRPO's policy"),
+        ("--beta", "a beta corresponds to `target_temperature=beta / (1 + beta)`"),
+        ("--max_prompt_length", "TRL's `--max_prompt_length`: TRL's prompt cut; here `--max_length`"),
+        ("--dataset_streaming", "a streamed dataset cannot be read here"),
+        ("--epsilon", "GRPO's `--epsilon`: a setting of GRPO's clipped policy-gradient objective"),
+    ],
+)
+def test_a_trl_flag_is_told_what_it_means_here_never_sent_to_another(workspace, tmp_path, capsys, flag, words):  # noqa: F811
+    """ "Did you mean" used to send `--temperature` to `--target_temperature` and `--dataset_test_split` to
+    `--dataset_train_split`: flags of another meaning."""
+    message = _error([*_train_args(workspace, tmp_path / "o"), flag, "1"], capsys)
+    assert words in message and "did you mean" not in message
+
+
+def test_dataset_test_split_is_the_held_out_split_as_in_trl(workspace, tmp_path):  # noqa: F811
+    from datasets import Dataset, DatasetDict
+
+    from hf_seqtemp import SequenceTemperatureConfig
+
+    import json
+
+    texts = [json.loads(row)["text"] for row in (workspace / "train.jsonl").read_text().splitlines()]
+    DatasetDict(
+        {"train": Dataset.from_dict({"text": texts[:24]}), "test": Dataset.from_dict({"text": texts[24:]})}
+    ).save_to_disk(tmp_path / "splits")
+    out = tmp_path / "o"
+    argv = _train_args(workspace, out, "--dataset_path", str(tmp_path / "splits"), "--dataset_test_split", "test")
+    argv[argv.index("--max_steps") + 1] = "1"
+    assert main(argv) == 0
+    assert SequenceTemperatureConfig.from_pretrained(out).eval_sequences == 8
+
+
+def test_a_yaml_configs_env_section_is_set_as_trls_parser_sets_it(tmp_path, monkeypatch):
+    """TrlParser's `env:` section used to fail (`--env` is no flag)."""
+    import os
+
+    monkeypatch.delenv("SEQTEMP_TEST_VARIABLE", raising=False)
+    path = tmp_path / "train.yaml"
+    path.write_text("env:\n  SEQTEMP_TEST_VARIABLE: seen\nmax_steps: 3\n")
+    _, config = _parse(["--config", str(path), "--output_dir", str(tmp_path / "o")])
+    assert config.max_steps == 3 and os.environ["SEQTEMP_TEST_VARIABLE"] == "seen"

@@ -79,7 +79,14 @@ def _run(command: str, rest: list[str]) -> int:
 
             return run_audit(*parsed, load_base=commands._load_base, read_dataset=_read_dataset)
         return commands.run_eval(*parsed) if command == "eval" else commands.run_generate(*parsed)
-    except (ValueError, TypeError, FileNotFoundError, LocalTokenNotFoundError, OfflineModeIsEnabled) as error:
+    except (
+        ValueError,
+        TypeError,
+        FileNotFoundError,
+        ImportError,
+        LocalTokenNotFoundError,
+        OfflineModeIsEnabled,
+    ) as error:
         from .commands import _flagged
 
         parser.error(_flagged(str(error), types))

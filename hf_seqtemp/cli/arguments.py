@@ -28,6 +28,28 @@ class ModelArguments:
             "choices": ["auto", "bfloat16", "float16", "float32"],
         },
     )
+    model_revision: str = field(
+        default="main", metadata={"help": "Branch, tag or commit of --model_name_or_path to load (TRL's name)."}
+    )
+    attn_implementation: str | None = field(
+        default=None,
+        metadata={
+            "help": "Attention kernel of the base model, e.g. 'eager' or 'sdpa' (TRL's name; transformers'"
+            " choice by default)."
+        },
+    )
+
+
+@dataclass
+class RemoteCodeArguments:
+    """`--trust_remote_code` for the commands whose flags do not include [`SeqTempConfig`]'s (which has it)."""
+
+    trust_remote_code: bool = field(
+        default=False,
+        metadata={
+            "help": "Run the model's own code from its repository (TRL's name). Only for repositories you trust."
+        },
+    )
 
 
 @dataclass
@@ -80,9 +102,39 @@ class TrainScriptArguments(DataArguments, ModelArguments):
     )
     lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (the update is scaled by alpha / r)."})
-    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout."})
+    lora_dropout: float = field(
+        default=0.05,
+        metadata={"help": "LoRA dropout (TRL's default; set to 0 while training unless --disable_dropout false)."},
+    )
     lora_target_modules: list[str] = field(
-        default_factory=lambda: ["all-linear"], metadata={"help": "Modules to adapt, or 'all-linear'."}
+        default_factory=lambda: ["all-linear"],
+        metadata={
+            "help": "Modules to adapt, or 'all-linear' (the default here; TRL's is PEFT's per-model choice, e.g. "
+            "q_proj and v_proj for Llama: tempering whole answers needs more than the attention's q and v)."
+        },
+    )
+    lora_modules_to_save: list[str] | None = field(
+        default=None, metadata={"help": "Modules trained whole and saved beside the adapter (TRL's name)."}
+    )
+    lora_target_parameters: list[str] | None = field(
+        default=None, metadata={"help": "Parameters (not modules) to adapt, e.g. of MoE experts (TRL's name)."}
+    )
+    lora_task_type: str = field(default="CAUSAL_LM", metadata={"help": "PEFT task type (TRL's name)."})
+    use_rslora: bool = field(default=False, metadata={"help": "Rank-stabilised LoRA: scale by alpha / sqrt(r)."})
+    use_dora: bool = field(default=False, metadata={"help": "Weight-decomposed LoRA (DoRA)."})
+    load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in 4 bits (bitsandbytes)."})
+    load_in_8bit: bool = field(default=False, metadata={"help": "Load the base model in 8 bits (bitsandbytes)."})
+    bnb_4bit_quant_type: str = field(
+        default="nf4", metadata={"help": "4-bit quantisation type.", "choices": ["fp4", "nf4"]}
+    )
+    use_bnb_nested_quant: bool = field(default=False, metadata={"help": "Quantise the quantisation constants."})
+    bnb_4bit_quant_storage: str | None = field(default=None, metadata={"help": "Storage dtype of 4-bit weights."})
+    dataset_test_split: str | None = field(
+        default=None,
+        metadata={
+            "help": "A split of the dataset to measure on after training instead of --eval_fraction's held-out "
+            "prompts (TRL's name)."
+        },
     )
     dataset_names: list[str] = field(
         default_factory=list, metadata={"help": "Hub dataset ids recorded in the model card (with --push_to_hub)."}
@@ -90,7 +142,7 @@ class TrainScriptArguments(DataArguments, ModelArguments):
 
 
 @dataclass
-class EvalArguments(DataArguments, ModelArguments):
+class EvalArguments(RemoteCodeArguments, DataArguments, ModelArguments):
     """`hf-seqtemp eval`: a tempered adapter against its base model on held-out sequences."""
 
     _argument_group_name = "adapter, base model and held-out data"
@@ -126,7 +178,7 @@ class EvalArguments(DataArguments, ModelArguments):
 
 
 @dataclass
-class GenerateArguments(ModelArguments):
+class GenerateArguments(RemoteCodeArguments, ModelArguments):
     """`hf-seqtemp generate`: prompt → completions at a sequence temperature."""
 
     _argument_group_name = "prompts, model and sampler"
@@ -197,7 +249,7 @@ class GenerateArguments(ModelArguments):
 
 
 @dataclass
-class AuditArguments(ModelArguments):
+class AuditArguments(RemoteCodeArguments, ModelArguments):
     """`hf-seqtemp audit`: what a decoding setting does to whole answers, against the model's exact p."""
 
     _argument_group_name = "model, prompts and decoding"

@@ -27,8 +27,9 @@ def _flagged(message: str, dataclass_types) -> str:
     return re.sub(r"`(\w+)`", lambda m: f"`--{m.group(1)}`" if m.group(1) in names else m.group(0), message)
 
 
-def _load_base(model_args: ModelArguments, required: bool = True):
-    """(model, tokenizer) for --default_model / --model_name_or_path, or (None, None) when neither is given."""
+def _load_base(model_args: ModelArguments, required: bool = True, trust_remote_code=None, quantization=None):
+    """(model, tokenizer) for --default_model / --model_name_or_path, or (None, None) when neither is given; with
+    TRL's --model_revision, --attn_implementation, --trust_remote_code and a quantisation config."""
     if model_args.default_model and model_args.model_name_or_path:
         raise ValueError("pass either `--default_model` or `--model_name_or_path`, not both.")
     dtype = _dtype(model_args.dtype)
@@ -42,8 +43,59 @@ def _load_base(model_args: ModelArguments, required: bool = True):
         return None, None
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, dtype=dtype or "float32")
-    return model, AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    trust = getattr(model_args, "trust_remote_code", False) if trust_remote_code is None else trust_remote_code
+    shared = {"revision": model_args.model_revision, "trust_remote_code": trust}
+    options = {"dtype": dtype or "float32", **shared}
+    if model_args.attn_implementation is not None:
+        options["attn_implementation"] = model_args.attn_implementation
+    if quantization is not None:
+        options["quantization_config"] = quantization
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, **options)
+    return model, AutoTokenizer.from_pretrained(model_args.model_name_or_path, **shared)
+
+
+def _quantization(args: TrainScriptArguments):
+    """TRL's bitsandbytes flags as a `BitsAndBytesConfig`, or `None` (named when bitsandbytes is not installed)."""
+    if not (args.load_in_4bit or args.load_in_8bit):
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("bitsandbytes") is None:
+        flag = "--load_in_4bit" if args.load_in_4bit else "--load_in_8bit"
+        raise ImportError(
+            f"`{flag}` needs the `bitsandbytes` package (and, for most of its kernels, a CUDA GPU), which is not "
+            "installed: `pip install bitsandbytes`, or load the model unquantised (leave the flag out)."
+        )
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(
+        load_in_4bit=args.load_in_4bit,
+        load_in_8bit=args.load_in_8bit,
+        bnb_4bit_compute_dtype=_dtype(args.dtype) if args.dtype not in (None, "auto") else None,
+        bnb_4bit_quant_type=args.bnb_4bit_quant_type,
+        bnb_4bit_use_double_quant=args.use_bnb_nested_quant,
+        bnb_4bit_quant_storage=args.bnb_4bit_quant_storage,
+    )
+
+
+def _lora(args: TrainScriptArguments):
+    """The `LoraConfig` of TRL's LoRA flags (`--lora_*`, `--use_rslora`, `--use_dora`), or `None` without PEFT."""
+    if not args.use_peft:
+        return None
+    from peft import LoraConfig
+
+    targets = args.lora_target_modules
+    return LoraConfig(
+        r=args.lora_r,
+        lora_alpha=args.lora_alpha,
+        lora_dropout=args.lora_dropout,
+        target_modules="all-linear" if targets == ["all-linear"] else targets,
+        target_parameters=args.lora_target_parameters,
+        modules_to_save=args.lora_modules_to_save,
+        task_type=args.lora_task_type,
+        use_rslora=args.use_rslora,
+        use_dora=args.use_dora,
+    )
 
 
 def _dtype(name: str | None):
@@ -66,8 +118,6 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         raise ValueError(missing)
     if training_args.push_to_hub:
         check_can_push(training_args.hub_token)  # before hours of training, not after
-    from peft import LoraConfig
-
     from ..trainer import SeqTempTrainer
 
     if not 0.0 <= script_args.eval_fraction < 1.0:
@@ -87,29 +137,36 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         _check_one_source(script_args)
         data = read_source(script_args, script_args.dataset_train_split)
         detect_format(data.column_names, training_args.dataset_text_field, "--dataset_path")
-    model, tokenizer = _load_base(script_args)
+    quantization = _quantization(script_args)
+    model, tokenizer = _load_base(script_args, True, training_args.trust_remote_code, quantization)
     if prompts_only:
         # prompt only: the trainer samples `--num_generations` completions per prompt from the base model
         from datasets import Dataset
 
         data = Dataset.from_dict({"prompt": _read_prompts(script_args, tokenizer)})
     train, held_out, unseen = data, None, False
+    if script_args.dataset_test_split is not None:
+        if script_args.eval_fraction > 0 or prompts_only:
+            raise ValueError(
+                "`--dataset_test_split` measures on a split of --dataset_path / --dataset_name: pass it without "
+                "`--eval_fraction` (which holds out prompts of the training data instead) and without "
+                "`--sample_prompts_file`."
+            )
+        path = script_args.dataset_path
+        if path is not None and not os.path.isdir(path):
+            raise ValueError(
+                f"`--dataset_test_split` needs a dataset of several splits (a `save_to_disk` folder or "
+                f"--dataset_name), but `--dataset_path` {path!r} is one file: one split. Use `--eval_fraction` to hold "
+                "out some of its prompts."
+            )
+        held_out = read_source(script_args, script_args.dataset_test_split, "--dataset_test_split")
     if script_args.eval_fraction > 0:
         from ..data import split_by_prompt
 
         train, held_out, unseen = split_by_prompt(
             data, script_args.eval_fraction, training_args.seed, training_args.dataset_text_field
         )
-    targets = script_args.lora_target_modules
-    lora = None
-    if script_args.use_peft:
-        lora = LoraConfig(
-            r=script_args.lora_r,
-            lora_alpha=script_args.lora_alpha,
-            lora_dropout=script_args.lora_dropout,
-            target_modules="all-linear" if targets == ["all-linear"] else targets,
-            task_type="CAUSAL_LM",
-        )
+    lora = _lora(script_args)
     trainer = SeqTempTrainer(
         model, training_args, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
     )

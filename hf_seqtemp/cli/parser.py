@@ -13,6 +13,7 @@ import ast
 import dataclasses
 import difflib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import get_type_hints
@@ -113,9 +114,44 @@ class SeqTempArgumentParser(HfArgumentParser):
         known = known or [option for option in self._option_string_actions if option.startswith("--")]
         hints = []
         for flag in flags:
+            trl = trl_flag_meaning(flag)
+            if trl is not None:  # a TRL flag: what it means here, never a near name that means something else
+                hints.append(f"{flag} ({trl})")
+                continue
             close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
             hints.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
         return f"unrecognised flag(s): {', '.join(hints)}."
+
+
+# TRL flags of its scripts that have no counterpart in a command here, and why (GRPOConfig's are told by
+# `hf_seqtemp.trainer.trl_names.GRPO_ONLY`)
+TRL_SCRIPT_FLAGS = {
+    "max_prompt_length": "TRL's prompt cut; here `--max_length` bounds prompt + completion, longer examples are "
+    "dropped with a warning",
+    "dataset_streaming": "a streamed dataset cannot be read here: the trainer stores each example's reference "
+    "log-probabilities; load it without streaming",
+    "reward_funcs": "there is no reward: the objective is the distance to p^(1/T) per prompt (`--target_temperature`)",
+    "reward_model_name_or_path": "there is no reward model: the objective is the distance to p^(1/T) per prompt",
+    "dataset_mixture": "one dataset per run here (`--dataset_path` or `--dataset_name`)",
+    "datasets": "one dataset per run here (`--dataset_path` or `--dataset_name`)",
+}
+
+
+def trl_flag_meaning(flag: str) -> str | None:
+    """What a TRL flag that is not a flag here means here (`None` for a flag TRL does not have)."""
+    name = flag.lstrip("-").replace("-", "_")
+    if name in TRL_SCRIPT_FLAGS:
+        return f"TRL's `--{name}`: {TRL_SCRIPT_FLAGS[name]}"
+    try:
+        from trl import GRPOConfig
+
+        from ..trainer.trl_names import GRPO_ONLY
+    except ImportError:  # pragma: no cover - trl is a dependency
+        return None
+    if name in GRPO_ONLY or name in {f.name for f in dataclasses.fields(GRPOConfig)}:
+        why = GRPO_ONLY.get(name, "a setting of GRPO's reinforcement learning with no counterpart here")
+        return f"GRPO's `--{name}`: {why}"
+    return None
 
 
 def renamed_flags(args: list[str], prog: str) -> list[str]:
@@ -207,7 +243,7 @@ def missing_integration(report_to) -> str | None:
 def config_file_flags(args: list[str], prog: str) -> list[str]:
     r"""`--config FILE` (a YAML file of `flag: value`, as TRL's `TrlParser` reads it) as flags placed before the
     command line's own, so that a flag given on the command line wins. Lists become several values, booleans
-    `true`/`false`, mappings JSON.
+    `true`/`false`, mappings JSON; an `env:` mapping sets environment variables, as `TrlParser` does.
 
     Example:
     ```python
@@ -241,6 +277,13 @@ def config_file_flags(args: list[str], prog: str) -> list[str]:
         raise SystemExit(f"{prog}: error: `--config` {path!r} cannot be read: {error}") from None
     if not isinstance(values, dict):
         raise SystemExit(f"{prog}: error: `--config` {path!r} must hold a mapping of flag: value, got {values!r}.")
+    environment = values.pop("env", None)
+    if environment is not None:  # TrlParser's `env:` section: environment variables set before anything runs
+        if not isinstance(environment, dict):
+            raise SystemExit(
+                f"{prog}: error: `env` in {path!r} must be a mapping of NAME: value, got {environment!r}."
+            )
+        os.environ.update({str(name): str(value) for name, value in environment.items()})
     flags = []
     for key, value in values.items():
         if value is None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 
@@ -10,7 +11,7 @@ from transformers import TrainingArguments
 
 from ..checks import check_int, check_temperature_range
 from ..losses import LOSSES
-from .trl_names import check_trl_names
+from .trl_names import check_trl_names, refuse_grpo_only
 
 
 def _has_accelerator() -> bool:
@@ -134,6 +135,9 @@ class SeqTempConfig(TrainingArguments):
         model_init_kwargs (`dict` or `None`, *optional*, defaults to `None`):
             Keyword arguments of `AutoModelForCausalLM.from_pretrained` when the trainer's `model` is a Hub id or a
             path (TRL's name), e.g. `{"dtype": "bfloat16"}`.
+        trust_remote_code (`bool`, *optional*, defaults to `False`):
+            Passed to `from_pretrained` (model and tokenizer) when the trainer's `model` is a Hub id or a path, as
+            in TRL's configs: allows a model whose code lives in its repository. Only for repositories you trust.
         disable_dropout (`bool`, *optional*, defaults to `True`):
             Set every dropout probability of the model to 0, the adapter's own (`lora_dropout`) included, however the
             adapter arrives (`peft_config` or a `PeftModel`), as TRL does after adding the adapter. TRL's name; the
@@ -284,6 +288,10 @@ class SeqTempConfig(TrainingArguments):
         default=None,
         metadata={"help": "from_pretrained kwargs when the model is given by id or path (a dict, or its JSON)."},
     )
+    trust_remote_code: bool = field(
+        default=False,
+        metadata={"help": "Run the model's own code from the Hub when `model` is an id (from_pretrained's flag)."},
+    )
     disable_dropout: bool = field(
         default=True,
         metadata={
@@ -421,3 +429,19 @@ class SeqTempConfig(TrainingArguments):
                 "leave it False."
             )
         super().__post_init__()
+
+
+_DATACLASS_INIT = SeqTempConfig.__init__
+
+
+@functools.wraps(_DATACLASS_INIT)
+def _init(self, *args, **kwargs):
+    """The dataclass's `__init__`; a GRPOConfig field it does not take is named, with what to use instead (not
+    Python's bare "unexpected keyword argument")."""
+    unknown = [name for name in kwargs if name not in self.__dataclass_fields__]
+    if unknown:
+        refuse_grpo_only(unknown)
+    _DATACLASS_INIT(self, *args, **kwargs)
+
+
+SeqTempConfig.__init__ = _init

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import copy
 import os
-import warnings
 from typing import ClassVar
 
 from datasets import Dataset
-from transformers import AutoModelForCausalLM, Trainer
+from transformers import Trainer
 from transformers.trainer_utils import enable_full_determinism, set_seed
 
 from .. import hub
@@ -28,11 +27,9 @@ from ..groups import group_codes, within_group_pairs
 from ..hub import save_weights
 from ..losses import LossInputs, scale_gradient
 from ..models.base import wrapped_model
-from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.dropout import disable_dropout
 from ..models.fit import check_prepared_fits, check_tokenizer_fits, tokenizer_sha256
-from ..models.validation import check_model_kind
-from ..peft_compat import adapter_changes_the_model, check_transformers_loads_adapter, peft_model_of
+from ..peft_compat import peft_model_of
 from ..staging import staged_save
 from .accumulation import TokenAccumulationMixin
 from .checkpoints import CheckpointMixin
@@ -42,6 +39,7 @@ from .eval_sets import EvaluationMixin, each_eval
 from .families import family_for
 from .hub_mixin import HubMixin
 from .metric_log import MetricLog
+from .model_setup import add_adapter, default_args, load_processing_class, prepare_model
 from .particles import SMC_LOG_WEIGHT, check_particle_setup, draw_particles
 from .prompt_only import CompletionPool, FreshCollator, FreshSamples, pad_token_id_of
 from .reference import ReferenceMixin
@@ -81,6 +79,8 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         peft_config (`peft.PeftConfig`, *optional*): wraps the model with this adapter (e.g. `LoraConfig`).
         scorer ([`SequenceScorer`], *optional*): sequence-likelihood estimator of a causal LM; defaults to
             [`AutoregressiveScorer`] (exact). Diffusion models take theirs from `args` instead.
+        quantization_config (*optional*): as TRL's trainers take it, passed to `from_pretrained` when `model` is a
+            Hub id or a path (e.g. `trl.get_quantization_config(model_args)`); `None` loads unquantised.
 
     Example:
     ```python
@@ -114,13 +114,15 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         optimizers=(None, None),
         peft_config=None,
         scorer=None,
+        quantization_config=None,
     ):
-        args = self._default_args(model) if args is None else args
+        args = default_args(model) if args is None else args
         if not isinstance(args, SeqTempConfig):
             raise TypeError(f"`args` must be a SeqTempConfig, got {type(args).__name__}.")
         if args.push_to_hub:  # as transformers' Trainer: an upload that cannot succeed fails before any training
             hub.check_can_push(args.hub_token)
-        model = self._prepare_model(model, processing_class, args)
+        processing_class = load_processing_class(model, processing_class, args)
+        model = prepare_model(model, processing_class, args, quantization_config)
         self.family = family_for(model, args, scorer)
         # seeded before the adapter is made, so that one seed gives one adapter (Trainer seeds only after)
         enable_full_determinism(args.seed) if args.full_determinism else set_seed(args.seed)
@@ -190,53 +192,9 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         self._prepare_reference()
 
     # ------------------------------------------------------------------ preparation
-    @staticmethod
-    def _default_args(model) -> SeqTempConfig:
-        """`SeqTempConfig("<model name>-SeqTemp")`: the output folder is named after the model, as in TRL."""
-        inner = wrapped_model(model)
-        name = model if isinstance(model, str) else getattr(getattr(inner, "config", None), "_name_or_path", "")
-        name = name or type(inner).__name__
-        return SeqTempConfig(f"{str(name).split('/')[-1]}-SeqTemp")
-
-    @staticmethod
-    def _prepare_model(model, processing_class, args: SeqTempConfig):
-        """The model to train: loaded from a Hub id or path (with `args.model_init_kwargs`), checked, and a raw
-        diffusion model wrapped."""
-        if isinstance(model, str):
-            check_transformers_loads_adapter(model)
-            model = AutoModelForCausalLM.from_pretrained(model, **(args.model_init_kwargs or {}))
-        elif args.model_init_kwargs:
-            raise ValueError(
-                "`model_init_kwargs` is given but `model` is already built: they apply when `model` is a Hub id or a "
-                "path. Pass those settings to your own `from_pretrained`, or pass the id."
-            )
-        check_model_kind(model)
-        return wrap_diffusion_model(model, processing_class) if is_raw_diffusion_model(model) else model
-
     def _add_adapter(self, model, peft_config, args: SeqTempConfig):
         """`model` with the PEFT adapter of `peft_config` (where the family puts it), or `model` itself."""
-        if args.init_from_token_temperature and (
-            peft_config is None or not self.family.supports_token_temperature_init
-        ):
-            raise ValueError(
-                "`init_from_token_temperature=True` needs a causal LM and a `peft_config` (e.g. LoraConfig)."
-            )
-        if peft_config is None:
-            peft = peft_model_of(model)
-            if peft is not None and adapter_changes_the_model(peft):
-                warnings.warn(
-                    "`model` is a PeftModel whose adapter is already trained (non-zero): p, the target and the source "
-                    "of the samples, is its base model with that adapter switched off, so training tempers the base "
-                    "model, not your fine-tuned one. To temper the fine-tuned model, merge it first "
-                    "(`model = model.merge_and_unload()`) and pass a `peft_config` for the new adapter.",
-                    UserWarning,
-                    stacklevel=4,
-                )
-            return model
-        if peft_model_of(model) is not None:
-            raise ValueError("`model` is already a PeftModel; pass `peft_config=None` to train its adapter.")
-        token_temperature = args.target_temperature if args.init_from_token_temperature else None
-        return self.family.with_adapter(model, peft_config, token_temperature)
+        return add_adapter(model, peft_config, args, self.family)
 
     def _objective(self, args: SeqTempConfig):
         """The registered objective of `args.loss_type` for this family ([`~hf_seqtemp.losses.LOSSES`])."""

@@ -1,0 +1,83 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""What [`SeqTempTrainer`] makes of the `model`, `processing_class` and `peft_config` it is given, as TRL's trainers do:
+a Hub id or path loaded (with `model_init_kwargs`, `trust_remote_code` and a `quantization_config`), its tokenizer
+loaded with it when none is given, a raw diffusion model wrapped, the adapter added, and a `PeftModel` whose adapter
+is already trained named for what p then is."""
+
+from __future__ import annotations
+
+import warnings
+
+from transformers import AutoModelForCausalLM
+
+from ..models.base import wrapped_model
+from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
+from ..models.validation import check_model_kind
+from ..peft_compat import adapter_changes_the_model, check_transformers_loads_adapter, peft_model_of
+from .config import SeqTempConfig
+
+
+def default_args(model) -> SeqTempConfig:
+    """`SeqTempConfig("<model name>-SeqTemp")`: the output folder is named after the model, as in TRL."""
+    inner = wrapped_model(model)
+    name = model if isinstance(model, str) else getattr(getattr(inner, "config", None), "_name_or_path", "")
+    name = name or type(inner).__name__
+    return SeqTempConfig(f"{str(name).split('/')[-1]}-SeqTemp")
+
+
+def _init_kwargs(args: SeqTempConfig, quantization_config=None) -> dict:
+    """`from_pretrained` keywords for a model given by id: `trust_remote_code`, then `model_init_kwargs` (which win),
+    then the trainer's `quantization_config`."""
+    kwargs = {"trust_remote_code": args.trust_remote_code, **(args.model_init_kwargs or {})}
+    if quantization_config is not None:
+        kwargs["quantization_config"] = quantization_config
+    return kwargs
+
+
+def load_processing_class(model, processing_class, args: SeqTempConfig):
+    """The tokenizer: the one given, or (as TRL's trainers do) the one of a model given by id or path."""
+    if processing_class is not None or not isinstance(model, str):
+        return processing_class
+    from transformers import AutoTokenizer
+
+    init = args.model_init_kwargs or {}
+    options = {key: init[key] for key in ("revision", "trust_remote_code") if key in init}
+    return AutoTokenizer.from_pretrained(model, **{"trust_remote_code": args.trust_remote_code, **options})
+
+
+def prepare_model(model, processing_class, args: SeqTempConfig, quantization_config=None):
+    """The model to train: loaded from a Hub id or path, checked, and a raw diffusion model wrapped."""
+    if isinstance(model, str):
+        check_transformers_loads_adapter(model)
+        model = AutoModelForCausalLM.from_pretrained(model, **_init_kwargs(args, quantization_config))
+    elif args.model_init_kwargs or quantization_config is not None:
+        given = "`model_init_kwargs`" if args.model_init_kwargs else "`quantization_config`"
+        raise ValueError(
+            f"{given} is given but `model` is already built: it applies when `model` is a Hub id or a path. Pass "
+            "those settings to your own `from_pretrained`, or pass the id."
+        )
+    check_model_kind(model)
+    return wrap_diffusion_model(model, processing_class) if is_raw_diffusion_model(model) else model
+
+
+def add_adapter(model, peft_config, args: SeqTempConfig, family):
+    """`model` with the PEFT adapter of `peft_config` (where the family puts it), or `model` itself (a `PeftModel`
+    whose adapter is already trained is warned about: p is then its base with that adapter off)."""
+    if args.init_from_token_temperature and (peft_config is None or not family.supports_token_temperature_init):
+        raise ValueError("`init_from_token_temperature=True` needs a causal LM and a `peft_config` (e.g. LoraConfig).")
+    if peft_config is None:
+        peft = peft_model_of(model)
+        if peft is not None and adapter_changes_the_model(peft):
+            warnings.warn(
+                "`model` is a PeftModel whose adapter is already trained (non-zero): p, the target and the source of "
+                "the samples, is its base model with that adapter switched off, so training tempers the base model, "
+                "not your fine-tuned one. To temper the fine-tuned model, merge it first "
+                "(`model = model.merge_and_unload()`) and pass a `peft_config` for the new adapter.",
+                UserWarning,
+                stacklevel=5,
+            )
+        return model
+    if peft_model_of(model) is not None:
+        raise ValueError("`model` is already a PeftModel; pass `peft_config=None` to train its adapter.")
+    token_temperature = args.target_temperature if args.init_from_token_temperature else None
+    return family.with_adapter(model, peft_config, token_temperature)
