@@ -38,7 +38,7 @@ from .distributed import check_launch, exit_with_launcher, gather_rows, rows_to_
 from .eval_sets import EvaluationMixin, each_eval
 from .families import family_for
 from .hub_mixin import HubMixin
-from .metric_log import MetricLog
+from .metric_log import MetricLog, completion_metrics
 from .model_setup import add_adapter, default_args, load_processing_class, prepare_model
 from .particles import SMC_LOG_WEIGHT, check_particle_setup, draw_particles
 from .prompt_only import CompletionPool, FreshCollator, FreshSamples, pad_token_id_of
@@ -132,6 +132,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         self.objective = self._objective(args)
         # a completion also ends at the model's own EOS ids (an end-of-turn token the tokenizer's EOS is not)
         model_eos = eos_ids_of(model) if self.family.samples_completions else set()
+        self._completion_eos = eos_ids_of(model, processing_class)  # what `completions/clipped_ratio` counts
         check_tokenizer_fits(model, processing_class)
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset", model_eos)
         check_prepared_fits(model, train_dataset, args.max_completion_length, "train_dataset")
@@ -287,12 +288,26 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         if self.objective.token_mean:
             output.loss = output.loss * scale
         # 3. record what log() reports
-        metrics = {"groups/pairs": pairs, **output.metrics}
+        metrics = {"groups/pairs": pairs, **output.metrics, **self._completion_metrics(inputs, keep, mode)}
         tokens = loss_inputs.completion_mask.sum(1)
         self._metric_log.record(mode, loss_inputs.policy_logps, loss_inputs.ref_logps, tokens, group_ids, metrics)
         if mode == "eval":  # this rank's rows, for `compute_metrics` (Trainer gathers them across ranks)
             self._eval_rows = (policy_logps.detach().float(), ref_logps.detach().float(), inputs[GROUP_ID])
         return scale_gradient(output.loss, self.accelerator.num_processes)
+
+    def _completion_metrics(self, inputs, keep, mode: str) -> dict:
+        """GRPO's `completions/*` of the batch (every rank's rows) and, in training, its running `num_tokens`."""
+        if not {"input_ids", "attention_mask", "completion_mask"} <= inputs.keys():
+            return {}
+        rows = completion_metrics(
+            inputs["input_ids"], inputs["attention_mask"], inputs["completion_mask"], self._completion_eos
+        )
+        rows = {key: gather_rows(self.accelerator, values, keep) for key, values in rows.items()}
+        tokens = rows.pop("tokens")
+        if mode == "train":
+            self.state.num_input_tokens_seen += int(tokens.sum())  # host sync: once per micro-batch, not per token
+            rows["num_tokens"] = self.state.num_input_tokens_seen
+        return rows
 
     # ------------------------------------------------------------------ saving
     def sequence_temperature_config(self) -> SequenceTemperatureConfig:

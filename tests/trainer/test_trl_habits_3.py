@@ -162,3 +162,77 @@ def test_a_hub_strategy_that_uploads_checkpoints_is_refused_by_name(tmp_path, st
     checkpoint."""
     with pytest.raises(ValueError, match=rf"`hub_strategy='{strategy}'` .*checkpoints are not uploaded"):
         _config(tmp_path, push_to_hub=True, hub_strategy=strategy, hub_model_id="me/x")
+
+
+# ---------------------------------------------------------------------------------------------------- logged names
+def test_grpos_num_tokens_and_completions_metrics_are_logged(tmp_path):
+    """GRPO logs `num_tokens` and `completions/*`; they were missing. Oracle: four completions of one prompt, two
+    ending at the model's EOS (id 5) after 2 and 4 tokens, two cut after 3 and 6."""
+    rows = [[0, 1, 2, 5], [0, 1, 3, 2, 4, 5], [0, 1, 2, 3, 4], [0, 1, 3, 3, 4, 1, 2, 3]]
+    masks = [[0, 0] + [1] * (len(row) - 2) for row in rows]
+    data = Dataset.from_dict({"input_ids": rows, "completion_mask": masks, "prompt_id": [0] * 4})
+    model = tiny_causal_lm(6, seed=3)
+    model.generation_config.eos_token_id = 5
+    args = _config(tmp_path, per_device_train_batch_size=4, num_generations=2, logging_steps=1, max_steps=2)
+    trainer = SeqTempTrainer(model, args, train_dataset=data, peft_config=LoraConfig(**LORA))
+    trainer.train()
+    first, second = [entry for entry in trainer.state.log_history if "num_tokens" in entry]
+    assert first["completions/mean_length"] == (2 + 4 + 3 + 6) / 4
+    assert (first["completions/min_length"], first["completions/max_length"]) == (2, 6)
+    assert first["completions/clipped_ratio"] == 0.5 and first["completions/mean_terminated_length"] == 3
+    assert (first["num_tokens"], second["num_tokens"]) == (4 + 6 + 5 + 8, 2 * (4 + 6 + 5 + 8))
+
+
+# ---------------------------------------------------------------------------------------------------- the docs
+def _docs_table(marker: str) -> list[str]:
+    """The first cells of the table between `<!-- marker:begin -->` and `<!-- marker:end -->` of docs/training.md."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text(encoding="utf-8")
+    table = text.split(f"<!-- {marker}:begin -->")[1].split(f"<!-- {marker}:end -->")[0]
+    return [line.split("|")[1].strip() for line in table.strip().splitlines()[2:]]
+
+
+def _defaults(cls) -> dict:
+    import dataclasses
+
+    return {
+        f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        for f in dataclasses.fields(cls)
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+    }
+
+
+def test_every_default_that_differs_from_trls_grpo_is_in_the_docs_table():
+    """`gradient_checkpointing`, `bf16` and `max_completion_length` used to differ from TRL's GRPO without a word,
+    the command line's LoRA defaults too."""
+    from trl import GRPOConfig, ModelConfig
+
+    from hf_seqtemp.cli.arguments import TrainScriptArguments
+
+    ours, theirs = _defaults(SeqTempConfig), _defaults(GRPOConfig)
+    differ = {f"`{name}`" for name in ours if name in theirs and ours[name] != theirs[name]}
+    script, model = _defaults(TrainScriptArguments), _defaults(ModelConfig)
+    same_meaning = {"dtype"}  # None loads float32 here, as TRL's "float32" does
+    differ |= {
+        f"`--{n}` (command line)" for n in script if n in model and script[n] != model[n] and n not in same_meaning
+    }
+    assert differ == set(_docs_table("grpo-defaults"))
+
+
+def test_every_logged_metric_is_named_in_the_docs(tmp_path):
+    import fnmatch
+
+    trainer = SeqTempTrainer(
+        tiny_causal_lm(6, seed=3), _config(tmp_path, logging_steps=1, loss_type="ssts"), train_dataset=_data(),
+        eval_dataset=_data(seed=5), peft_config=LoraConfig(**LORA),
+    )  # fmt: skip
+    trainer.train()
+    names = {key for entry in trainer.state.log_history for key in entry} | set(trainer.evaluate())
+    trainers_own = {"loss", "grad_norm", "learning_rate", "epoch", "step", "eval_loss", "eval_runtime", "total_flos"}
+    trainers_own |= {name for name in names if name.startswith(("train_", "eval_samples", "eval_steps"))}
+    documented = [pattern.strip("`").replace("<loss_type>", "*") for row in _docs_table("logged-metrics")
+                  for pattern in row.split(", ")]  # fmt: skip
+    for name in names - trainers_own:
+        bare = name.removeprefix("eval_")
+        assert any(fnmatch.fnmatch(bare, pattern) for pattern in documented), name
