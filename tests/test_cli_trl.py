@@ -114,11 +114,11 @@ def test_a_trl_flag_is_told_what_it_means_here_never_sent_to_another(workspace, 
 
 
 def test_dataset_test_split_is_the_held_out_split_as_in_trl(workspace, tmp_path):  # noqa: F811
+    import json
+
     from datasets import Dataset, DatasetDict
 
     from hf_seqtemp import SequenceTemperatureConfig
-
-    import json
 
     texts = [json.loads(row)["text"] for row in (workspace / "train.jsonl").read_text().splitlines()]
     DatasetDict(
