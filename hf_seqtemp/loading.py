@@ -190,7 +190,11 @@ def _adapter_save(path):
         return
     _check_adapter_folder(path)
     with whole_save(path, ADAPTER_FILES, shown=path) as private:
-        config = SequenceTemperatureConfig.from_pretrained(private)
+        try:
+            config = SequenceTemperatureConfig.from_pretrained(private)
+        except ValueError as error:  # named by the user's file, not the private copy's
+            original = os.path.join(legacy_version(path) or path, CONFIG_NAME)
+            raise ValueError(str(error).replace(os.path.join(private, CONFIG_NAME), original)) from None
         yield _checked(path, config, adapter_folder(private)), private
 
 

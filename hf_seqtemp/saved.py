@@ -92,7 +92,8 @@ def recorded_files(folder: str) -> dict[str, str] | None:
     """The `files_sha256` of `folder`'s `seqtemp_config.json` (`None` for a save of an earlier hf_seqtemp)."""
     with contextlib.suppress(OSError, ValueError):
         with open(os.path.join(folder, CONFIG_NAME), encoding="utf-8") as handle:
-            files = json.load(handle).get("files_sha256")
+            values = json.load(handle)
+        files = values.get("files_sha256") if isinstance(values, dict) else None
         return files if isinstance(files, dict) else None
     return None
 

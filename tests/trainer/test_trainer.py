@@ -166,6 +166,7 @@ def test_precompute_off_uses_a_frozen_copy_without_peft(tmp_path):
     )
     assert off._ref_model is not None and "ref_logps" not in off.train_dataset.column_names
     on.train()
+    on.close()  # lets the folder go to the second run (a trainer holds its `output_dir` until then)
     off.train()
     sequences = all_sequences(4, 3)
     torch.testing.assert_close(
