@@ -18,7 +18,7 @@ from saved_adapters import _trainer
 from tiny_models import tiny_causal_lm
 
 from hf_seqtemp import load_tempered
-from hf_seqtemp.locking import FolderLock, LockFile
+from hf_seqtemp.locking import LockFile
 from hf_seqtemp.trainer.output_dir import OutputDirLock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -166,6 +166,7 @@ def test_a_save_waits_for_another_saves_publish_but_not_for_a_run(tmp_path, monk
     """A save holds the folder for moments (its publish): another save waits for it; a run holds it for hours: a
     save is refused at once."""
     from hf_seqtemp import locking
+    from hf_seqtemp.locking import FolderLock
 
     waits = []
     monkeypatch.setattr(locking.time, "sleep", waits.append)

@@ -1,0 +1,81 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Answer-level routes: what a user with checkable answers tries first, beside whole-sequence tempering.
+
+Given `N` completions of one prompt drawn from a sampler (p itself, or p at a token temperature) and the answer a
+checker reads from each (a number, a word; `None` when it reads none), these pick the completion to return:
+
+- **majority vote** (self-consistency): the most frequent answer, ties broken uniformly at random; the returned
+  completion is one of those with that answer, drawn uniformly. As `N` grows it returns the mode of the sampler's
+  answer law.
+- **answer-level sharpening** (the target of "Self-Consistency via Marginal Sharpening", arXiv 2605.28142): the
+  answer marginal p(a | c) is estimated by the counts, `p̂(a) = n(a) / N`, an answer is drawn with probability
+  `p̂(a)^alpha / sum_b p̂(b)^alpha`, and a completion with that answer is returned, drawn uniformly. As `N` grows
+  `p̂ -> p` and the answer's law tends to `p(a)^alpha` normalised (not `sum_{x: a(x) = a} p(x)^alpha`, the answer law
+  of whole-sequence tempering): it sharpens the *marginal* of the answer, whatever the completions' wording.
+
+Completions whose answer is `None` count as an answer of their own ("no answer"), so that a sampler that mostly
+reads nothing is not turned into one that always does. Every draw uses the given generator; everything is on the
+CPU (the answers are Python values).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Sequence
+
+import torch
+
+from ..checks import check_temperature
+
+
+def _uniform(count: int, generator: torch.Generator | None) -> int:
+    return int(torch.randint(count, (1,), generator=generator, device="cpu"))
+
+
+def _completion_with(answers: Sequence[Hashable | None], answer, generator) -> int:
+    """The index of a completion whose answer is `answer`, drawn uniformly among them."""
+    matching = [i for i, a in enumerate(answers) if a == answer]
+    return matching[_uniform(len(matching), generator)]
+
+
+def _checked(answers: Sequence) -> Counter:
+    if len(answers) == 0:
+        raise ValueError("`answers` is empty: give the answers read from N >= 1 completions of one prompt.")
+    return Counter(answers)
+
+
+def majority_vote(answers: Sequence[Hashable | None], generator: torch.Generator | None = None) -> int:
+    """The index of the completion majority vote returns among the `N` completions of one prompt whose `answers`
+    are given: one with the most frequent answer (ties broken uniformly, then a completion drawn uniformly).
+
+    Example:
+    ```python
+    >>> majority_vote(["12", "11", "12", None], torch.Generator().manual_seed(0)) in (0, 2)
+    True
+    ```
+    """
+    counts = _checked(answers)
+    top = max(counts.values())
+    modes = [answer for answer, count in counts.items() if count == top]
+    return _completion_with(answers, modes[_uniform(len(modes), generator)], generator)
+
+
+def sharpen_answers(
+    answers: Sequence[Hashable | None], seq_temperature: float, generator: torch.Generator | None = None
+) -> int:
+    """The index of the completion answer-level sharpening returns: an answer drawn with probability
+    `p̂(a)^alpha / sum_b p̂(b)^alpha` (`p̂` the answers' frequencies, `alpha = 1 / seq_temperature`), then a completion
+    with that answer, drawn uniformly.
+
+    Example:
+    ```python
+    >>> sharpen_answers(["12", "12", "11"], 0.25, torch.Generator().manual_seed(0)) in (0, 1, 2)
+    True
+    ```
+    """
+    alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
+    counts = _checked(answers)
+    kinds = list(counts)
+    log_weights = alpha * torch.tensor([float(counts[a]) for a in kinds], dtype=torch.float64, device="cpu").log()
+    chosen = int(torch.multinomial((log_weights - log_weights.logsumexp(0)).exp(), 1, generator=generator))
+    return _completion_with(answers, kinds[chosen], generator)
