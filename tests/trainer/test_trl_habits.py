@@ -143,8 +143,9 @@ def test_gradient_accumulation_is_one_big_batch_for_the_recall_losses(tmp_path, 
     """Their main term is a mean over sequences and their NLL term a mean over tokens: the whole loss was scaled as a
     token mean, and 2 x 2 accumulated differed from one batch of 4 by 28.0 % (c_div), 21.6 % (trunc_r) and 27.5 %
     (lambda_pr) with these uneven lengths. Now each term is weighed as what it is."""
-    whole = _one_sgd_step(tmp_path / "a", 4, 1, loss_type=loss_type)
-    accumulated = _one_sgd_step(tmp_path / "b", 2, 2, loss_type=loss_type)
+    extra = {"lambda_pr_lambda": 2.0} if loss_type == "lambda_pr" else {}  # λ > 1: q = p is in its active region
+    whole = _one_sgd_step(tmp_path / "a", 4, 1, loss_type=loss_type, **extra)
+    accumulated = _one_sgd_step(tmp_path / "b", 2, 2, loss_type=loss_type, **extra)
     assert whole.norm() > 1e-3
     assert ((accumulated - whole).norm() / whole.norm()).item() < 1e-5
 
