@@ -135,7 +135,9 @@ def smc_available() -> bool:
 
 def smc(alpha: float, num_particles: int, proposal: str = "token") -> Callable:
     """Sequential Monte Carlo power sampling of p^alpha (`strategy="smc"`), `num_particles` particles per answer;
-    `proposal="adapter"`: the model's active adapter proposes, the base (adapter off) is p."""
+    `proposal="adapter"`: the model's active adapter proposes, the base (adapter off) is p. The sampler keeps, in
+    `sample.ess_fractions`, the ESS / N of the final weights of every answer it drew (the answer is one particle
+    drawn by them: ESS / N near 1/N means one particle decided it)."""
 
     def sample(model, batch, max_new_tokens, seed):
         from hf_seqtemp import seqtemp_generate
@@ -145,20 +147,45 @@ def smc(alpha: float, num_particles: int, proposal: str = "token") -> Callable:
         generator = torch.Generator().manual_seed(seed)
         if proposal == "adapter":  # a freshly trained PEFT adapter (no saved config): the function API takes it as is
             eos = sorted(eos_ids_of(model))
-            return smc_sample(
+            out = smc_sample(
                 model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
                 seq_temperature=1.0 / alpha, num_particles=num_particles, generator=generator, eos_token_id=eos,
-                pad_token_id=eos[0] if eos else 0, proposal="adapter",
+                pad_token_id=eos[0] if eos else 0, proposal="adapter", return_dict_in_generate=True,
             )  # fmt: skip
-        return model.generate(
-            **batch,
-            max_new_tokens=max_new_tokens,
-            custom_generate=seqtemp_generate,
-            seq_temperature=1.0 / alpha,
-            strategy="smc",
-            num_particles=num_particles,
-            generator=generator,
-            **EXACT,
-        )
+        else:
+            out = model.generate(
+                **batch,
+                max_new_tokens=max_new_tokens,
+                custom_generate=seqtemp_generate,
+                seq_temperature=1.0 / alpha,
+                strategy="smc",
+                num_particles=num_particles,
+                generator=generator,
+                return_dict_in_generate=True,
+                **EXACT,
+            )
+        sample.ess_fractions += (out.ess[:, -1] / num_particles).tolist()
+        return out.sequences
+
+    sample.ess_fractions = []
+    return sample
+
+
+def answer_level(token_temperature: float, num_samples: int, extract: Callable, tokenizer, choose: Callable):
+    """An answer-level route: for each answer, `num_samples` completions of the prompt at token temperature
+    `token_temperature` (1: exact samples of p), the answer `extract` reads from each, and the completion `choose`
+    (`hf_seqtemp.generation.answer_level.majority_vote` or `sharpen_answers`) picks among them. Its cost is that
+    of the `num_samples` completions."""
+
+    def sample(model, batch, max_new_tokens, seed):
+        wide = {key: value.repeat_interleave(num_samples, dim=0) for key, value in batch.items()}
+        sequences = ancestral(token_temperature)(model, wide, max_new_tokens, seed)
+        texts = decode(tokenizer, sequences, wide["input_ids"].shape[1])
+        generator = torch.Generator().manual_seed(seed)
+        chosen = []
+        for row in range(batch["input_ids"].shape[0]):
+            answers = [extract(text) for text in texts[row * num_samples : (row + 1) * num_samples]]
+            chosen.append(row * num_samples + choose(answers, generator))
+        return sequences[torch.tensor(chosen, device=sequences.device)]
 
     return sample

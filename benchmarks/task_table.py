@@ -66,25 +66,25 @@ MODES = {
     "quick": {
         "families": ["addition"], "train_prompts": 8, "held_out_prompts": 6, "samples": 8, "max_new_tokens": 12,
         "seeds": [0, 1], "alphas": [4.0], "mcmc_steps": 2, "block_size": 6, "smc_particles": [4],
-        "adapter_particles": [4],
+        "adapter_particles": [4], "answer_samples": [2],
         "max_steps": 2, "num_generations": 4, "train_batch": 8,
     },
     "cpu": {
         "families": ["addition"], "train_prompts": 32, "held_out_prompts": 16, "samples": 8, "max_new_tokens": 16,
         "seeds": [0, 1], "alphas": [4.0], "mcmc_steps": 4, "block_size": 8, "smc_particles": [8],
-        "adapter_particles": [4, 8],
+        "adapter_particles": [4, 8], "answer_samples": [4],
         "max_steps": 8, "num_generations": 4, "train_batch": 16,
     },
     "default": {
         "families": ["addition", "capitals", "comparison"], "train_prompts": 48, "held_out_prompts": 24,
         "samples": 8, "max_new_tokens": 24, "seeds": [0, 1, 2], "alphas": [4.0, 2.0], "mcmc_steps": 10,
-        "block_size": 8, "smc_particles": [8, 64], "adapter_particles": [4, 8], "max_steps": 40, "num_generations": 8, "train_batch": 32,
+        "block_size": 8, "smc_particles": [8, 64], "adapter_particles": [4, 8], "answer_samples": [4], "max_steps": 40, "num_generations": 8, "train_batch": 32,
     },
 }  # fmt: skip
 TRAINING = {"learning_rate": 1e-3, "nll_weight": 0.1, "lora_r": 16, "train_seed": 0}
 PROBE = {"prompts": 16, "samples": 8, "max_new_tokens": 24, "seed": 0}
 BOOTSTRAP = 2000
-SAMPLER_KINDS = ("greedy", "ancestral", "token", "mcmc", "smc")
+SAMPLER_KINDS = ("greedy", "ancestral", "token", "mcmc", "smc", "answer")
 TRAINED_KINDS = ("ours", "distill", "smc-adapter", "rloo")
 ROW_KINDS = SAMPLER_KINDS + TRAINED_KINDS
 
@@ -114,6 +114,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--prompts_per_call", type=int, help="sample this many held-out prompts per batch (default: all in one)"
     )
     parser.add_argument("--adapter_particles", type=int, nargs="+", help="override the mode's adapter-proposal sizes")
+    parser.add_argument(
+        "--answer_samples", type=int, nargs="+", help="override the mode's N of majority vote / answer sharpening"
+    )
     parser.add_argument("--train_seed", type=int, help=f"seed of both trainings (default {TRAINING['train_seed']})")
     parser.add_argument("--output_dir", default=str(REPO / "outputs" / "task_table"))
     parser.add_argument("--device", default=None)
@@ -142,7 +145,7 @@ def resolve_settings(args) -> dict:
     if args.train_seed is not None:
         settings["train_seed"] = args.train_seed
     for name in ("families", "seeds", "alphas", "held_out_prompts", "train_prompts", "max_steps", "max_new_tokens",
-                 "smc_particles", "adapter_particles", "prompts_per_call"):  # fmt: skip
+                 "smc_particles", "adapter_particles", "answer_samples", "prompts_per_call"):  # fmt: skip
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     if args.mcmc_steps is not None:
@@ -158,21 +161,38 @@ def bootstrap_interval(values: list[float], seed: int = 0) -> tuple[float, float
 
 
 def evaluate(sample, model, tokenizer, family, held_out: list, settings: dict, seeds: list[int], n: int) -> dict:
-    """pass@1 (interval), pass@8 and costs of one sampler on the held-out prompts, over `seeds`."""
+    """pass@1 (interval), pass@8 and costs of one sampler on the held-out prompts, over `seeds` (and, for an SMC
+    sampler that records it, the ESS / N of the weights each answer was drawn from)."""
     questions = [q for q, _ in held_out]
+    length, per_call = settings["max_new_tokens"], settings.get("prompts_per_call")
+    runs = [samplers.run_sampler(sample, model, tokenizer, questions, n, length, seed, per_call) for seed in seeds]
+    result = summarise(runs, family, held_out, n)
+    if getattr(sample, "ess_fractions", None):
+        result.update(ess_summary(sample.ess_fractions))
+    return result
+
+
+def ess_summary(fractions: list[float]) -> dict:
+    """ESS / N of the final weights per answer (an SMC answer is one particle drawn by them): mean and quartiles."""
+    ordered = sorted(fractions)
+    quartile = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return {
+        "ess_fraction_per_answer": statistics.fmean(ordered),
+        "ess_fraction_quartiles": [quartile(0.25), quartile(0.5), quartile(0.75)],
+    }
+
+
+def summarise(runs: list[dict], family, held_out: list, n: int) -> dict:
+    """pass@1 (interval over prompts), pass@8 and costs of runs (one per seed) of `n` answers per held-out prompt."""
     per_prompt = [[] for _ in held_out]  # fraction correct per prompt, one entry per seed
-    per_seed, pass8, runs, read = [], [], [], []
-    for seed in seeds:
-        run = samplers.run_sampler(sample, model, tokenizer, questions, n, settings["max_new_tokens"], seed,
-                                   settings.get("prompts_per_call"))  # fmt: skip
+    per_seed, pass8, read = [], [], []
+    for run in runs:
         read.append([[family.extract(c) for c in texts] for texts in run["completions"]])
         correct = [sum(family.check(a, c) for c in texts) for (_, a), texts in zip(held_out, run["completions"])]
         for i, c in enumerate(correct):
             per_prompt[i].append(c / n)
         per_seed.append(statistics.fmean(c / n for c in correct))
-        k = min(8, n)
-        pass8.append(statistics.fmean(pass_at_k(n, c, k) for c in correct))
-        runs.append(run)
+        pass8.append(statistics.fmean(pass_at_k(n, c, min(8, n)) for c in correct))
     low, high = bootstrap_interval([statistics.fmean(v) for v in per_prompt])
     answers = sum(r["answers"] for r in runs)
     return {
@@ -239,6 +259,8 @@ def sampler_rows(base, tokenizer, family, held_out, settings, scores) -> list[di
         if "mcmc" in kinds:
             mcmc = samplers.power(alpha, settings["mcmc_steps"], settings["block_size"])
             rows.append(row(f"mcmc α={alpha:g}", mcmc, temperature, mcmc_steps=settings["mcmc_steps"]))
+        if "answer" in kinds:
+            rows += answer_level_rows(row, tokenizer, family, alpha, settings["answer_samples"])
         if "smc" not in kinds:
             continue
         if samplers.smc_available():
@@ -248,6 +270,22 @@ def sampler_rows(base, tokenizer, family, held_out, settings, scores) -> list[di
         else:
             rows.append({"row": f"smc α={alpha:g}", "target_T": temperature, "note": "not available in this build"})
             print(f"  smc α={alpha:g}: not available in this build", flush=True)
+    return rows
+
+
+def answer_level_rows(row, tokenizer, family, alpha: float, sizes: list[int]) -> list[dict]:
+    """Majority vote and answer-level sharpening (to p̂(a)^α) over N samples of p and of token temperature 1/α,
+    for every N of `sizes` (the answer `family.extract` reads is what they count)."""
+    from hf_seqtemp.generation.answer_level import majority_vote, sharpen_answers
+
+    temperature, rows = 1.0 / alpha, []
+    sharpen = lambda answers, generator: sharpen_answers(answers, temperature, generator)
+    for size in sizes:
+        for source, token_temperature in (("p", 1.0), (f"T={temperature:g}", temperature)):
+            for method, choose in (("vote", majority_vote), (f"sharpen α={alpha:g}", sharpen)):
+                sample = samplers.answer_level(token_temperature, size, family.extract, tokenizer, choose)
+                name = f"{method} {source} N={size}"
+                rows.append(row(name, sample, temperature, answer_samples=size, source_temperature=token_temperature))
     return rows
 
 
