@@ -28,9 +28,13 @@ lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 
-# lint first (seconds), then the suite; the suite includes every docstring example (tests/test_docstring_examples.py)
+# lint first (seconds), then the suite; the suite includes every docstring example (tests/test_docstring_examples.py).
+# Two worker processes of one torch thread each (pytest-xdist): the tests are single-threaded, so one process leaves a
+# core idle; tests that share one server are kept on one worker (`xdist_group`). `make test TEST_WORKERS=0` runs them
+# in this process.
+TEST_WORKERS ?= 2
 test: lint
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 test-slow: venv
 	$(PY) -m pytest tests -m slow

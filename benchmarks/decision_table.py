@@ -43,6 +43,8 @@ BOOTSTRAP = 2000
 FULL = "task_table_cpu_{}.json"
 TRAINED = (FULL, "task_table_cpu_{}_train_seed1.json", "task_table_cpu_{}_train_seed2.json")  # training seeds 0, 1, 2
 DISTILLED = tuple(f"task_table_cpu_{{}}_distill_train_seed{seed}.json" for seed in range(3))
+# majority vote and answer-level sharpening over 4 samples, and a rerun of the SMC rows that records their ESS
+ANSWER_LEVEL = ("task_table_cpu_{}_answer_level.json",)
 ROUTES = (
     ("token", "token temperature 0.25", "token T=0.25", (FULL,), ("samplers", "token_temperature")),
     ("ratio", "trained adapter (ratio loss)", "ours T=0.25", TRAINED, None),
@@ -52,8 +54,21 @@ ROUTES = (
     ("smc64", "token-proposal SMC, N = 64", "smc α=4 N=64", ("task_table_cpu_{}_smc64.json",), ("samplers", "smc")),
     ("mh", "MH power sampling (4 steps / block)", "mcmc α=4", (FULL,), ("samplers", "mh")),
     ("rloo", "RLOO, reward log p (β = 1/3)", "rloo T=0.25", TRAINED, None),
+    ("vote_p4", "majority vote, 4 samples of p", "vote p N=4", ANSWER_LEVEL, None),
+    ("sharpen_p4", "answer-level sharpening, 4 samples of p", "sharpen α=4 p N=4", ANSWER_LEVEL, None),
+    ("vote_t4", "majority vote, 4 samples at token T 0.25", "vote T=0.25 N=4", ANSWER_LEVEL, None),
+    ("sharpen_t4", "answer-level sharpening, 4 samples at token T 0.25", "sharpen α=4 T=0.25 N=4", ANSWER_LEVEL, None),
     ("ancestral", "p itself (ancestral sampling)", "ancestral", (FULL,), ("samplers", "plain")),
 )  # fmt: skip
+# the ESS / N of the weights each SMC answer was drawn from: read from the rerun of the same route and settings
+ESS_ROWS = {"smc8": "smc α=4 N=8", "smc_adapter": "smc-adapter α=4 N=4"}
+# route pairs compared at equal token-forwards per answer (paired over the held-out prompts): the adapters cost one
+# sample of p per answer (majority vote or sharpening over N = 1 sample is that sample: p itself, or token T), SMC-8
+# and the adapter as SMC's proposal with N = 4 cost about four
+COMPARISONS = (
+    *[(a, b) for a in ("ratio", "distill") for b in ("ancestral", "token")],
+    *[(a, b) for a in ("smc8", "smc_adapter") for b in ("vote_p4", "sharpen_p4", "vote_t4", "sharpen_t4")],
+)
 
 
 def _load(name: str) -> dict | None:
@@ -109,6 +124,7 @@ def task_figures(route_row: str, patterns: tuple, family: str, rng: random.Rando
     figures = {
         "pass@1": statistics.fmean(pass1),
         "pass@1_ci95": _bootstrap(pass1, rng),
+        "pass@1_per_prompt": pass1,
         "pass@8": statistics.fmean(pass8) if len(row["answers"][0][0]) >= 8 else None,
         "pass@8_ci95": _bootstrap(pass8, rng) if len(row["answers"][0][0]) >= 8 else None,
         "distinct_answers_per_8": statistics.fmean(distinct),
@@ -151,8 +167,9 @@ def build() -> dict:
         kl = toy_kl(kl_source)
         if kl:
             sources.add(kl["source"])
+        ess = ess_figures(ESS_ROWS.get(key), sources)
         routes.append({"route": key, "label": label, "task_row": row, "tasks": tasks, "toy_kl_to_p_alpha": kl,
-                       "gpu_latency": None})  # fmt: skip
+                       "gpu_latency": None, "ess_fraction_per_answer": ess})  # fmt: skip
     return {
         "provenance": provenance(),
         "benchmark": "decision_table",
@@ -160,7 +177,46 @@ def build() -> dict:
         "target_temperature": 0.25,
         "sources": sorted(sources),
         "routes": routes,
+        "comparisons": comparisons(routes, random.Random(1)),
     }
+
+
+def ess_figures(row: str | None, sources: set) -> dict | None:
+    """`{family: ESS / N per answer}` of an SMC route, from the rerun that records it."""
+    if row is None:
+        return None
+    found = {}
+    for family in FAMILIES:
+        name = ANSWER_LEVEL[0].format(family)
+        rows = [r for r in (_load(name) or {}).get("rows", []) if r["row"] == row and "ess_fraction_per_answer" in r]
+        if rows:
+            found[family] = {
+                "mean": rows[0]["ess_fraction_per_answer"],
+                "quartiles": rows[0]["ess_fraction_quartiles"],
+            }
+            sources.add(name)
+    return found or None
+
+
+def comparisons(routes: list[dict], rng: random.Random) -> dict:
+    """Per family, the pass@1 difference of each pair of [`COMPARISONS`] (first minus second), with a 95 % bootstrap
+    interval over the held-out prompts (the same prompts resampled for both: a paired comparison)."""
+    by_key = {route["route"]: route for route in routes}
+    out = {}
+    for family in FAMILIES:
+        pairs = []
+        for first, second in COMPARISONS:
+            a, b = (by_key[key]["tasks"].get(family) for key in (first, second))
+            if a is None or b is None:
+                continue
+            differences = [x - y for x, y in zip(a["pass@1_per_prompt"], b["pass@1_per_prompt"])]
+            pairs.append({
+                "first": first, "second": second, "difference": statistics.fmean(differences),
+                "ci95": _bootstrap(differences, rng),
+                "token_forwards_per_answer": [a["token_forwards_per_answer"], b["token_forwards_per_answer"]],
+            })  # fmt: skip
+        out[family] = pairs
+    return out
 
 
 def _span(values: list[float], digits: int = 2) -> str:
@@ -186,7 +242,9 @@ def _cost_cells(route: dict) -> list[str]:
         kl_text = f"{kl['kl']:.3g}" + (
             f" [{kl['interval'][0]:.3g}, {kl['interval'][1]:.3g}]" if kl["interval"] else ""
         )
-    return [calls, forwards, "not measured", f"{_span(train, 0)} s" if train else "none", fit, kl_text]
+    ess = route.get("ess_fraction_per_answer")
+    ess_text = _span([figures["mean"] for figures in ess.values()]) if ess else "—"
+    return [calls, forwards, "not measured", f"{_span(train, 0)} s" if train else "none", fit, kl_text, ess_text]
 
 
 def _answer_cell(figures: dict | None) -> str:
@@ -202,14 +260,31 @@ def markdown(decision: dict) -> str:
     """The README's two tables: cost and fit per route, then answers per family."""
     head = (
         "| route | calls / answer | token-forwards / answer | GPU latency | training (CPU, 8 steps) | "
-        "T_eff / τ, target 0.25 | KL to p^4, toy |\n|---|---:|---:|---|---|---|---|\n"
+        "T_eff / τ, target 0.25 | KL to p^4, toy | ESS / N per answer |\n|---|---:|---:|---|---|---|---|---|\n"
     )
     cost = "".join(f"| {r['label']} | " + " | ".join(_cost_cells(r)) + " |\n" for r in decision["routes"])
     answers = "| route | addition | capitals | comparison |\n|---|---|---|---|\n" + "".join(
         f"| {r['label']} | " + " | ".join(_answer_cell(r["tasks"].get(f)) for f in FAMILIES) + " |\n"
         for r in decision["routes"]
     )
-    return head + cost + "\n" + answers
+    return head + cost + "\n" + answers + "\n" + _comparison_table(decision)
+
+
+def _comparison_table(decision: dict) -> str:
+    """pass@1 differences at equal token-forwards per answer, paired over the held-out prompts."""
+    labels = {route["route"]: route["label"] for route in decision["routes"]}
+    pairs = {}
+    for family in FAMILIES:
+        for pair in decision.get("comparisons", {}).get(family, []):
+            low, high = pair["ci95"]
+            pairs.setdefault((pair["first"], pair["second"]), {})[family] = (
+                f"{pair['difference']:+.2f} [{low:+.2f}, {high:+.2f}]"
+            )
+    table = "| pass@1 difference (first − second) | addition | capitals | comparison |\n|---|---|---|---|\n"
+    for (first, second), cells in pairs.items():
+        row = " | ".join(cells.get(family, "not measured") for family in FAMILIES)
+        table += f"| {labels[first]} − {labels[second]} | {row} |\n"
+    return table
 
 
 def plot(decision: dict, path: Path) -> None:
@@ -220,7 +295,7 @@ def plot(decision: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    markers = "osD^v<>Xp"
+    markers = "osD^v<>XpP*hH8"
     figure, axes = plt.subplots(1, len(FAMILIES), figsize=(12, 4.4), sharey=True, sharex=True)
     for axis, family in zip(axes, FAMILIES):
         for index, (marker, route) in enumerate(zip(markers, decision["routes"])):
