@@ -250,6 +250,10 @@ class FolderLock:
         self.path = beside(self.folder, "seqtemp-lock")
         self.what = what
 
+    def held_by_this_process(self) -> bool:
+        """Whether an owner in this process holds the lock."""
+        return self.path in FolderLock._held
+
     def held_by(self, owner) -> bool:
         entry = FolderLock._held.get(self.path)
         return entry is not None and entry[1]() is owner

@@ -52,6 +52,9 @@ def settle(folder: str, timeout: float = READ_WAIT) -> None:
     if not in_flux(folder):
         return
     lock, deadline = FolderLock(folder, "folder"), time.monotonic() + timeout
+    if lock.held_by_this_process():  # this process's own save stopped mid-move (an interrupt): nobody else moves
+        roll_forward(folder)
+        return
     while in_flux(folder):
         try:
             owner = lock.acquire(purpose="save")
