@@ -24,6 +24,7 @@ share one seed, hence one noise stream), sent concurrently so that the engine ba
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +46,10 @@ NEUTRAL_SAMPLING = {
 }
 """The neutral value of every sampling field of a `/v1/completions` request that could reshape the next-token law
 (the token temperature is set per request); `ignore_eos=True` leaves stopping to the request's `stop_token_ids`."""
+
+
+MAX_N = 4096
+"""Completions per request at most (vLLM refuses `n` above 16384); a larger `n` is split into several requests."""
 
 
 class EngineError(ConnectionError):
@@ -144,6 +149,19 @@ class EngineClient:
         base)."""
         return self._request("/v1/models", timeout=timeout)["data"]
 
+    def wait_until_up(self, timeout: float) -> None:
+        """Polls `/v1/models` until the server answers, at most `timeout` seconds (a server that is still loading
+        its model refuses connections), then raises an [`EngineError`]."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.models(timeout=min(10.0, self.timeout))
+                return
+            except EngineError as error:
+                if time.monotonic() >= deadline:
+                    raise EngineError(f"no engine server answered within {timeout:g} s: {error}") from None
+                time.sleep(1.0)
+
     @property
     def model(self) -> str:
         """The served name of the base model."""
@@ -209,17 +227,19 @@ class EngineClient:
         stop = sorted(int(i) for i in stop_ids)
         common = {**NEUTRAL_SAMPLING, "model": adapter or self.model, "temperature": float(temperature)}
         common.update(stop_token_ids=stop, logprobs=0, return_token_ids=True, return_tokens_as_token_ids=True)
-        bodies = [
-            {**common, "prompt": list(map(int, prompt)), "max_tokens": length, "n": size, "seed": int(seed)}
-            for prompt, length, size, seed in zip(prompts, lengths, sizes, seeds)
-        ]
-        answers = self._concurrently(bodies)
-        out = []
-        for body, answer in zip(bodies, answers):
+        bodies, owners = [], []
+        for index, (prompt, length, size, seed) in enumerate(zip(prompts, lengths, sizes, seeds)):
+            for offset in range(0, size, MAX_N):  # the server caps `n`: seeds s, s + 1, ... continue across chunks
+                chunk = min(MAX_N, size - offset)
+                bodies.append({**common, "prompt": list(map(int, prompt)), "max_tokens": length, "n": chunk})
+                bodies[-1]["seed"] = int(seed) + offset
+                owners.append(index)
+        out: list[list[Completion]] = [[] for _ in prompts]
+        for owner, body, answer in zip(owners, bodies, self._concurrently(bodies)):
             choices = sorted(answer["choices"], key=lambda choice: choice["index"])
             if len(choices) != body["n"]:
                 raise EngineError(f"the engine returned {len(choices)} completions where {body['n']} were asked.")
-            out.append([self._completion(choice, stop) for choice in choices])
+            out[owner] += [self._completion(choice, stop) for choice in choices]
         return out
 
     @staticmethod

@@ -196,14 +196,16 @@ class EngineServer:
     Args:
         settings ([`EngineSettings`]): what to start.
         python (`str`, *optional*): the engine venv's Python; defaults to [`engine_python`].
+        grace (`float`, *optional*, defaults to `10.0`): seconds between SIGTERM and SIGKILL when the server is
+            stopped (by [`stop`] or by its watchdog).
 
     Attributes:
         url (`str`): the server's base URL, once started.
         pid (`int`): the watchdog's process id, which is also the process group of every engine process.
     """
 
-    def __init__(self, settings: EngineSettings, python: str | None = None):
-        self.settings = settings
+    def __init__(self, settings: EngineSettings, python: str | None = None, grace: float = 10.0):
+        self.settings, self.grace = settings, float(grace)
         self.python = str(python or engine_python())
         self.cpu_build = is_cpu_build(self.python)
         self.process: subprocess.Popen | None = None
@@ -222,6 +224,12 @@ class EngineServer:
     def start(self, timeout: float = 300.0) -> EngineServer:
         """Starts the server and waits until `/v1/models` answers, at most `timeout` seconds (then stops it and
         raises an [`EngineError`] with the end of its log)."""
+        self.launch()
+        self.wait_until_up(timeout)
+        return self
+
+    def launch(self) -> EngineServer:
+        """Starts the server's process group under its watchdog and returns at once ([`wait_until_up`] waits)."""
         if self.process is not None:
             raise RuntimeError(f"this server is already started (pid {self.pid}); stop it first.")
         if not self.settings.port:
@@ -230,18 +238,23 @@ class EngineServer:
             handle, self.log_file = tempfile.mkstemp(prefix="hf_seqtemp_engine_", suffix=".log")
             os.close(handle)
         command = self.settings.command(self.python, self.cpu_build)
-        watchdog = [sys.executable, supervise.__file__, "--log", self.log_file, "--", *command]  # stdlib only
+        watchdog = [sys.executable, supervise.__file__, "--grace", str(self.grace), "--log", self.log_file, "--"]
+        watchdog += command  # the watchdog imports the standard library only
         self.process = subprocess.Popen(
             watchdog, env=self.settings.environment(self.cpu_build), start_new_session=True, stdin=subprocess.DEVNULL
         )
         host = "127.0.0.1" if self.settings.host in ("0.0.0.0", "::") else self.settings.host
         self.url = f"http://{host}:{self.settings.port}"
+        return self
+
+    def wait_until_up(self, timeout: float = 300.0) -> None:
+        """Waits until `/v1/models` answers, at most `timeout` seconds; a server that exits or does not answer in
+        time is stopped, and an [`EngineError`] gives the end of its log."""
         try:
             self._wait(timeout)
         except BaseException:
             self.stop()
             raise
-        return self
 
     def _wait(self, timeout: float) -> None:
         client, deadline = EngineClient(self.url, timeout=5.0), time.monotonic() + timeout
@@ -273,11 +286,12 @@ class EngineServer:
         client.can_score = self.can_score
         return client
 
-    def stop(self, grace: float = 30.0) -> None:
-        """SIGTERM to the server's process group, SIGKILL after `grace` seconds if any process is left; waits for
-        the group to be gone."""
+    def stop(self, grace: float | None = None) -> None:
+        """SIGTERM to the server's process group, SIGKILL after `grace` seconds (default: the server's) if any
+        process is left; waits for the group to be gone."""
         if self.process is None:
             return
+        grace = self.grace if grace is None else grace
         pgid = self.process.pid
         try:
             os.killpg(pgid, signal.SIGTERM)
