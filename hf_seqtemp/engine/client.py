@@ -27,8 +27,12 @@ import json
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+
+from tqdm.auto import tqdm
+
+from ..progress import progress_disabled
 
 NEUTRAL_SAMPLING = {
     "top_p": 1.0,
@@ -67,7 +71,7 @@ class Completion:
     stopped: bool
 
 
-def _token_logp(entry: dict | None, token: int) -> float:
+def position_logp(entry: dict | None, token: int) -> float:
     """The log-probability of `token` in one position of `prompt_logprobs` (`{"<id>" or "token_id:<id>": ...}`)."""
     if not entry:
         raise EngineError(f"the engine returned no prompt log-probability for token {token}.")
@@ -186,11 +190,19 @@ class EngineClient:
                 return entry.get("max_model_len")
         return None
 
-    def _concurrently(self, bodies: list[dict]) -> list[dict]:
-        if len(bodies) == 1:
-            return [self._request("/v1/completions", bodies[0])]
-        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(bodies))) as pool:
-            return list(pool.map(lambda body: self._request("/v1/completions", body), bodies))
+    def _concurrently(self, bodies: list[dict], desc: str | None = None) -> list[dict]:
+        """The answers to `bodies`, sent at most `max_concurrency` at a time; a progress bar labelled `desc` counts
+        the answered requests (none without `desc`, or when progress bars are off)."""
+        if len(bodies) <= 1:
+            return [self._request("/v1/completions", body) for body in bodies]
+        answers: list = [None] * len(bodies)
+        bar = tqdm(total=len(bodies), desc=desc, disable=desc is None or progress_disabled(), leave=False)
+        with bar, ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(bodies))) as pool:
+            futures = {pool.submit(self._request, "/v1/completions", body): i for i, body in enumerate(bodies)}
+            for future in as_completed(futures):
+                answers[futures[future]] = future.result()
+                bar.update(1)
+        return answers
 
     # ------------------------------------------------------------------ sampling and scoring
     def sample(
@@ -202,6 +214,7 @@ class EngineClient:
         n: int | list[int] = 1,
         temperature: float = 1.0,
         adapter: str | None = None,
+        desc: str | None = None,
     ) -> list[list[Completion]]:
         """`n` completions of each prompt (token ids), each with the engine's log-probability of every token drawn.
 
@@ -213,6 +226,7 @@ class EngineClient:
             n (`int` or `list[int]`, *optional*, defaults to 1): completions per prompt.
             temperature (`float`, *optional*, defaults to `1.0`): token temperature.
             adapter (`str`, *optional*): a LoRA adapter the server serves by name; `None` samples the base model.
+            desc (`str`, *optional*): label of a progress bar over the requests (none by default).
 
         Returns:
             `list` (per prompt) of `list` of [`Completion`].
@@ -235,7 +249,7 @@ class EngineClient:
                 bodies[-1]["seed"] = int(seed) + offset
                 owners.append(index)
         out: list[list[Completion]] = [[] for _ in prompts]
-        for owner, body, answer in zip(owners, bodies, self._concurrently(bodies)):
+        for owner, body, answer in zip(owners, bodies, self._concurrently(bodies, desc)):
             choices = sorted(answer["choices"], key=lambda choice: choice["index"])
             if len(choices) != body["n"]:
                 raise EngineError(f"the engine returned {len(choices)} completions where {body['n']} were asked.")
@@ -280,5 +294,5 @@ class EngineClient:
         out = []
         for seq, start in zip(sequences, starts):
             entries = positions[tuple(int(t) for t in seq)]
-            out.append([_token_logp(entries[t], int(seq[t])) for t in range(start, len(seq))])
+            out.append([position_logp(entries[t], int(seq[t])) for t in range(start, len(seq))])
         return out

@@ -65,6 +65,7 @@ def engine_sample_completions(
     max_new_tokens: int,
     eos_ids,
     seed: int,
+    desc: str | None = None,
 ) -> tuple[list[list[int]], list[list[float]]]:
     """One completion per prompt (repeat a prompt for several), drawn exactly from the server's base model.
 
@@ -77,6 +78,7 @@ def engine_sample_completions(
         max_new_tokens (`int`): longest completion.
         eos_ids (iterable of `int`): the ids that end a completion; empty: fixed length.
         seed (`int`): seeds the requests.
+        desc (`str`, *optional*): label of a progress bar over the requests (one per distinct prompt).
 
     Returns:
         `(completions, logps)`: the token ids of each completion (EOS kept) and the engine's `log p` of each token,
@@ -93,6 +95,7 @@ def engine_sample_completions(
         eos_ids,
         SeedStream(seed).take([len(groups[key]) for key in keys]),
         n=[len(groups[key]) for key in keys],
+        desc=desc,
     )
     completions: list[list[int]] = [[] for _ in prompts]
     logps: list[list[float]] = [[] for _ in prompts]

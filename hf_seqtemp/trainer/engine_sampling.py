@@ -13,7 +13,7 @@ refused with the numbers before anything is trained on its samples.
 from __future__ import annotations
 
 from ..engine import EngineClient, check_against_scorer, engine_sample_completions
-from ..progress import get_logger
+from ..progress import get_logger, progress_disabled
 
 logger = get_logger(__name__)
 
@@ -46,7 +46,9 @@ class EngineDraws:
     def __call__(self, reference, prompts: list[list[int]], eos_ids, seed: int):
         """`(completions, logps)`: one completion per prompt and the engine's log p of each of its tokens."""
         client = self.connect()
-        completions, logps = engine_sample_completions(client, prompts, self.args.max_completion_length, eos_ids, seed)
+        desc = None if progress_disabled(self.args.disable_tqdm) else f"Sampling p on the engine ({client.base_url})"
+        args = (client, prompts, self.args.max_completion_length, eos_ids, seed, desc)
+        completions, logps = engine_sample_completions(*args)
         if not self.checked:
             rows = range(min(len(prompts), self.args.per_device_eval_batch_size))
             check_against_scorer(
