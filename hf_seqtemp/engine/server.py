@@ -15,7 +15,9 @@ how it is deployed on GPU nodes too. [`EngineSettings`] holds what matters for e
 - `--generation-config vllm` (no sampling default read from the model's `generation_config.json`; every request
   sets every field anyway), prefix caching, a bounded `--max-model-len`;
 - `--enable-lora` with the adapters served by name. vLLM's CPU build crashes its engine on `prompt_logprobs` when
-  LoRA is enabled, so there a server with adapters proposes only, and a second one without adapters scores `p`.
+  LoRA is enabled, so there a server with adapters proposes only, and a second one without adapters scores `p`;
+- on the CPU build, no chunked prefill (its engine crashes when it cuts the prompt of a seeded request, and every
+  request here is seeded) and eager execution.
 
 [`EngineServer`] starts the server under a watchdog ([`~hf_seqtemp.engine.supervise`]) that owns its process
 group, waits (bounded) until `/v1/models` answers, and stops the whole group by its id: SIGTERM, then SIGKILL after
@@ -177,6 +179,9 @@ class EngineSettings:
             args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
         if cpu_build:
             args.append("--enforce-eager")  # the CPU build's graph compilation costs minutes at start
+            # a seeded request whose prompt is cut by chunked prefill crashes the CPU build's engine (it rewinds the
+            # request's generator, which CPU generators cannot do): whole prompts only
+            args += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(max(self.max_model_len, 8192))]
         if self.skip_tokenizer_init:
             args.append("--skip-tokenizer-init")
         return args + list(self.extra_args)

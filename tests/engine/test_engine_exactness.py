@@ -91,6 +91,18 @@ def test_the_engine_samples_p_with_the_scorers_log_p(engine):
     assert engine_sample_completions(engine.base, prompts[:5], NEW, [EOS], seed=0)[0] == completions[:5]
 
 
+def test_many_long_seeded_prompts_at_once_are_reproducible(engine):
+    """64 seeded prompts of 56 tokens in one round: 3584 prompt tokens, more than vLLM's default step budget (2048),
+    with which the CPU build cuts a prompt by chunked prefill and its engine crashes on the seeded request (measured
+    with `--enable-chunked-prefill --max-num-batched-tokens 2048`). Served as `hf-seqtemp serve` serves, every
+    completion comes back, and the same seed draws the same ones."""
+    generator = torch.Generator().manual_seed(0)
+    prompts = torch.randint(V, (64, 56), generator=generator).tolist()
+    first = engine_sample_completions(engine.base, prompts, 4, [EOS], seed=3)
+    assert len(first[0]) == 64 and all(1 <= len(c) <= 4 for c in first[0])
+    assert engine_sample_completions(engine.base, prompts, 4, [EOS], seed=3) == first
+
+
 def test_the_probe_finds_processed_log_probs_and_the_proposals_log_q(engine):
     """The server returns log r of the tempered proposal for sampled tokens (processed log-probs), measured against
     the scorer at token temperature T; the served LoRA's log q of its samples is the local PEFT adapter's."""

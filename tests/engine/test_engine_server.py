@@ -71,11 +71,11 @@ def test_the_command_line_has_the_settings_exact_sampling_needs(tmp_path):
     for part in ("--dtype float32", "--logprobs-mode processed_logprobs", "--generation-config vllm",
                  "--enable-prefix-caching", "--max-model-len 512", "--enable-lora", "--max-lora-rank 16",
                  f"--lora-modules tempered={adapter}", f"--kv-cache-memory-bytes {1 << 30}", "--enforce-eager",
-                 "--port 8123"):  # fmt: skip
+                 "--port 8123", "--no-enable-chunked-prefill --max-num-batched-tokens 8192"):  # fmt: skip
         assert part in command, part
     gpu = " ".join(EngineSettings(model="base", gpu_memory_utilization=0.5).command("py", cpu_build=False))
     assert "--gpu-memory-utilization 0.5" in gpu and "--kv-cache-memory-bytes" not in gpu
-    assert "--enforce-eager" not in gpu and "--enable-lora" not in gpu
+    assert "--enforce-eager" not in gpu and "--enable-lora" not in gpu and "chunked" not in gpu
     assert settings.environment(cpu_build=True)["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
 
 
