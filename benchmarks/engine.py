@@ -228,6 +228,7 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=default_output("engine"))
     args = parser.parse_args(argv)
     settings = dict(MODES["quick" if args.quick else "default"], threads=args.threads, fidelity=args.fidelity)
+    load_start = os.getloadavg()[0]
     device = pick_device(args.device)
     torch.set_num_threads(args.threads)
     info = print_device(device)
@@ -258,6 +259,7 @@ def main(argv=None) -> None:
         "met" if summary["max_abs_logp_difference"] <= TARGETS["max_abs_logp_difference"] else "not met"
     )
     settings.update(engine="vLLM server " + ("at " + args.engine_url if args.engine_url else "started here"))
+    settings["load_average_1min"] = {"start": load_start, "end": os.getloadavg()[0]}  # other jobs' load
     write_json(args.output, "engine", info, settings, rows, summary)
 
 
