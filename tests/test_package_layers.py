@@ -29,6 +29,7 @@ FLOORS = {
     "peft_compat": 1,
     "tasks": 1,
     "likelihood": 1,
+    "engine": 1,  # the inference-engine server and its HTTP client (no vllm import)
     # middle: pure losses, metrics, samplers, measuring a model
     "losses": 2,
     "metrics": 2,

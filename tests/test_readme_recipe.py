@@ -27,6 +27,7 @@ from transformers import AutoTokenizer
 from hf_seqtemp import cli
 from hf_seqtemp.cli.parser import RENAMED_FLAGS, SeqTempArgumentParser
 from hf_seqtemp.data import GROUP_ID, prepare_dataset
+from hf_seqtemp.engine.serve import parser as serve_parser
 from hf_seqtemp.models.default import default_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,11 +151,14 @@ def test_the_command_line_page_parses_as_written(tmp_path, monkeypatch):
             shown.add(words[1])
             if words[1] == "bench":  # the benchmarks take minutes: `--help` after the flags checks them
                 assert "--only" in _run([*words, "--help"], tmp_path)
+            elif words[1] == "serve":  # a server runs until stopped (tests/engine starts them): its flags only
+                serve_parser().parse_args(words[2:])
             else:
                 parsers[words[1]].parse_flags(words[2:])  # an unknown flag or a bad value exits here
     assert shown == set(cli.COMMANDS)
     known = {option for parser in parsers.values() for option in parser._option_string_actions}
     known |= {"--quick", "--only", "--results"}  # benchmarks/run_all.py, checked by `--help` above
+    known |= set(serve_parser()._option_string_actions)  # `hf-seqtemp serve`'s argparse flags
     known |= {"--config"}  # TRL's YAML file, read before the parser (`hf_seqtemp.cli.parser.config_file_flags`)
     known |= {old for renames in RENAMED_FLAGS.values() for old in renames}  # deprecated aliases, still accepted
     assert set(re.findall(r"(?<![\w-])--\w+", section)) <= known
@@ -176,8 +180,9 @@ def _first_hour_blocks() -> list[tuple[str, str]]:
     variant (it needs the Hub; tested above in place of the quick start's model)."""
     blocks = _blocks(README.read_text(encoding="utf-8")) + _blocks(CLI_PAGE.read_text(encoding="utf-8"))
 
-    def setup(lang: str, code: str) -> bool:
-        return lang == "bash" and any(words[0] in ("make", "pip") for words in _command_lines(code))
+    def setup(lang: str, code: str) -> bool:  # and `hf-seqtemp serve`, a server that runs until it is stopped
+        lines = _command_lines(code) if lang == "bash" else []
+        return any(words[0] in ("make", "pip") or words[:2] == ["hf-seqtemp", "serve"] for words in lines)
 
     return [
         (lang, code)

@@ -1,5 +1,5 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""`hf-seqtemp` command line: `train`, `eval`, `generate`, `audit` and `bench`.
+"""`hf-seqtemp` command line: `train`, `eval`, `generate`, `audit`, `bench` and `serve`.
 
 Each command parses its own flags with [`~transformers.HfArgumentParser`] (as TRL's CLI does), so every field of
 its dataclasses, including every [`SeqTempConfig`] field for `train`, is a flag; `hf-seqtemp <command> --help`
@@ -20,6 +20,7 @@ COMMANDS = {
     "generate": "sample completions of a prompt at a sequence temperature",
     "audit": "what a decoding setting (temperature, top-p, min-p, ...) does to whole answers, against exact p",
     "bench": "run the benchmarks (python benchmarks/run_all.py, arguments passed through)",
+    "serve": "start a vLLM server of a model for use_vllm / generate(engine=...) (its own venv: make venv-vllm)",
 }
 
 
@@ -116,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     rest = argv[argv.index(args.command) + 1 :]
+    if args.command == "serve":
+        from ..engine.serve import main as serve
+
+        return serve(rest)
     if args.command == "bench":
         from .commands import run_bench
 

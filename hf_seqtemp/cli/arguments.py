@@ -246,6 +246,20 @@ class GenerateArguments(RemoteCodeArguments, ModelArguments):
     )
     seed: int = field(default=0, metadata={"help": "Random seed."})
     output_json: str | None = field(default=None, metadata={"help": "Also write the samples to this JSON file."})
+    vllm_server_base_url: str | None = field(
+        default=None,
+        metadata={
+            "help": "smc / mcmc on an engine: the URL of a vLLM server of the base model (`hf-seqtemp serve "
+            "MODEL`), which draws the particles or rollouts (SMC resamples every --block_size tokens, default 16)."
+        },
+    )
+    vllm_proposal_server_base_url: str | None = field(
+        default=None,
+        metadata={"help": "smc with the adapter proposal on an engine: the server of the adapter, if another one."},
+    )
+    vllm_adapter_name: str | None = field(
+        default=None, metadata={"help": "The served name of the adapter (default: its local name)."}
+    )
 
 
 @dataclass

@@ -302,6 +302,12 @@ def run_generate(args: GenerateArguments) -> int:
     smc = {name: getattr(args, name) for name in SMC_FLAGS} if args.strategy == "smc" else {}
     if smc:
         smc["return_dict_in_generate"] = args.return_particles
+    engine = {}
+    if args.vllm_server_base_url is not None:
+        engine = {"engine": args.vllm_server_base_url, "proposal_engine": args.vllm_proposal_server_base_url}
+        engine["engine_adapter"] = args.vllm_adapter_name
+    elif args.vllm_proposal_server_base_url or args.vllm_adapter_name:
+        raise ValueError("`--vllm_proposal_server_base_url` and `--vllm_adapter_name` need `--vllm_server_base_url`.")
     results = []
     template = args.chat_template and getattr(tokenizer, "chat_template", None)
     for prompt in args.prompt:
@@ -320,6 +326,7 @@ def run_generate(args: GenerateArguments) -> int:
             num_candidates=args.num_candidates,
             pad_token_id=pad,
             **smc,
+            **engine,
         )
         sequences = out.sequences if hasattr(out, "sequences") else out
         completions = tokenizer.batch_decode(sequences[:, ids.shape[1] :], skip_special_tokens=True)

@@ -76,6 +76,9 @@ def seqtemp_generate(
     resampling: str = "systematic",
     generator: torch.Generator | None = None,
     allow_active_adapters: bool = False,
+    engine=None,
+    proposal_engine=None,
+    engine_adapter: str | None = None,
     seqtemp_streamer=None,
     **model_kwargs,
 ):
@@ -148,6 +151,15 @@ def seqtemp_generate(
         allow_active_adapters (`bool`, *optional*, defaults to `False`): `"mcmc"` / `"glauber"` on a model with an
             active PEFT adapter that hf_seqtemp does not know (not from `load_tempered`) raise, since the adapter
             may already be tempered; `True` tempers the adapted model as it is.
+        engine (`str` or [`~hf_seqtemp.engine.EngineClient`], *optional*): `"smc"` and `"mcmc"` only: an engine
+            server of the model's base weights (`hf-seqtemp serve MODEL_FOLDER`) that draws the particles or the MH
+            rollouts ([`~hf_seqtemp.generation.engine_strategies`]): the same target and output, SMC resampling at
+            boundaries of `block_size` tokens (default 16). The server is checked against this model before its
+            first use; logits processors and `alpha_ramp_tokens` are refused there.
+        proposal_engine (`str` or [`~hf_seqtemp.engine.EngineClient`], *optional*): `"smc"` with the adapter
+            proposal on an engine: the server that serves the adapter as a LoRA, when it is not `engine` (vLLM's
+            CPU build cannot score on a server with LoRA enabled).
+        engine_adapter (`str`, *optional*): the served name of the proposing adapter; defaults to its local name.
         seqtemp_streamer (*optional*): the call's `streamer`, handed over by hf_seqtemp's entry points
             (`model.generate` of a model from `load_tempered`, [`generate_tempered`], the Hub folder's
             `custom_generate`): it gets the prompt, then the tokens as `"adapter"` samples them or the whole answer
@@ -200,6 +212,7 @@ def seqtemp_generate(
     options.update(alpha_ramp_tokens=alpha_ramp_tokens, return_particles=return_particles)
     options.update(proposal=proposal, ess_threshold=ess_threshold, resampling=resampling)
     options.update(allow_active_adapters=allow_active_adapters)
+    options.update(engine=engine, proposal_engine=proposal_engine, engine_adapter=engine_adapter)
     streamer = streamer if streamer is not None else seqtemp_streamer
     call = GenerateCall(*sampling_args[:6], streamer, model_kwargs, seq_temperature, adapters, options)
     if strategy == "auto":

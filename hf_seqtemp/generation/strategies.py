@@ -32,6 +32,7 @@ from transformers.utils import logging
 from ..checks import check_int
 from .adapters import active_adapter, active_peft_adapters
 from .answers import pad_after_answer, resolve_eos_and_pad
+from .engine_strategies import engine_mcmc_strategy, engine_smc_strategy, refuse_on_engine
 from .glauber import GlauberGenerateOutput, ancestral_draft, check_site_memory, glauber_refine
 from .power_sampling import power_sample
 from .processed import TOKEN_WARPERS, processed_conditionals
@@ -156,6 +157,8 @@ def plain_sampling(call: GenerateCall):
 
 def _adapter_strategy(call: GenerateCall):
     """The loaded adapter trained for `seq_temperature`, sampled at token temperature 1."""
+    if call.options.get("engine") is not None:
+        refuse_on_engine("adapter")
     if not call.adapters:
         raise ValueError(
             "`strategy='adapter'` needs a model with sequence-temperature adapters (load one with `load_tempered`); "
@@ -167,7 +170,10 @@ def _adapter_strategy(call: GenerateCall):
 
 def _mcmc_strategy(call: GenerateCall):
     """Training-free power sampling ([`power_sample`]) of the base model, the call's processors included in the
-    target (`p̃(answer)^(1/T)`, see [`~hf_seqtemp.generation.processed`])."""
+    target (`p̃(answer)^(1/T)`, see [`~hf_seqtemp.generation.processed`]); with `engine=`, on the engine
+    ([`~hf_seqtemp.generation.engine_strategies`])."""
+    if call.options.get("engine") is not None:
+        return engine_mcmc_strategy(call)
     eos_token_id, pad_token_id = call.eos_and_pad()
     call.refuse_stopping_criteria("mcmc")
     with call.on_base_model("mcmc"):
@@ -218,11 +224,13 @@ def _smc_proposal(call: GenerateCall) -> tuple[str, str | None]:
 def _smc_strategy(call: GenerateCall):
     """Power-SMC ([`smc_sample`]) of the base model, proposing from token temperature or from the loaded adapter
     trained for `seq_temperature`; the user's processors (token-level warpers removed) are part of `p`, in the
-    proposal and in the weights."""
+    proposal and in the weights; with `engine=`, on the engine ([`~hf_seqtemp.generation.engine_strategies`])."""
+    proposal, name = _smc_proposal(call)
+    if call.options.get("engine") is not None:
+        return engine_smc_strategy(call, proposal, name)
     eos_token_id, pad_token_id = call.eos_and_pad()
     call.refuse_stopping_criteria("smc")
     processors = call.target_processors()
-    proposal, name = _smc_proposal(call)
     # the adapter proposal switches adapters itself (q on, p off) and restores them
     with call.on_base_model("smc") if proposal == "token" else contextlib.nullcontext():
         return smc_sample(
@@ -259,6 +267,8 @@ def _glauber_strategy(call: GenerateCall):
     """Ancestral draft of `max_new_tokens` tokens of the base model, then `glauber_rounds` Glauber sweeps targeting
     `p^(1/T)` over answers ([`glauber_refine`]); with the call's processors, `p̃` in both (see
     [`~hf_seqtemp.generation.processed`])."""
+    if call.options.get("engine") is not None:
+        refuse_on_engine("glauber")
     _check_glauber(call)
     call.refuse_stopping_criteria("glauber")
     processors = call.target_processors()

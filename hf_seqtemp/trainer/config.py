@@ -130,6 +130,36 @@ class SeqTempConfig(TrainingArguments):
             is the prompt's token ids (identical prompts share a group whatever the dataset layout); a plain-text
             corpus is one group.
 
+        > Parameters that control the sampling engine (TRL's names)
+
+        use_vllm (`bool`, *optional*, defaults to `False`):
+            Draw the completions of p for a prompt-only dataset (once, or every `sample_every_steps`) on a vLLM
+            server instead of with `generate`, and take their reference log-probabilities from the engine (token
+            temperature 1 and every sampling field neutral, so the engine's log-probability of a sampled token is
+            log p). p is the fixed base model: the server serves the base model's folder, and nothing is synced
+            during training (unlike GRPO, whose policy the engine samples). The first draw is checked against the
+            scorer on the reference model (`vllm_logprob_tolerance`); a server that dies or times out stops the run
+            with an error naming it, and the checkpoints already written stay complete. Start the server with
+            `hf-seqtemp serve MODEL_FOLDER` (the package never imports vllm: the engine has its own venv,
+            `make venv-vllm`). Not available with `loss_type="smc_distill"` (its particles are drawn by the
+            transformers SMC loop).
+        vllm_mode (`str`, *optional*, defaults to `"server"`):
+            How the engine runs; only `"server"` (TRL's other mode, `"colocate"`, runs vLLM inside the training
+            process, and vLLM's CPU build cannot share this package's venv: it pins transformers < 5.20).
+        vllm_server_base_url (`str` or `None`, *optional*, defaults to `None`):
+            The server's URL (e.g. `"http://127.0.0.1:8000"`); `None` uses `vllm_server_host` and
+            `vllm_server_port`.
+        vllm_server_host (`str`, *optional*, defaults to `"0.0.0.0"`):
+            Host of the server, when `vllm_server_base_url` is `None`.
+        vllm_server_port (`int`, *optional*, defaults to `8000`):
+            Port of the server, when `vllm_server_base_url` is `None`.
+        vllm_server_timeout (`float`, *optional*, defaults to `240.0`):
+            Seconds to wait for the server to answer at the first draw, and the longest any one request may take
+            before the run stops with an error (raise it for large draws on a slow engine). Must be > 0.
+        vllm_logprob_tolerance (`float`, *optional*, defaults to `1e-3`):
+            Largest accepted difference per token between the engine's log p of the first batch of samples and the
+            scorer's (float32 servers of the same weights agree to ~3e-5; a bfloat16 server needs more). Must be > 0.
+
         > Parameters that control the model
 
         model_init_kwargs (`dict` or `None`, *optional*, defaults to `None`):
@@ -283,6 +313,29 @@ class SeqTempConfig(TrainingArguments):
         default="prompt_id",
         metadata={"help": "Column naming each example's prompt group, if present; else the prompt's tokens."},
     )
+    # Parameters that control the sampling engine
+    use_vllm: bool = field(
+        default=False,
+        metadata={
+            "help": "Sample the completions of p (and their reference log p) on a vLLM server (hf-seqtemp serve)."
+        },
+    )
+    vllm_mode: str = field(
+        default="server",
+        metadata={"help": "Only 'server': vLLM's CPU build cannot share this venv, so 'colocate' is refused."},
+    )
+    vllm_server_base_url: str | None = field(
+        default=None, metadata={"help": "URL of the vLLM server; None uses --vllm_server_host and --vllm_server_port."}
+    )
+    vllm_server_host: str = field(default="0.0.0.0", metadata={"help": "Host of the vLLM server (without base URL)."})
+    vllm_server_port: int = field(default=8000, metadata={"help": "Port of the vLLM server (without base URL)."})
+    vllm_server_timeout: float = field(
+        default=240.0, metadata={"help": "Seconds to wait for the server to answer, and for any one request; > 0."}
+    )
+    vllm_logprob_tolerance: float = field(
+        default=1e-3,
+        metadata={"help": "Largest |engine − scorer| log p per token accepted on the first batch of samples; > 0."},
+    )
     # Parameters that control the model
     model_init_kwargs: dict | str | None = field(
         default=None,
@@ -413,6 +466,7 @@ class SeqTempConfig(TrainingArguments):
         for name in ("num_generations", "max_completion_length", "num_orders"):
             check_int(getattr(self, name), name)
         check_trl_names(self)
+        self._check_engine()
         for name in ("sample_every_steps", "ref_num_orders"):
             check_int(getattr(self, name), name, allow_none=True)
         check_int(self.num_generations_eval, "num_generations_eval", 2, allow_none=True, fix="Use ≥ 2 or None.")
@@ -429,6 +483,26 @@ class SeqTempConfig(TrainingArguments):
                 "leave it False."
             )
         super().__post_init__()
+
+    def _check_engine(self) -> None:
+        if self.vllm_mode != "server":
+            raise ValueError(
+                f"`vllm_mode` must be 'server', got {self.vllm_mode!r}: vLLM runs as its own server (`hf-seqtemp serve "
+                "MODEL_FOLDER`, in the engine's venv from `make venv-vllm`), since vLLM's CPU build pins "
+                "transformers < 5.20 and cannot share this package's venv, so TRL's 'colocate' (vLLM inside the "
+                "training process) is not available."
+            )
+        for name in ("vllm_server_timeout", "vllm_logprob_tolerance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"`{name}` must be a number > 0, got {value!r}.")
+        check_int(self.vllm_server_port, "vllm_server_port")
+        if self.use_vllm and self.loss_type == "smc_distill":
+            raise ValueError(
+                "`use_vllm=True` with `loss_type='smc_distill'`: its particles are drawn by the transformers SMC loop "
+                "(the engine samples p for the other objectives; SMC on the engine is `generate(..., engine=URL)`). "
+                "Leave `use_vllm=False` for smc_distill."
+            )
 
 
 _DATACLASS_INIT = SeqTempConfig.__init__

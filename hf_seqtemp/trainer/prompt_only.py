@@ -66,7 +66,14 @@ def warn_cut(cut: int, total: int, max_length: int, where: str) -> None:
 
 
 def complete_prompts(
-    reference, prompts: Dataset, args, processing_class, split: str, accelerator=None, return_logps: bool = False
+    reference,
+    prompts: Dataset,
+    args,
+    processing_class,
+    split: str,
+    accelerator=None,
+    return_logps: bool = False,
+    draw=None,
 ) -> Dataset | tuple[Dataset, list[list[float]]]:
     """`args.num_generations` (for the eval split `args.num_generations_eval` when set) completions of every prompt,
     drawn exactly from `reference` (no grad, eval mode,
@@ -81,6 +88,10 @@ def complete_prompts(
     With `return_logps`, also the sampler's log p of every kept completion token ([`sample_completions`]), for
     [`reference_from_sampler`]: the reference values without a second forward pass.
 
+    With `draw` (an engine sampler, [`~hf_seqtemp.trainer.engine_sampling.EngineDraws`]: `draw(reference, prompts,
+    eos_ids, seed) -> (completions, logps)`) the completions come from the engine, each rank's share in one call
+    (the engine batches it), seeded by `args.seed`, the split and the share's first row.
+
     Returns:
         [`~datasets.Dataset`] of `input_ids`, `completion_mask`, `example_id` and the prompt's `group_id`; with
         `return_logps`, a tuple of it and the per-row token log-probabilities (cut as the rows are).
@@ -90,9 +101,9 @@ def complete_prompts(
         repeats = args.num_generations_eval
     prompt_ids = [ids for ids in prompts[PROMPT_IDS] for _ in range(repeats)]
     groups = [g for g in prompts[GROUP_ID] for _ in range(repeats)]
-    size = args.per_device_eval_batch_size
-    chunks = list(range(0, len(prompt_ids), size))
     rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator is not None else (0, 1)
+    size = args.per_device_eval_batch_size if draw is None else max(1, -(-len(prompt_ids) // world))
+    chunks = list(range(0, len(prompt_ids), size))
     was_training = reference.training
     reference.eval()
     drawn = []
@@ -104,8 +115,13 @@ def complete_prompts(
         disable=len(chunks) < 2 or rank > 0 or progress_disabled(getattr(args, "disable_tqdm", False)),
         leave=False,
     ):
-        with seeded(sampling_seed(args.seed, 0 if split == "train" else 1, start)):
-            chunk = prompt_ids[start : start + size]
+        seed = sampling_seed(args.seed, 0 if split == "train" else 1, start)
+        chunk = prompt_ids[start : start + size]
+        if draw is not None:
+            completions, logps = draw(reference, chunk, eos_ids, seed)
+            drawn.append((start, completions, logps if return_logps else [None] * len(completions)))
+            continue
+        with seeded(seed):
             out = sample_completions(
                 reference, chunk, args.max_completion_length, eos_ids, pad, size, None, return_logps=return_logps
             )

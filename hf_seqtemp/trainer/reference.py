@@ -16,6 +16,7 @@ from ..likelihood.autoregressive import AutoregressiveScorer
 from ..peft_compat import peft_model_of
 from ..progress import get_logger, progress_disabled
 from .distributed import sampling_seed, seeded
+from .engine_sampling import EngineDraws
 from .eval_sets import each_eval, split_of
 from .prompt_only import CompletionPool, complete_prompts, pad_token_id_of, reference_from_sampler
 
@@ -32,6 +33,7 @@ class ReferenceMixin:
     """
 
     _ref_model = None
+    _engine_draws: EngineDraws | None = None  # `use_vllm=True`: samples of p from an engine server
     _scored_by_sampler: frozenset[str] = frozenset()  # splits whose sampled rows took their reference from the sampler
 
     @contextlib.contextmanager
@@ -87,10 +89,20 @@ class ReferenceMixin:
             was_training = reference.training
             reference.eval()
             eos, pad = eos_ids_of(reference, self.processing_class), pad_token_id_of(self.processing_class, reference)
-            args = (reference, prompts, self.args.max_completion_length, eos, pad, len(prompts), None)
-            out = sample_completions(*args, return_logps=self._reference_from_sampler())
+            if self.args.use_vllm:  # the engine's log p are the reference values whenever the sampler's logits are
+                completions, logps = self._engine_draws_of()(reference, prompts, eos, seed)
+                out = (completions, logps) if self._reference_from_sampler() else completions
+            else:
+                args = (reference, prompts, self.args.max_completion_length, eos, pad, len(prompts), None)
+                out = sample_completions(*args, return_logps=self._reference_from_sampler())
             reference.train(was_training)
         return out
+
+    def _engine_draws_of(self) -> EngineDraws:
+        """The engine sampler of `use_vllm=True` (one per trainer: it checks its first draw against the scorer)."""
+        if self._engine_draws is None:
+            self._engine_draws = EngineDraws(self.args)
+        return self._engine_draws
 
     def _sampling_state(self) -> dict | None:
         """What a checkpoint keeps of the fresh samples of this process: the pool (its completions and when each was
@@ -213,9 +225,10 @@ class ReferenceMixin:
         if online:
             return dataset
         from_sampler = self.args.precompute_ref_log_probs and self._reference_from_sampler()
+        draw = self._engine_draws_of() if self.args.use_vllm else None
         with self._reference_model() as reference:
             dataset = complete_prompts(
-                reference, dataset, self.args, self.processing_class, split, self.accelerator, from_sampler
+                reference, dataset, self.args, self.processing_class, split, self.accelerator, from_sampler, draw
             )
         if from_sampler:  # the sampler's logits are p's: no second forward pass to score the rows
             dataset = self._add_sampler_reference_columns(*dataset)

@@ -1,0 +1,150 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""`generate(..., seq_temperature=T, engine=URL)`: the `"smc"` and `"mcmc"` strategies with an engine behind them.
+
+The call is prepared by `generate` as usual (prompts, EOS and pad ids, the options); the particles or the MH
+rollouts are then drawn by the engine server ([`~hf_seqtemp.generation.engine_smc.engine_smc_sample`],
+[`~hf_seqtemp.generation.engine_power_sampling.engine_power_sample`]), which serves the model's base weights. The
+local model, which `generate` was called on, is the judge: before the first draw on a server, the server's `log p`
+is checked against the scorer on the local base model and its log-prob mode is measured
+([`~hf_seqtemp.engine.probe_engine`]); an adapter proposal's `log q` is checked against the local adapter. The
+target is the served `p` itself: logits processors (other than the token-level warpers the sequence temperature
+replaces) and the SMC exponent ramp cannot be applied by the engine and are refused by name.
+"""
+
+from __future__ import annotations
+
+from ..engine.agreement import check_against_scorer, probe_engine
+from ..engine.client import EngineClient
+from ..engine.sampling import SeedStream
+from .adapters import active_adapter
+from .engine_power_sampling import engine_power_sample
+from .engine_rollout import prompts_of
+from .engine_smc import engine_smc_sample
+
+ENGINE_BLOCK_SIZE = 16
+"""Tokens per SMC round on an engine when `block_size` is not given."""
+TOLERANCE = 1e-3
+"""Largest |engine − scorer| log-probability per token accepted by the first-use checks."""
+
+
+_CLIENTS: dict[str, EngineClient] = {}
+
+
+def as_client(engine, name: str = "engine") -> EngineClient:
+    """An [`EngineClient`] from a client or a URL (one client per URL, so a server is checked once)."""
+    if isinstance(engine, EngineClient):
+        return engine
+    if isinstance(engine, str):
+        return _CLIENTS.setdefault(engine.rstrip("/").removesuffix("/v1"), EngineClient(engine))
+    raise TypeError(f"`{name}` must be an engine server's URL or an `EngineClient`, got {type(engine).__name__}.")
+
+
+def _refuse_what_the_engine_cannot_apply(call, strategy: str) -> None:
+    processors = call.target_processors()
+    if len(processors):
+        names = sorted({type(p).__name__ for p in processors})
+        raise ValueError(
+            f"`strategy={strategy!r}` on an engine targets the served model's own p, and the call has logits "
+            f"processors {names} (from the call or the model's `generation_config`) that the engine cannot apply "
+            "exactly: drop them, or sample without `engine=` (the transformers loop includes them in p)."
+        )
+    if call.options.get("alpha_ramp_tokens", 0):
+        raise ValueError(
+            "`alpha_ramp_tokens` is not available on an engine (a round draws a block at one token temperature): "
+            "leave it 0, or sample without `engine=`."
+        )
+    call.refuse_stopping_criteria(strategy)
+
+
+def _check_once(client: EngineClient, model, prompts, eos) -> None:
+    """The server's log p against the local base model, and its log-prob mode, once per (server, model)."""
+    if id(model) in client.checked:
+        return
+    probe_engine(client, model, prompts[:4], eos, TOLERANCE)
+    client.checked.add(id(model))
+
+
+def _check_adapter_once(proposer: EngineClient, model, adapter: str, local_name: str | None, prompts, eos) -> None:
+    """The served adapter's log q of its own samples against the local adapter (when the model has it)."""
+    key = (id(model), adapter)
+    if key in proposer.checked or local_name is None:
+        return
+    prompts = [list(p) for p in prompts[:4]]
+    drawn = proposer.sample(prompts, 8, eos, SeedStream(0).take([1] * len(prompts)), 1, 1.0, adapter)
+    sequences = [p + d[0].tokens for p, d in zip(prompts, drawn)]
+    with active_adapter(model, local_name):
+        check_against_scorer(
+            f"the adapter {adapter!r} served at {proposer.base_url}",
+            model,
+            sequences,
+            [len(p) for p in prompts],
+            [d[0].logps for d in drawn],
+            TOLERANCE,
+        )
+    proposer.checked.add(key)
+
+
+def engine_smc_strategy(call, proposal: str, local_adapter: str | None):
+    """`strategy="smc"` on the engine of `call.options["engine"]`."""
+    _refuse_what_the_engine_cannot_apply(call, "smc")
+    client = as_client(call.options["engine"])
+    eos, pad = call.eos_and_pad()
+    prompts = prompts_of(call.input_ids, call.model_kwargs.get("attention_mask"))
+    with call.on_base_model("smc"):
+        _check_once(client, call.model, prompts, eos)
+    adapter = proposer = None
+    if proposal == "adapter":
+        adapter = call.options.get("engine_adapter") or local_adapter
+        proposer = as_client(call.options.get("proposal_engine") or client, "proposal_engine")
+        _check_adapter_once(proposer, call.model, adapter, local_adapter, prompts, eos)
+    block = call.options.get("block_size") or ENGINE_BLOCK_SIZE
+    return engine_smc_sample(
+        client,
+        call.input_ids,
+        call.model_kwargs.get("attention_mask"),
+        max_new_tokens=call.max_new_tokens,
+        seq_temperature=call.seq_temperature,
+        num_particles=call.options.get("num_particles", 16),
+        ess_threshold=call.options.get("ess_threshold", 0.5),
+        block_size=block,
+        resampling=call.options.get("resampling", "systematic"),
+        generator=call.options["generator"],
+        return_dict_in_generate=call.return_dict,
+        return_particles=call.options.get("return_particles", False),
+        eos_token_id=eos,
+        pad_token_id=pad,
+        adapter=adapter,
+        proposal_client=proposer,
+    )
+
+
+def engine_mcmc_strategy(call):
+    """`strategy="mcmc"` (MH power sampling) on the engine of `call.options["engine"]`."""
+    _refuse_what_the_engine_cannot_apply(call, "mcmc")
+    client = as_client(call.options["engine"])
+    eos, pad = call.eos_and_pad()
+    prompts = prompts_of(call.input_ids, call.model_kwargs.get("attention_mask"))
+    with call.on_base_model("mcmc"):
+        _check_once(client, call.model, prompts, eos)
+    return engine_power_sample(
+        client,
+        call.input_ids,
+        call.model_kwargs.get("attention_mask"),
+        max_new_tokens=call.max_new_tokens,
+        seq_temperature=call.seq_temperature,
+        mcmc_steps=call.options["mcmc_steps"],
+        block_size=call.options["block_size"],
+        generator=call.options["generator"],
+        return_dict_in_generate=call.return_dict,
+        eos_token_id=eos,
+        pad_token_id=pad,
+    )
+
+
+def refuse_on_engine(strategy: str) -> None:
+    """The strategies with no engine version are refused by name when `engine=` is given."""
+    raise ValueError(
+        f"`strategy={strategy!r}` has no engine version: on an engine use `strategy='smc'` (SMC, token or adapter "
+        "proposal) or `strategy='mcmc'` (MH power sampling), or drop `engine=` to sample with the transformers "
+        "loop."
+    )

@@ -1,0 +1,117 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""The engine tests' servers: a tiny random Llama saved to a folder and served by vLLM, once per test run.
+
+Two servers of the same weights start together (about 30-60 s on two cores): the *base* server samples p and
+scores, and the *proposal* server serves a random LoRA adapter by name (vLLM's CPU build crashes its engine on
+prompt log-probabilities when LoRA is enabled, so a LoRA server does not score). Both run from `.venv-vllm`
+(`make venv-vllm`) under the package's watchdog: the session's finaliser stops each by its process group, and a
+pytest that dies (even by SIGKILL) has its servers stopped by the watchdog.
+
+Without `.venv-vllm` the engine tests are skipped with the reason, except in CI (`CI` set), where they fail: a CI
+run must not pass without them.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+
+import pytest
+import torch
+
+from hf_seqtemp.engine import EngineServer, EngineSettings, engine_python
+from hf_seqtemp.models.tiny import tiny_causal_lm
+
+V, EOS, T = 4, 3, 0.5
+NEW = 3
+PROMPTS = ([0, 1], [2, 1, 0], [0, 2])  # three prompts of two lengths (the engine takes each as it is)
+START_TIMEOUT = 300.0  # seconds: a loaded 2-core machine starts two servers in about a minute
+REQUEST_TIMEOUT = 300.0
+
+
+def engine_llama():
+    """The served model: one layer, head size 32 (vLLM's CPU attention takes 32, 64, 80, ...), |V| = 4 with EOS 3,
+    conditionals far from uniform but not degenerate (entropy about 0.8 nats per token, EOS about a third)."""
+    return tiny_causal_lm(
+        vocab_size=V,
+        seed=1,
+        hidden_size=64,
+        max_position_embeddings=64,
+        initializer_range=0.3,
+        bos_token_id=0,
+        eos_token_id=EOS,
+        pad_token_id=None,
+    )
+
+
+def word_tokenizer():
+    """The served model's words: "x", "y" are tokens 1 and 2, "z" (token 3) is EOS, "<s>" (0) is prepended."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({"<s>": 0, "x": 1, "y": 2, "z": 3}, unk_token="<s>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="z", pad_token="<s>")
+
+
+def lora_of(model, seed: int = 2, scale: float = 0.3):
+    """A random LoRA (rank 8, every projection vLLM serves) on `model`: a poor proposal the weights must correct."""
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=8,
+        lora_alpha=8,
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        init_lora_weights=False,
+    )
+    torch.manual_seed(seed)
+    peft = get_peft_model(model, config).eval()
+    with torch.no_grad():
+        for name, parameter in peft.named_parameters():
+            if "lora_B" in name:
+                parameter.mul_(scale)
+    return peft
+
+
+def _engine_or_skip():
+    try:
+        return engine_python()
+    except FileNotFoundError as error:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs the engine tests, and the engine's venv is missing: {error}", pytrace=False)
+        pytest.skip(f"the engine tests need vLLM's venv (not in CI, so skipped): {error}")
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory):
+    """The served tiny model: `.base` / `.proposer` clients, the local `.model` and `.peft` of the same weights."""
+    python = _engine_or_skip()
+    folder = tmp_path_factory.mktemp("engine") / "tiny"
+    model = engine_llama()
+    model.save_pretrained(folder)
+    word_tokenizer().save_pretrained(folder)  # for the command line; the servers take token ids only
+    peft = lora_of(engine_llama())
+    peft.save_pretrained(folder.parent / "lora")
+    common = {"model": str(folder), "max_model_len": 64, "skip_tokenizer_init": True, "threads": 1}
+    common.update(kv_cache_memory_bytes=1 << 28, served_model_name="tiny")
+    logs = folder.parent
+    base = EngineServer(EngineSettings(**common, log_file=str(logs / "base.log")), python=python)
+    lora = EngineSettings(**common, adapters={"lora": str(folder.parent / "lora")}, log_file=str(logs / "lora.log"))
+    proposer = EngineServer(lora, python=python)
+    try:
+        base.launch()
+        proposer.launch()
+        base.wait_until_up(START_TIMEOUT)
+        proposer.wait_until_up(START_TIMEOUT)
+        yield types.SimpleNamespace(
+            base=base.client(REQUEST_TIMEOUT),
+            proposer=proposer.client(REQUEST_TIMEOUT),
+            servers=(base, proposer),
+            folder=folder,
+            model=model,
+            peft=peft,
+        )
+    finally:
+        base.stop()
+        proposer.stop()
