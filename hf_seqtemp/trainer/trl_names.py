@@ -75,6 +75,32 @@ GRPO_ONLY = {
     "num_completions_to_print": "not available; the sampled completions are in each checkpoint's pool",
     "shuffle_dataset": "batches are runs of `num_generations` completions of one prompt, prompts in a seeded "
     "random order; there is no unshuffled mode",
+    **dict.fromkeys(
+        (
+            "vllm_gpu_memory_utilization",
+            "vllm_tensor_parallel_size",
+            "vllm_enable_sleep_mode",
+            "vllm_model_impl",
+            "vllm_max_model_length",
+            "vllm_group_port",
+        ),
+        "a setting of vLLM inside the training process (TRL's `vllm_mode='colocate'`, or its weight sync); here vLLM "
+        "is a server of the fixed base model p, started on its own (`hf-seqtemp serve MODEL_FOLDER --help` lists its "
+        "settings) and reached with `use_vllm=True, vllm_server_base_url=...`",
+    ),
+    **dict.fromkeys(
+        (
+            "vllm_importance_sampling_correction",
+            "vllm_importance_sampling_mode",
+            "vllm_importance_sampling_cap",
+            "vllm_importance_sampling_clip_min",
+            "vllm_importance_sampling_clip_max",
+        ),
+        "GRPO corrects for the engine sampling another policy than the trained one; here the engine samples p "
+        "exactly (its log-probabilities checked against the scorer on the first batch), so there is nothing to "
+        "correct",
+    ),
+    "vllm_structured_outputs_regex": _SAMPLING,
 }
 """GRPOConfig fields with no counterpart here (TRL 1.16), refused by name with what to use instead; the others of
 GRPO's RL-only settings (entropy, tool calling, importance-sampling corrections...) get a generic message."""

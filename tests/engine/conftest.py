@@ -115,3 +115,12 @@ def engine(tmp_path_factory):
     finally:
         base.stop()
         proposer.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every engine test on one worker under `pytest -n 2 --dist loadgroup`: they share the two servers, which
+    each worker would otherwise start for itself."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(pytest.mark.xdist_group("engine"))
