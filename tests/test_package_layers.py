@@ -44,6 +44,7 @@ FLOORS = {
     "hub": 3,
     "staging": 1,
     "saved": 1,
+    "trl_vocabulary": 0,
     "loading": 3,
     "trainer": 4,
     "cli": 5,

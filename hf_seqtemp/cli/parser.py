@@ -124,7 +124,7 @@ class SeqTempArgumentParser(HfArgumentParser):
 
 
 # TRL flags of its scripts that have no counterpart in a command here, and why (GRPOConfig's are told by
-# `hf_seqtemp.trainer.trl_names.GRPO_ONLY`)
+# `hf_seqtemp.trl_vocabulary`)
 TRL_SCRIPT_FLAGS = {
     "max_prompt_length": "TRL's prompt cut; here `--max_length` bounds prompt + completion, longer examples are "
     "dropped with a warning",
@@ -138,20 +138,15 @@ TRL_SCRIPT_FLAGS = {
 
 
 def trl_flag_meaning(flag: str) -> str | None:
-    """What a TRL flag that is not a flag here means here (`None` for a flag TRL does not have)."""
+    """What a TRL flag that is not a flag here means here (`None` for a flag TRL does not have); imports neither
+    torch nor TRL."""
+    from ..trl_vocabulary import grpo_only_meaning
+
     name = flag.lstrip("-").replace("-", "_")
     if name in TRL_SCRIPT_FLAGS:
         return f"TRL's `--{name}`: {TRL_SCRIPT_FLAGS[name]}"
-    try:
-        from trl import GRPOConfig
-
-        from ..trainer.trl_names import GRPO_ONLY
-    except ImportError:  # pragma: no cover - trl is a dependency
-        return None
-    if name in GRPO_ONLY or name in {f.name for f in dataclasses.fields(GRPOConfig)}:
-        why = GRPO_ONLY.get(name, "a setting of GRPO's reinforcement learning with no counterpart here")
-        return f"GRPO's `--{name}`: {why}"
-    return None
+    why = grpo_only_meaning(name)
+    return None if why is None else f"GRPO's `--{name}`: {why}"
 
 
 def renamed_flags(args: list[str], prog: str) -> list[str]:

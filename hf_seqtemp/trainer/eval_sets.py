@@ -43,8 +43,8 @@ class EvaluationMixin:
 
     def _prepared_for_eval(self, name: str, dataset):
         """`dataset` as the constructor leaves an eval set, unless it is one already (prepared by this trainer)."""
-        if dataset is None or EXAMPLE_ID in getattr(dataset, "column_names", ()):
-            return dataset
+        if dataset is None or isinstance(dataset, str) or EXAMPLE_ID in getattr(dataset, "column_names", ()):
+            return dataset  # nothing, the name of one of the constructor's eval sets, or a prepared set
         args, tokenizer = self.args, self.processing_class
         eos = eos_ids_of(self.model) if self.family.samples_completions else set()
         prepared = self._prepare_dataset(dataset, tokenizer, args, name, eos)

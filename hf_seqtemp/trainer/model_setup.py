@@ -6,6 +6,7 @@ is already trained named for what p then is."""
 
 from __future__ import annotations
 
+import os
 import warnings
 
 from transformers import AutoModelForCausalLM
@@ -34,10 +35,16 @@ def _init_kwargs(args: SeqTempConfig, quantization_config=None) -> dict:
     return kwargs
 
 
+TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "tokenizer.model", "vocab.json")
+
+
 def load_processing_class(model, processing_class, args: SeqTempConfig):
-    """The tokenizer: the one given, or (as TRL's trainers do) the one of a model given by id or path."""
+    """The tokenizer: the one given, or (as TRL's trainers do) the one of a model given by id or path; `None` for a
+    local folder without tokenizer files (pre-tokenised data needs none; text data then says it needs one)."""
     if processing_class is not None or not isinstance(model, str):
         return processing_class
+    if os.path.isdir(model) and not any(os.path.isfile(os.path.join(model, n)) for n in TOKENIZER_FILES):
+        return None
     from transformers import AutoTokenizer
 
     init = args.model_init_kwargs or {}

@@ -4,8 +4,9 @@ with why and what to use, where they would mean something else or nothing."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
+
+from ..trl_vocabulary import grpo_only_meaning
 
 REFUSED_TRL_NAMES = {
     "steps_per_generation": "TRL's GRPO knob (a generation every k micro-batches, by default every optimisation "
@@ -44,74 +45,10 @@ def check_trl_names(config) -> None:
         raise TypeError(f"`model_init_kwargs` must be a dict (or its JSON), got {config.model_init_kwargs!r}.")
 
 
-_SAMPLING = (
-    "a sampling setting of GRPO's policy: completions here are exact samples of p (temperature 1, no top-k, top-p, "
-    "min-p or penalty), which the losses need; the sequence temperature to reach is `target_temperature`"
-)
-_CLIPPED = "a setting of GRPO's clipped policy-gradient objective; here `loss_type` picks the objective"
-_FIXED_P = "p, the reference, is the fixed base model here and is never synced or mixed"
-GRPO_ONLY = {
-    "beta": "GRPO's KL weight. p^(1/T) is the optimum of KL-regularised RL with reward log p and KL weight "
-    "beta = 1/(alpha - 1), alpha = 1/T: a beta corresponds to `target_temperature=beta / (1 + beta)`",
-    "temperature": _SAMPLING,
-    "top_p": _SAMPLING,
-    "top_k": _SAMPLING,
-    "min_p": _SAMPLING,
-    "repetition_penalty": _SAMPLING,
-    "cache_implementation": "a generation setting of GRPO's policy: completions are sampled with the model's own cache",
-    "epsilon": _CLIPPED,
-    "epsilon_high": _CLIPPED,
-    "delta": _CLIPPED,
-    "importance_sampling_level": _CLIPPED,
-    "num_iterations": _CLIPPED + " (each batch is used once per optimisation step)",
-    "scale_rewards": "there is no reward: the objective is the distance to p^(1/T) per prompt",
-    "reward_weights": "there is no reward: the objective is the distance to p^(1/T) per prompt",
-    "multi_objective_aggregation": "there is no reward: the objective is the distance to p^(1/T) per prompt",
-    "mask_truncated_completions": "a completion without EOS is scored as the truncated event (its first tokens)",
-    "sync_ref_model": _FIXED_P,
-    "ref_model_mixup_alpha": _FIXED_P,
-    "ref_model_sync_steps": _FIXED_P,
-    "cast_lm_head_to_fp32": "log-probabilities are computed in float32 from the head's output already",
-    "num_completions_to_print": "not available; the sampled completions are in each checkpoint's pool",
-    "shuffle_dataset": "batches are runs of `num_generations` completions of one prompt, prompts in a seeded "
-    "random order; there is no unshuffled mode",
-    **dict.fromkeys(
-        (
-            "vllm_gpu_memory_utilization",
-            "vllm_tensor_parallel_size",
-            "vllm_enable_sleep_mode",
-            "vllm_model_impl",
-            "vllm_max_model_length",
-            "vllm_group_port",
-        ),
-        "a setting of vLLM inside the training process (TRL's `vllm_mode='colocate'`, or its weight sync); here vLLM "
-        "is a server of the fixed base model p, started on its own (`hf-seqtemp serve MODEL_FOLDER --help` lists its "
-        "settings) and reached with `use_vllm=True, vllm_server_base_url=...`",
-    ),
-    **dict.fromkeys(
-        (
-            "vllm_importance_sampling_correction",
-            "vllm_importance_sampling_mode",
-            "vllm_importance_sampling_cap",
-            "vllm_importance_sampling_clip_min",
-            "vllm_importance_sampling_clip_max",
-        ),
-        "GRPO corrects for the engine sampling another policy than the trained one; here the engine samples p "
-        "exactly (its log-probabilities checked against the scorer on the first batch), so there is nothing to "
-        "correct",
-    ),
-    "vllm_structured_outputs_regex": _SAMPLING,
-}
-"""GRPOConfig fields with no counterpart here (TRL 1.16), refused by name with what to use instead; the others of
-GRPO's RL-only settings (entropy, tool calling, importance-sampling corrections...) get a generic message."""
-
-
 def refuse_grpo_only(names) -> None:
-    """Raises `TypeError` for a GRPOConfig field that SeqTempConfig does not have, with what to use instead."""
-    from trl import GRPOConfig
-
-    grpo = {f.name for f in dataclasses.fields(GRPOConfig)}
+    """Raises `TypeError` for a GRPOConfig field that SeqTempConfig does not have, with what to use instead
+    ([`~hf_seqtemp.trl_vocabulary.GRPO_ONLY`])."""
     for name in names:
-        if name in GRPO_ONLY or name in grpo:
-            why = GRPO_ONLY.get(name, "a setting of GRPO's reinforcement learning with no counterpart here")
+        why = grpo_only_meaning(name)
+        if why is not None:
             raise TypeError(f"`{name}` is a GRPOConfig field that SeqTempConfig does not take: {why}.")

@@ -108,14 +108,24 @@ def test_the_chunked_backward_matches_autograd_with_a_bias_and_under_bf16_autoca
             torch.testing.assert_close(chunked, full, **tolerance)
 
 
-def test_the_head_is_applied_by_chunks_and_restored():
+def test_the_head_is_applied_by_chunks_and_restored(monkeypatch):
     """With the chunked head, the head's call inside the model's forward returns the targets' log-probabilities
     (width 1, not the vocabulary of 11): a linear head is multiplied by its weight chunk by chunk, with or without
     gradients (the module is called once); a LoRA layer on the head is itself called on chunks of at most 4
-    positions. Afterwards the head is the model's own again."""
+    positions. Afterwards the head is the model's own again. (Observed without forward hooks, which would make the
+    scorer give the head's hooks real logits: `tests/trainer/test_trl_habits_3.py`.)"""
+    from hf_seqtemp.likelihood.chunked_head import HeadAsTokenLogps
+
+    shapes, real_call = [], HeadAsTokenLogps._token_logps
+
+    def recorded(self, *args, **kwargs):
+        out = real_call(self, *args, **kwargs)
+        shapes.append(tuple(out.shape))
+        return out
+
+    monkeypatch.setattr(HeadAsTokenLogps, "_token_logps", recorded)
     model = tiny_causal_lm(11, seed=1, hidden_size=16)
-    head, shapes = model.get_output_embeddings(), []
-    handle = head.register_forward_hook(lambda module, args, out: shapes.append(tuple(out.shape)))
+    head = model.get_output_embeddings()
     ids, attention, completion = _batch()
     with torch.no_grad():
         AutoregressiveScorer(chunk_size=4)(model, ids, attention, completion)
@@ -126,11 +136,18 @@ def test_the_head_is_applied_by_chunks_and_restored():
     shapes.clear()
     lora = _lora_on_head()  # a LoRA layer: the module itself is called on each chunk of at most 4 positions
     lora_head = lora.get_base_model().get_output_embeddings()
-    handle_lora = lora_head.register_forward_hook(lambda module, args, out: shapes.append(tuple(out.shape)))
+    chunks, real_forward = [], type(lora_head).forward
+
+    def recorded_forward(self, x, *args, **kwargs):
+        out = real_forward(self, x, *args, **kwargs)
+        if self is lora_head:  # the class's other layers (the adapted projections) are not the head
+            chunks.append(tuple(out.shape))
+        return out
+
+    monkeypatch.setattr(type(lora_head), "forward", recorded_forward)
     with torch.no_grad():
         AutoregressiveScorer(chunk_size=4)(lora, ids, attention, completion)
-    handle_lora.remove()
-    assert shapes[-1][-1] == 1 and all(shape[-1] == 11 for shape in shapes[:-1])  # the chunks, then the call
-    assert len(shapes) > 2 and max(shape[0] for shape in shapes[:-1]) == 4
-    handle.remove()
+    monkeypatch.undo()
+    assert shapes and shapes[-1][-1] == 1 and all(shape[-1] == 11 for shape in chunks)  # the chunks, then the call
+    assert len(chunks) > 1 and max(shape[0] for shape in chunks) == 4
     assert "forward" not in head.__dict__ and model(ids).logits.shape[-1] == 11
