@@ -43,8 +43,10 @@ BOOTSTRAP = 2000
 FULL = "task_table_cpu_{}.json"
 TRAINED = (FULL, "task_table_cpu_{}_train_seed1.json", "task_table_cpu_{}_train_seed2.json")  # training seeds 0, 1, 2
 DISTILLED = tuple(f"task_table_cpu_{{}}_distill_train_seed{seed}.json" for seed in range(3))
-# majority vote and answer-level sharpening over 4 samples, and a rerun of the SMC rows that records their ESS
+# majority vote and answer-level sharpening over 4 samples; a rerun of the SMC rows that records their ESS (whose
+# answer-level rows counted "no answer" as an answer, before they followed self-consistency: not read here)
 ANSWER_LEVEL = ("task_table_cpu_{}_answer_level.json",)
+SMC_ESS = "task_table_cpu_{}_smc_ess.json"
 ROUTES = (
     ("token", "token temperature 0.25", "token T=0.25", (FULL,), ("samplers", "token_temperature")),
     ("ratio", "trained adapter (ratio loss)", "ours T=0.25", TRAINED, None),
@@ -187,7 +189,7 @@ def ess_figures(row: str | None, sources: set) -> dict | None:
         return None
     found = {}
     for family in FAMILIES:
-        name = ANSWER_LEVEL[0].format(family)
+        name = SMC_ESS.format(family)
         rows = [r for r in (_load(name) or {}).get("rows", []) if r["row"] == row and "ess_fraction_per_answer" in r]
         if rows:
             found[family] = {

@@ -13,9 +13,10 @@ checker reads from each (a number, a word; `None` when it reads none), these pic
   `p̂ -> p` and the answer's law tends to `p(a)^alpha` normalised (not `sum_{x: a(x) = a} p(x)^alpha`, the answer law
   of whole-sequence tempering): it sharpens the *marginal* of the answer, whatever the completions' wording.
 
-Completions whose answer is `None` count as an answer of their own ("no answer"), so that a sampler that mostly
-reads nothing is not turned into one that always does. Every draw uses the given generator; everything is on the
-CPU (the answers are Python values).
+Completions from which the checker reads no answer (`None`) take no part, as in self-consistency: the vote and the
+estimate are over the completions that have an answer, i.e. of the answer law given that one is read; when none has
+one, a completion is returned uniformly. Every draw uses the given generator; everything is on the CPU (the answers
+are Python values).
 """
 
 from __future__ import annotations
@@ -38,15 +39,16 @@ def _completion_with(answers: Sequence[Hashable | None], answer, generator) -> i
     return matching[_uniform(len(matching), generator)]
 
 
-def _checked(answers: Sequence) -> Counter:
+def _read(answers: Sequence) -> Counter:
+    """The counts of the answers read (`None` left out); empty when none was."""
     if len(answers) == 0:
         raise ValueError("`answers` is empty: give the answers read from N >= 1 completions of one prompt.")
-    return Counter(answers)
+    return Counter(answer for answer in answers if answer is not None)
 
 
 def majority_vote(answers: Sequence[Hashable | None], generator: torch.Generator | None = None) -> int:
     """The index of the completion majority vote returns among the `N` completions of one prompt whose `answers`
-    are given: one with the most frequent answer (ties broken uniformly, then a completion drawn uniformly).
+    are given: one with the most frequent answer read (ties broken uniformly, then a completion drawn uniformly).
 
     Example:
     ```python
@@ -54,7 +56,9 @@ def majority_vote(answers: Sequence[Hashable | None], generator: torch.Generator
     True
     ```
     """
-    counts = _checked(answers)
+    counts = _read(answers)
+    if not counts:  # no completion has an answer: any of them
+        return _uniform(len(answers), generator)
     top = max(counts.values())
     modes = [answer for answer, count in counts.items() if count == top]
     return _completion_with(answers, modes[_uniform(len(modes), generator)], generator)
@@ -64,8 +68,8 @@ def sharpen_answers(
     answers: Sequence[Hashable | None], seq_temperature: float, generator: torch.Generator | None = None
 ) -> int:
     """The index of the completion answer-level sharpening returns: an answer drawn with probability
-    `p̂(a)^alpha / sum_b p̂(b)^alpha` (`p̂` the answers' frequencies, `alpha = 1 / seq_temperature`), then a completion
-    with that answer, drawn uniformly.
+    `p̂(a)^alpha / sum_b p̂(b)^alpha` (`p̂` the frequencies of the answers read, `alpha = 1 / seq_temperature`), then a
+    completion with that answer, drawn uniformly.
 
     Example:
     ```python
@@ -74,7 +78,9 @@ def sharpen_answers(
     ```
     """
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
-    counts = _checked(answers)
+    counts = _read(answers)
+    if not counts:  # no completion has an answer: any of them
+        return _uniform(len(answers), generator)
     kinds = list(counts)
     log_weights = alpha * torch.tensor([float(counts[a]) for a in kinds], dtype=torch.float64, device="cpu").log()
     chosen = int(torch.multinomial((log_weights - log_weights.logsumexp(0)).exp(), 1, generator=generator))

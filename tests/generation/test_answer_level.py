@@ -98,11 +98,14 @@ def test_majority_vote_draws_its_exact_law_and_tends_to_the_mode(prompt):
     assert on_the_mode[0] < on_the_mode[1] < on_the_mode[2] and on_the_mode[2] > 0.95
 
 
-def test_ties_are_broken_uniformly_and_no_answer_counts_as_its_own_answer():
+def test_ties_are_broken_uniformly_and_completions_without_an_answer_take_no_part():
+    """As in self-consistency: "no answer" is no vote, even when it is the most frequent reading."""
     generator = torch.Generator().manual_seed(0)
     picks = [majority_vote(["a", "b", "a", "b", None], generator) for _ in range(2000)]
     firsts = sum(p in (0, 2) for p in picks)
     assert 900 < firsts < 1100 and set(picks) == {0, 1, 2, 3}
-    assert majority_vote([None, None, "a"], generator) in (0, 1)
+    assert {majority_vote([None, None, "a"], generator) for _ in range(50)} == {2}
+    assert {sharpen_answers([None, None, None, "a"], 0.25, generator) for _ in range(50)} == {3}
+    assert {majority_vote([None, None], generator) for _ in range(50)} == {0, 1}  # nothing read: any of them
     with pytest.raises(ValueError, match="`answers` is empty"):
         sharpen_answers([], 0.25)
