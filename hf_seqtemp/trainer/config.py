@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import warnings
 from dataclasses import dataclass, field
 
@@ -11,7 +10,7 @@ from transformers import TrainingArguments
 
 from ..checks import check_int, check_temperature_range
 from ..losses import LOSSES
-from .trl_names import check_trl_names, refuse_grpo_only
+from .trl_names import check_engine_settings, check_trl_names, refusing_grpo_only
 
 
 def _has_accelerator() -> bool:
@@ -466,7 +465,7 @@ class SeqTempConfig(TrainingArguments):
         for name in ("num_generations", "max_completion_length", "num_orders"):
             check_int(getattr(self, name), name)
         check_trl_names(self)
-        self._check_engine()
+        check_engine_settings(self)
         for name in ("sample_every_steps", "ref_num_orders"):
             check_int(getattr(self, name), name, allow_none=True)
         check_int(self.num_generations_eval, "num_generations_eval", 2, allow_none=True, fix="Use ≥ 2 or None.")
@@ -484,38 +483,5 @@ class SeqTempConfig(TrainingArguments):
             )
         super().__post_init__()
 
-    def _check_engine(self) -> None:
-        if self.vllm_mode != "server":
-            raise ValueError(
-                f"`vllm_mode` must be 'server', got {self.vllm_mode!r}: vLLM runs as its own server (`hf-seqtemp serve "
-                "MODEL_FOLDER`, in the engine's venv from `make venv-vllm`), since vLLM's CPU build pins "
-                "transformers < 5.20 and cannot share this package's venv, so TRL's 'colocate' (vLLM inside the "
-                "training process) is not available."
-            )
-        for name in ("vllm_server_timeout", "vllm_logprob_tolerance"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"`{name}` must be a number > 0, got {value!r}.")
-        check_int(self.vllm_server_port, "vllm_server_port")
-        if self.use_vllm and self.loss_type == "smc_distill":
-            raise ValueError(
-                "`use_vllm=True` with `loss_type='smc_distill'`: its particles are drawn by the transformers SMC loop "
-                "(the engine samples p for the other objectives; SMC on the engine is `generate(..., engine=URL)`). "
-                "Leave `use_vllm=False` for smc_distill."
-            )
 
-
-_DATACLASS_INIT = SeqTempConfig.__init__
-
-
-@functools.wraps(_DATACLASS_INIT)
-def _init(self, *args, **kwargs):
-    """The dataclass's `__init__`; a GRPOConfig field it does not take is named, with what to use instead (not
-    Python's bare "unexpected keyword argument")."""
-    unknown = [name for name in kwargs if name not in self.__dataclass_fields__]
-    if unknown:
-        refuse_grpo_only(unknown)
-    _DATACLASS_INIT(self, *args, **kwargs)
-
-
-SeqTempConfig.__init__ = _init
+SeqTempConfig.__init__ = refusing_grpo_only(SeqTempConfig.__init__)

@@ -1,11 +1,14 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""The TRL config names a TRL user passes to [`SeqTempConfig`]: taken where they mean the same here, refused by name,
-with why and what to use, where they would mean something else or nothing."""
+"""The TRL config names a TRL user passes to [`SeqTempConfig`]: taken where they mean the same here (the engine
+settings of TRL's server mode), refused by name, with why and what to use, where they would mean something else or
+nothing."""
 
 from __future__ import annotations
 
+import functools
 import json
 
+from ..checks import check_int
 from ..trl_vocabulary import grpo_only_meaning
 
 REFUSED_TRL_NAMES = {
@@ -52,3 +55,40 @@ def refuse_grpo_only(names) -> None:
         why = grpo_only_meaning(name)
         if why is not None:
             raise TypeError(f"`{name}` is a GRPOConfig field that SeqTempConfig does not take: {why}.")
+
+
+def refusing_grpo_only(init):
+    """`init` (a dataclass's `__init__`) naming a GRPOConfig field it does not take, with what to use instead, rather
+    than Python's bare "unexpected keyword argument"."""
+
+    @functools.wraps(init)
+    def checked(self, *args, **kwargs):
+        unknown = [name for name in kwargs if name not in self.__dataclass_fields__]
+        if unknown:
+            refuse_grpo_only(unknown)
+        init(self, *args, **kwargs)
+
+    return checked
+
+
+def check_engine_settings(config) -> None:
+    """The engine settings of a config (`use_vllm`, `vllm_mode`, `vllm_server_*`), with TRL's names and meanings:
+    only TRL's server mode exists here."""
+    if config.vllm_mode != "server":
+        raise ValueError(
+            f"`vllm_mode` must be 'server', got {config.vllm_mode!r}: vLLM runs as its own server (`hf-seqtemp serve "
+            "MODEL_FOLDER`, in the engine's venv from `make venv-vllm`), since vLLM's CPU build pins "
+            "transformers < 5.20 and cannot share this package's venv, so TRL's 'colocate' (vLLM inside the "
+            "training process) is not available."
+        )
+    for name in ("vllm_server_timeout", "vllm_logprob_tolerance"):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"`{name}` must be a number > 0, got {value!r}.")
+    check_int(config.vllm_server_port, "vllm_server_port")
+    if config.use_vllm and config.loss_type == "smc_distill":
+        raise ValueError(
+            "`use_vllm=True` with `loss_type='smc_distill'`: its particles are drawn by the transformers SMC loop "
+            "(the engine samples p for the other objectives; SMC on the engine is `generate(..., engine=URL)`). "
+            "Leave `use_vllm=False` for smc_distill."
+        )
