@@ -121,7 +121,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 
 def demo_run(record: dict) -> str:
-    """The committed demo run: how it was run and on what, then its printed routes and verdicts as they came out."""
+    """The committed demo run: how it was run and on what, then what it printed, its route table as it came out and
+    its sentences as paragraphs (so that they wrap on the page)."""
     source = record["provenance"]
     loads = record["load_average_1min"]
     head = (
@@ -130,7 +131,13 @@ def demo_run(record: dict) -> str:
         f"{loads['start']:.1f} at the start and {loads['end']:.1f} at the end (`benchmarks/results/demo.json`). "
         "It printed:"
     )
-    return head + "\n\n```text\n" + "\n".join(record["printed"]).strip("\n") + "\n```\n"
+    lines = "\n".join(record["printed"]).strip("\n").splitlines()
+    table = [i for i, line in enumerate(lines) if line.startswith("route ")]
+    start = table[0] if table else len(lines)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("(")), len(lines))
+    prose = [line for line in lines[:start] + lines[end:] if line.strip()]
+    block = "```text\n" + "\n".join(lines[start:end]) + "\n```\n" if table else ""
+    return head + "\n\n" + "\n\n".join(prose[:1]) + "\n\n" + block + "\n" + "\n\n".join(prose[1:]) + "\n"
 
 
 BLOCKS = (
