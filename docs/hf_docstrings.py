@@ -157,7 +157,7 @@ def _described(name: str, raw_type: str, rest: str, body: list[str], default: An
     annotation, notes = parse_item_type(raw_type)
     shapes = [note for note in notes if not note.startswith("Defaults")]
     said = [note for note in notes if note.startswith("Defaults") and not _same_default(note, default)]
-    text = [line for line in ([rest] if rest else []) + body]
+    text = ([rest] if rest else []) + body
     while text and not text[0].strip():
         text.pop(0)
     text = text or [""]

@@ -63,7 +63,7 @@ def smc_route_logps(model, tokenizer, conversations, logps: dict, temperature: f
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(eos), 0)
     torch.manual_seed(seed)
     completions, token_logps = sample_completions(
-        model, jobs, max_new_tokens, eos, pad, 64, "Sampling the adapter's pool", return_logps=True
+        model, jobs, max_new_tokens, eos, pad, 128, "Sampling the adapter's pool", return_logps=True
     )
     kept = [(ids, c, sum(lp)) for ids, c, lp in zip(jobs, completions, token_logps) if c]
     pool = Dataset.from_list(
@@ -71,7 +71,7 @@ def smc_route_logps(model, tokenizer, conversations, logps: dict, temperature: f
     )
     pool_proposal = torch.tensor([logp for _, _, logp in kept], dtype=torch.float64)
     with model.disable_adapter():
-        pool_ref, _ = score_dataset(model, pool, batch_size=64, desc="Scoring the pool under p")
+        pool_ref, _ = score_dataset(model, pool, batch_size=128, desc="Scoring the pool under p")
     return importance_resampling_logps(
         logps["tempered"], logps["base"], list(logps["groups"]), pool_proposal, pool_ref, dataset_groups(pool),
         temperature, PARTICLES, generator=torch.Generator().manual_seed(seed),

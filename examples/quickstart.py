@@ -59,7 +59,7 @@ from hf_seqtemp.models.default import cached_model_folder
 SYSTEM = "Answer briefly."
 SWEEP_PROMPTS = (128, 16)  # (training, held-out) prompts of the fidelity benchmark and its sweep
 MAIN_PROCESS = True  # under `accelerate launch`, only the main process prints (set in `main`)
-SAMPLING_BATCH = 64  # sequences sampled and scored at once (the completions of 4-8 prompts, which share them)
+SAMPLING_BATCH = 128  # sequences sampled and scored at once (the completions of 8-16 prompts, which share them)
 DEFAULT_LOSS = "ratio"  # the objective the fidelity benchmark measured best at T = 0.5 (docs: Results)
 
 

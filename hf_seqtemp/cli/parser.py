@@ -112,7 +112,8 @@ class SeqTempArgumentParser(HfArgumentParser):
     def error(self, message: str):
         """Prints the one-line usage, the error and where to find every flag, then exits with status 2."""
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\nRun `{self.prog} --help` to list every flag.\n")
+        every = "--help-all" if self.prog.endswith(" train") else "--help"  # `train --help` is the short list
+        self.exit(2, f"{self.prog}: error: {message}\nRun `{self.prog} {every}` to list every flag.\n")
 
     def parse_flags(self, args: list[str]) -> tuple:
         """Parses `args` into the dataclasses; an unknown flag is an error that suggests the nearest known one."""

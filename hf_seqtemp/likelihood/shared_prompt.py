@@ -8,9 +8,11 @@ it, and runs every row's last prompt token and completion on that cache. The con
 positions come from the attention mask, as in one pass; the cache copy is differentiable, so the gradient of a
 prompt's tokens sums its rows' gradients, as in one pass); only the repeated prompt work is gone.
 
-It applies to a transformers causal LM, PEFT-wrapped or not, when some rows share a prompt, and never where two
-forward passes would mean something else: a DDP, FSDP or DeepSpeed wrapper (one forward per backward), gradient
-checkpointing (which turns the cache off) or active dropout (the rows of a prompt would share its dropout mask).
+It applies to a transformers causal LM in float32, PEFT-wrapped or not, when some rows share a prompt, and never
+where two forward passes would mean something else: a DDP, FSDP or DeepSpeed wrapper (one forward per backward),
+gradient checkpointing (which turns the cache off), active dropout (the rows of a prompt would share its dropout
+mask), or bf16 / fp16 weights or autocast (a split pass rounds otherwise than one pass, so a reference scored in one
+batch layout would not match the policy scored in another).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ def can_share_prompts(model: torch.nn.Module) -> bool:
         return False
     if "FSDP" in type(target).__name__ or not target._supports_default_dynamic_cache():
         return False
+    # in float32 the split pass computes one pass's conditionals to float32 rounding; in bf16 / fp16 its rounding
+    # differs from one pass's by far more, and the reference and the policy must be scored alike
+    if next(target.parameters()).dtype != torch.float32 or any(
+        torch.is_autocast_enabled(device) for device in ("cpu", "cuda")
+    ):
+        return False
     dropout = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.AlphaDropout)
     return not (model.training and any(isinstance(m, dropout) and m.p > 0 for m in model.modules()))
 
@@ -84,40 +92,36 @@ class SharedPrompts:
         ([[5, 6], [0, 8]], [0, 0, 1], [[7, 1, 0], [7, 2, 3], [9, 4, 0]])
         ```
         """
+        rows = _row_lists(input_ids, attention_mask, completion_mask)  # host sync: the layout is built on the host
         spans = []
-        for row in range(input_ids.shape[0]):
-            attended = attention_mask[row].nonzero().flatten()
-            scored = completion_mask[row].nonzero().flatten()
-            if len(attended) == 0 or len(scored) == 0:
+        for ids, attended, scored in rows:
+            positions = [i for i, a in enumerate(attended) if a]
+            if not positions or not any(scored):
                 return None
-            first, end, prompt_end = int(attended[0]), int(attended[-1]) + 1, int(scored[0])
-            if prompt_end - first < 2 or end - first != len(attended):
+            first, end, prompt_end = positions[0], positions[-1] + 1, scored.index(1)
+            if prompt_end - first < 2 or end - first != len(positions):
                 return None  # nothing to share before the last prompt token, or holes in the row
             spans.append((first, prompt_end, end))
-        prompts = [tuple(input_ids[row, first : end - 1].tolist()) for row, (first, end, _) in enumerate(spans)]
+        prompts = [tuple(ids[first : end - 1]) for (ids, _, _), (first, end, _) in zip(rows, spans)]
         distinct = list(dict.fromkeys(prompts))
         if len(distinct) == len(prompts):
             return None
         width = max(map(len, distinct))
-        prefix_ids = torch.zeros(len(distinct), width, dtype=input_ids.dtype)
-        prefix_mask = torch.zeros(len(distinct), width, dtype=attention_mask.dtype)
-        for slot, prompt in enumerate(distinct):
-            prefix_ids[slot, width - len(prompt) :] = torch.tensor(prompt, dtype=input_ids.dtype)
-            prefix_mask[slot, width - len(prompt) :] = 1
-        rest = max(end - prompt_end + 1 for _, prompt_end, end in spans)
-        rest_ids = torch.zeros(len(spans), rest, dtype=input_ids.dtype)
-        rest_mask = torch.zeros(len(spans), rest, dtype=attention_mask.dtype)
-        for row, (_, prompt_end, end) in enumerate(spans):
-            rest_ids[row, : end - prompt_end + 1] = input_ids[row, prompt_end - 1 : end].cpu()
-            rest_mask[row, : end - prompt_end + 1] = 1
+        prefix = [[0] * (width - len(prompt)) + list(prompt) for prompt in distinct]
+        prefix_mask = [[0] * (width - len(prompt)) + [1] * len(prompt) for prompt in distinct]
+        length = max(end - prompt_end + 1 for _, prompt_end, end in spans)
+        rests = [ids[prompt_end - 1 : end] for (ids, _, _), (_, prompt_end, end) in zip(rows, spans)]
         slot = {prompt: k for k, prompt in enumerate(distinct)}
-        device = input_ids.device
+
+        def tensor(values, like):
+            return torch.tensor(values, dtype=like.dtype, device=input_ids.device)
+
         return cls(
-            prefix_ids.to(device),
-            prefix_mask.to(device),
-            torch.tensor([slot[p] for p in prompts], device=device),
-            rest_ids.to(device),
-            rest_mask.to(device),
+            tensor(prefix, input_ids),
+            tensor(prefix_mask, attention_mask),
+            torch.tensor([slot[prompt] for prompt in prompts], device=input_ids.device),
+            tensor([rest + [0] * (length - len(rest)) for rest in rests], input_ids),
+            tensor([[1] * len(rest) + [0] * (length - len(rest)) for rest in rests], attention_mask),
             [prompt_end - 1 for _, prompt_end, _ in spans],
             [end - prompt_end + 1 for _, prompt_end, end in spans],
         )
@@ -152,6 +156,11 @@ class SharedPrompts:
         for row, (start, length) in enumerate(zip(self.starts, self.lengths)):
             out[row, start + 1 : start + length] = rest_logps[row, : length - 1]
         return out
+
+
+def _row_lists(input_ids, attention_mask, completion_mask) -> list[tuple[list[int], list[int], list[int]]]:
+    """Each row's token ids, attention mask and completion mask as Python lists (one copy to the host)."""
+    return list(zip(input_ids.tolist(), attention_mask.long().tolist(), completion_mask.long().tolist()))
 
 
 def _forward_parameters(model: torch.nn.Module) -> set[str]:

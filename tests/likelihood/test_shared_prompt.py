@@ -1,7 +1,7 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Completions of one prompt share one forward pass of it, in scoring (with gradients) and in sampling: the same
 conditionals, the same gradients and the same samples as one pass per row, for fewer token-forwards; and never where
-two passes would change what is computed (a DDP wrapper, active dropout, gradient checkpointing)."""
+two passes would change what is computed (a DDP wrapper, active dropout, gradient checkpointing, bf16)."""
 
 import pytest
 import torch
@@ -67,6 +67,9 @@ def test_sharing_is_refused_where_two_passes_would_mean_something_else():
     lora = get_peft_model(tiny_causal_lm(12, seed=0), LoraConfig(r=2, target_modules=["q_proj"], lora_dropout=0.1))
     assert not can_share_prompts(lora.train())  # its rows would share one dropout mask of the prompt
     assert can_share_prompts(lora.eval())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not can_share_prompts(model)  # a split pass rounds otherwise than one pass in bf16
+    assert not can_share_prompts(tiny_causal_lm(12, seed=0).to(torch.bfloat16).eval())
     model.gradient_checkpointing_enable()
     assert not can_share_prompts(model.train())  # checkpointing turns the cache off
     distinct = IDS[[0, 2]]
