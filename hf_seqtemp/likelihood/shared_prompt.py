@@ -56,6 +56,8 @@ def can_share_prompts(model: torch.nn.Module) -> bool:
         torch.is_autocast_enabled(device) for device in ("cpu", "cuda")
     ):
         return False
+    if any(getattr(m, "_original_forward", None) is not None for m in (model, target)):
+        return False  # accelerate's mixed precision wraps `forward` in autocast, which the prompt's pass would skip
     dropout = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.AlphaDropout)
     return not (model.training and any(isinstance(m, dropout) and m.p > 0 for m in model.modules()))
 
