@@ -85,7 +85,8 @@ def run(args) -> dict:
         steps["venv"] = timed("venv", ["make", "venv"], clone, env, work / "venv.log")
     if "quickstart" in args.steps:
         folder = work / "quick_start"
-        folder.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)  # an empty folder, as a new user has: no earlier run's checkpoints
+        folder.mkdir(parents=True)
         (folder / "quick_start.py").write_text(readme_quick_start((clone / "README.md").read_text()), "utf-8")
         steps["quickstart"] = timed("quickstart", [str(python), "quick_start.py"], folder, env, work / "qs.log")
         steps["quickstart"]["threads"] = env.get("OMP_NUM_THREADS", "torch's default (one per core)")
