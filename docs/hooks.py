@@ -158,9 +158,10 @@ def demo_quote(record: dict) -> str:
     printed = "\n".join(record["printed"]).splitlines()
     start = next((i for i, line in enumerate(printed) if line.startswith("Which route, from these rows?")), None)
     said = printed[start + 1 :] if start is not None else [line for line in printed if line.startswith("Does it")]
+    shared = "; other jobs shared the machine" if max(loads["start"], loads["end"]) >= 0.5 else ", idle"
     return (
         f"Measured run: {record['wall_seconds']:.0f} s wall on {source['machine']} (1-minute load average "
-        f"{loads['start']:.1f} at the start and {loads['end']:.1f} at the end; commit `{source['commit'][:8]}`, "
+        f"{loads['start']:.1f} at the start and {loads['end']:.1f} at the end{shared}; commit `{source['commit'][:8]}`, "
         f"{source['date']}; every figure in `benchmarks/results/demo.json`). It "
         + ("recommended:" if start is not None else "concluded:")
         + "\n\n"
