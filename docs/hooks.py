@@ -183,11 +183,16 @@ def first_hour(record: dict | None) -> str:
             "commit's code yet.\n"
         )
     steps = record["steps"]
-    parts = [f"{STEP_NAMES[name]} {step['seconds']:.0f} s" for name, step in steps.items()]
+    parts = [
+        f"{STEP_NAMES[name]} {step['seconds']:.0f} s"
+        + (f" (exit status {step['exit_status']})" if step.get("exit_status") else "")
+        for name, step in steps.items()
+    ]
     highest = max(max(step["load_average_1min"]) for step in steps.values())
+    state = "idle" if highest < 0.5 else "with other jobs on the machine"
     return (
-        f"Measured one after the other in a fresh clone on {record['provenance']['machine']}, idle (1-minute load "
-        f"average at most {highest:.1f}): " + ", ".join(parts) + " (`make venv` includes its downloads; the quick "
+        f"Measured one after the other in a fresh clone on {record['provenance']['machine']}, {state} (1-minute load "
+        f"average at most {highest:.2f}): " + ", ".join(parts) + " (`make venv` includes its downloads; the quick "
         "start as written, torch's default threads; `benchmarks/results/first_hour.json`, written by "
         "`python benchmarks/first_hour.py`).\n"
     )

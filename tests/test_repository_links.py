@@ -87,3 +87,19 @@ def test_the_hooks_examples_run():
     for test in tests:
         runner.run(test)
     assert sum(len(t.examples) for t in tests) >= 4 and runner.summarize(verbose=False).failed == 0
+
+
+def test_the_first_hour_line_quotes_the_timed_run_and_says_what_is_not_measured():
+    pytest.importorskip("mkdocs", reason="the `docs` extra is not installed (make venv installs it)")
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    assert "has not been run on this commit's code yet" in hooks.first_hour(None)
+    step = {"load_average_1min": [0.1, 0.2], "exit_status": 0}
+    steps = {"venv": {**step, "seconds": 251.2}, "quickstart": {**step, "seconds": 31.4},
+             "demo": {**step, "seconds": 210.0}, "test": {**step, "seconds": 1200.0, "exit_status": 1}}  # fmt: skip
+    line = hooks.first_hour({"provenance": {"machine": "2-core x86_64"}, "steps": steps})
+    assert "2-core x86_64, idle (1-minute load average at most 0.20)" in line
+    assert "`make venv` 251 s, the quick start 31 s, `make demo` 210 s, `make test` 1200 s (exit status 1)" in line
+    steps["demo"]["load_average_1min"] = [1.5, 2.0]
+    assert "with other jobs on the machine" in hooks.first_hour({"provenance": {"machine": "m"}, "steps": steps})
