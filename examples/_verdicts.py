@@ -35,21 +35,22 @@ def _once_cells(once: dict | None) -> tuple[str, str]:
 
 
 def table(rows: dict, costs: dict, names: dict, once: dict) -> str:
-    """The route rows: T_eff, τ, NLL per token on the held-out completions, cost per answer, and one-time cost."""
-    head = (
-        f"{'route':34s}{'T_eff':>7s}{'τ':>7s}{'NLL/tok':>9s}{'calls/ans':>11s}{'tok-fwd/ans':>12s}{'s/ans':>8s}"
-        f"{'once: s':>14s}{'once: tok-fwd':>18s}"
+    """The route rows: T_eff, τ, NLL per token on the held-out completions, cost per answer (sequential model calls,
+    token-forwards, seconds), and one-time cost (seconds, token-forwards; `/prompt`: on every new prompt)."""
+    head = (  # under 100 columns: a docs page shows it whole
+        f"{'route':32s}{'T_eff':>6s}{'τ':>6s}{'NLL/tok':>8s}{'calls':>6s}{'tok-fwd':>8s}{'s/ans':>7s}"
+        f"{'once: s':>12s}{'once: tok-fwd':>15s}"
     )
     lines = [head, "-" * len(head)]
     for name in ("base", *ROUTES):
         if name not in rows:
             continue
         r, c = rows[name], costs.get(name)
-        cost = f"{c['calls']:11d}{c['token_forwards_per_answer']:12.1f}{c['seconds_per_answer']:8.3f}" if c else ""
+        cost = f"{c['calls']:6d}{c['token_forwards_per_answer']:8.1f}{c['seconds_per_answer']:7.3f}" if c else ""
         seconds, forwards = _once_cells(once.get(name))
         lines.append(
-            f"{names[name]:34s}{r['t_eff']:7.3f}{r['kendall_tau']:7.3f}{r['nll_per_token']:9.3f}{cost:31s}"
-            f"{seconds:>14s}{forwards:>18s}".rstrip()
+            f"{names[name]:32s}{r['t_eff']:6.3f}{r['kendall_tau']:6.3f}{r['nll_per_token']:8.3f}{cost:21s}"
+            f"{seconds:>12s}{forwards:>15s}".rstrip()
         )
     return "\n".join(lines)
 

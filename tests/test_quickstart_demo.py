@@ -124,7 +124,8 @@ def test_the_cost_verdict_and_the_table_give_every_route_its_one_time_cost_in_on
     assert smc[-4:] == ["320.0", "0.500", "92.0", "30,548"]
     tuned = next(line for line in lines if line.startswith("best token")).split()
     assert tuned[-2:] == ["11.8/prompt", "1,038/prompt"]
-    assert [line.split("  ")[0] for line in lines[2:]] == list(NAMES.values())  # base first, then the routes
+    assert [line[:32].rstrip() for line in lines[2:]] == list(NAMES.values())  # base first, then the routes
+    assert max(map(len, lines)) <= 100  # a docs page shows it whole
     ess = verdicts.ess_line(COSTS, NAMES, 4)
     assert "mean over its 14 answers (one per prompt) of the final weights' ESS / N = 0.41" in ess
 
@@ -217,7 +218,6 @@ def _tiny_chat_model(folder: Path) -> None:
 def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_verdicts(tmp_path):
     """Two ranks (CPU, gloo) of the demo on a tiny chat model: every line once (the main process prints), the route
     table, and a reach verdict that agrees with the T_eff the table prints for each route."""
-    import re
 
     from launching import free_port, run_ranks
 
@@ -241,7 +241,7 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_
     t_eff = {}
     for line in table:
         if line.startswith(("token temperature", "best token temperature", "adapter")):
-            name = re.split(r"\s{2,}", line)[0]
+            name = line[:32].rstrip()  # the route column is 32 wide
             t_eff[name] = float(line[len(name) :].split()[0])
         elif not line.startswith("base model"):
             break
