@@ -6,7 +6,7 @@ TORCH_VERSION ?= 2.13.0
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-LINTED := hf_seqtemp tests benchmarks examples docs/hooks.py
+LINTED := hf_seqtemp tests benchmarks examples docs/hooks.py docs/hf_docstrings.py
 
 .PHONY: venv venv-vllm lint test test-slow test-latest test-oldest lock demo bench docs clean
 

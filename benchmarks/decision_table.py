@@ -20,6 +20,7 @@ against the gold answers of the split; the recomputed pass@1 must equal the JSON
 Usage:
     python benchmarks/decision_table.py            # writes benchmarks/results/decision.json and decision.png
     python benchmarks/decision_table.py --markdown # prints the README's tables from decision.json
+    python benchmarks/decision_table.py --plot     # redraws decision.png from decision.json
 """
 
 from __future__ import annotations
@@ -298,7 +299,10 @@ def plot(decision: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     markers = "osD^v<>XpP*hH8"
-    figure, axes = plt.subplots(1, len(FAMILIES), figsize=(12, 4.4), sharey=True, sharex=True)
+    # drawn at the size a docs page shows it (about 8 inches wide), with type that stays legible there
+    plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11})
+    figure, axes = plt.subplots(1, len(FAMILIES), figsize=(11, 7.4), sharey=True, sharex=True)
+    colours = plt.get_cmap("tab20").colors  # one colour per route (more routes than the default cycle's ten)
     for axis, family in zip(axes, FAMILIES):
         for index, (marker, route) in enumerate(zip(markers, decision["routes"])):
             figures = route["tasks"].get(family)
@@ -308,9 +312,9 @@ def plot(decision: dict, path: Path) -> None:
             x = figures["token_forwards_per_answer"] * 1.07 ** (index - len(markers) // 2)
             low, high = figures["pass@1_ci95"]
             axis.errorbar(x, figures["pass@1"], yerr=[[figures["pass@1"] - low], [high - figures["pass@1"]]],
-                          fmt=marker, color=f"C{index}", capsize=3, label=route["label"])  # fmt: skip
+                          fmt=marker, color=colours[index], capsize=3, label=route["label"])  # fmt: skip
             if figures["pass@8"] is not None:
-                axis.plot(x, figures["pass@8"], marker, mfc="none", color=f"C{index}", alpha=0.7)
+                axis.plot(x, figures["pass@8"], marker, mfc="none", color=colours[index], alpha=0.7)
         axis.set_xscale("log")
         axis.set_xticks([40, 100, 300, 1000], labels=["40", "100", "300", "1000"])
         axis.set_xlim(25, 1500)
@@ -320,11 +324,9 @@ def plot(decision: dict, path: Path) -> None:
     axes[0].set_ylabel("pass@1 [95 %] (filled), pass@8 (open)")
     axes[0].set_ylim(0, 1.02)
     handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
-    figure.suptitle(
-        "Routes at α = 4 (T = 0.25), SmolLM2-135M, 16 held-out prompts per family; equal costs side by side"
-    )
-    figure.tight_layout(rect=(0, 0.12, 1, 1))
+    figure.legend(handles, labels, loc="lower center", ncol=3, fontsize=11, frameon=False)
+    figure.suptitle("Routes at α = 4 (T = 0.25), SmolLM2-135M, 16 held-out prompts per family", fontsize=13)
+    figure.tight_layout(rect=(0, 0.25, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
@@ -333,10 +335,17 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", default=str(RESULTS / "decision.json"))
     parser.add_argument("--markdown", action="store_true", help="print the tables of an existing --output")
+    parser.add_argument(
+        "--plot", action="store_true", help="draw the figure of an existing --output (the JSON is left as it is)"
+    )
     args = parser.parse_args(argv)
     output = Path(args.output)
     if args.markdown:
         print(markdown(json.loads(output.read_text())), end="")
+        return
+    if args.plot:
+        plot(json.loads(output.read_text()), output.with_suffix(".png"))
+        print(f"wrote {output.with_suffix('.png')}")
         return
     decision = build()
     output.write_text(json.dumps(decision, indent=2, ensure_ascii=False) + "\n")

@@ -85,10 +85,56 @@ def problems(root: Path = REPO) -> list[str]:
                 continue
             for index, record in enumerate(provenance(path)):
                 missing = [field for field in FIELDS if not str(record.get(field) or "").strip()]
+                line = f" (line {index + 1})" if path.suffix == ".jsonl" else ""
                 if missing:
-                    line = f" (line {index + 1})" if path.suffix == ".jsonl" else ""
                     out.append(f"{where}{line}: no {', '.join(missing)} in its provenance")
+                if str(record.get("commit", "")).endswith("-dirty"):
+                    out.append(f"{where}{line}: run from a dirty tree ({record['commit']}): rerun it from a commit")
     return out
+
+
+def backfilled(path: Path) -> bool:
+    """Whether a result's provenance was backfilled from the git history (its command reconstructed, its commit and
+    date those of the commit that wrote the file) rather than recorded by the run."""
+    return any("backfilled" in str(record.get("recorded", "")) for record in provenance(path))
+
+
+BACKFILLED_NOTE = (
+    "their command was reconstructed and their commit and date are those of the commit that last wrote the file, "
+    "not recorded by the run (the results index marks them)"
+)
+
+
+def backfilled_note(page: Path, root: Path = REPO) -> str:
+    """The note a page carries under its results: which results it cites have backfilled provenance ("" if none).
+
+    Example:
+    ```python
+    >>> backfilled_note(REPO / "docs" / "concepts.md")
+    ''
+    ```
+    """
+    names = sorted(name for name in citations(page, root) if (root / RESULTS / name).is_file())
+    marked = [name for name in names if backfilled(root / RESULTS / name)]
+    if not marked:
+        return ""
+    listed = ", ".join(f"`{name}`" for name in marked)
+    return f"Provenance backfilled for {len(marked)} of the results this page cites ({listed}): {BACKFILLED_NOTE}.\n"
+
+
+def recorded_commands(names: list[str], root: Path = REPO) -> str:
+    """A code block of the commands the results `names` record, one line each with the file it wrote, and which of
+    them were reconstructed (backfilled provenance)."""
+    lines, rebuilt = [], False
+    for name in names:
+        path = root / RESULTS / name
+        command = provenance(path)[0].get("command", "**missing**")
+        mark = backfilled(path)
+        rebuilt |= mark
+        lines.append(f"{command}  # {name}{' (reconstructed)' if mark else ''}")
+    note = "Each command as its JSON records it"
+    note += f"; reconstructed: the JSON's provenance was backfilled, so {BACKFILLED_NOTE}.\n" if rebuilt else ".\n"
+    return "```bash\n" + "\n".join(lines) + "\n```\n\n" + note
 
 
 def status(path: Path) -> str:
@@ -106,12 +152,14 @@ def status(path: Path) -> str:
 
 
 def render_index(root: Path = REPO, link_prefix: str = "data/") -> str:
-    """The index page: every result with its provenance, the pages citing it and what of it is superseded."""
+    """The index page: every result with the command that wrote it, its commit, date and machine, whether that
+    provenance was recorded by the run or backfilled, the pages citing it and what of it is superseded."""
     cited_by: dict[str, list[str]] = {}
     for page in pages(root):
         for name in citations(page, root):
             cited_by.setdefault(name, []).append(page.relative_to(root).as_posix())
     files = sorted(p for p in (root / RESULTS).rglob("*") if p.suffix in (".json", ".jsonl"))
+    marked = sum(backfilled(path) for path in files)
     lines = [
         "# Results index",
         "",
@@ -119,31 +167,43 @@ def render_index(root: Path = REPO, link_prefix: str = "data/") -> str:
             "Generated from the files themselves by `benchmarks/results_index.py` when the docs are built: every "
             f"committed result under `{RESULTS.as_posix()}/`, the command that wrote it, the commit it ran on, the "
             "machine and the date, the pages that cite it, and what of it is superseded. Pages quote figures only "
-            "from these files; `tests/test_results_trace.py` fails when a cited file is missing or lacks one of "
-            "those four fields."
+            "from these files; `tests/test_results_trace.py` fails when a cited file is missing, lacks one of "
+            "those four fields or was run from a dirty tree."
         ),
         "",
-        "| result | command | commit | date | machine | cited by | superseded |",
-        "|---|---|---|---|---|---|---|",
+        (
+            f"**Provenance recorded by the run** for {len(files) - marked} results; **backfilled** for {marked}: "
+            f"{BACKFILLED_NOTE.replace(' (the results index marks them)', '')}."
+        ),
+        "",
     ]
     for path in files:
-        name = path.relative_to(root / RESULTS).as_posix()
-        records = provenance(path)
-        first = records[0] if records else {}
-        commits = sorted({r.get("commit", "")[:8] for r in records})
-        dates = sorted({r.get("date", "") for r in records})
-        command = first.get("command", "") + (f" (and {len(records) - 1} more runs)" if len(records) > 1 else "")
-        cells = [
-            f"[`{name}`]({link_prefix}{name})",
-            "`" + command.replace("|", "\\|").replace("`", "'") + "`" if command else "**missing**",
-            ", ".join(commits) or "**missing**",
-            " – ".join(dict.fromkeys([dates[0], dates[-1]])) if dates and dates[0] else "**missing**",
-            first.get("machine", "**missing**"),
-            ", ".join(sorted(cited_by.get(name, []))) or "—",
-            status(path).replace("|", "\\|"),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines += _entry(path, root, link_prefix, cited_by)
     return "\n".join(lines) + "\n"
+
+
+def _entry(path: Path, root: Path, link_prefix: str, cited_by: dict) -> list[str]:
+    """One result of the index: its name, then its command, provenance, citing pages and superseded parts."""
+    name = path.relative_to(root / RESULTS).as_posix()
+    records = provenance(path)
+    first = records[0] if records else {}
+    commits = sorted({r.get("commit", "")[:8] for r in records})
+    dates = sorted({r.get("date", "") for r in records})
+    command = first.get("command", "").replace("`", "'")
+    more = f" (and {len(records) - 1} more runs)" if len(records) > 1 else ""
+    how = "**backfilled**" if backfilled(path) else "recorded by the run"
+    lines = [
+        f"- [`{name}`]({link_prefix}{name})",
+        f"    - command: `{command}`{more}" if command else "    - command: **missing**",
+        (
+            f"    - commit {', '.join(f'`{c}`' for c in commits if c) or '**missing**'}, "
+            f"{' – '.join(dict.fromkeys([dates[0], dates[-1]])) if dates and dates[0] else '**missing**'}, "
+            f"{first.get('machine') or '**missing**'}; provenance {how}"
+        ),
+        f"    - cited by: {', '.join(sorted(cited_by.get(name, []))) or '—'}",
+    ]
+    superseded = status(path)
+    return lines + ([f"    - superseded: {superseded}"] if superseded else [])
 
 
 def main(argv=None) -> int:

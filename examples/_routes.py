@@ -1,5 +1,6 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""The routes the quick start can afford, measured on its unseen prompts, and a verdict per question.
+"""The routes the quick start can afford, measured on its unseen prompts (what it prints from them:
+`examples/_verdicts.py`).
 
 Four ways to sample at sequence temperature T without more than the demo's minutes of CPU:
 
@@ -12,10 +13,9 @@ Four ways to sample at sequence temperature T without more than the demo's minut
   its log-likelihood of each held-out completion is estimated from a pool of the adapter's own draws
   ([`~hf_seqtemp.measure.importance_resampling_logps`]).
 
-Each gets T_eff / τ / NLL on the held-out completions of p, its τ per prompt paired with token temperature T's
-(bootstrap over prompts), and its measured cost per answer (sequential model calls, token-forwards, seconds) when it
-draws answers to the same prompts. The verdicts answer three questions from those figures only: does it reach T,
-does it rank each prompt's completions like p, and at what cost.
+Each gets T_eff / τ / NLL on the held-out completions of p, its τ per prompt (paired between routes, bootstrap over
+prompts: [`PAIRS`]), and its measured cost per answer (sequential model calls, token-forwards, seconds) when it
+draws an answer to each of the same prompts; the SMC route also its particles' ESS.
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from _task_sampling import CallCounter, ancestral, encode
+from datasets import Dataset
 
-from hf_seqtemp import kendall_tau, sample_dataset
+from hf_seqtemp import kendall_tau
+from hf_seqtemp.data import eos_ids_of, sample_completions, tokenize_prompt
 from hf_seqtemp.measure import dataset_groups, importance_resampling_logps, score_dataset, temperature_report
 
-REACH = 0.10  # "reaches T": T_eff within ±10 % of T, the fidelity benchmark's tolerance
-PARTICLES, POOL = 4, 32  # the SMC route's particles; adapter draws per prompt that estimate its answer law
+PARTICLES, POOL = 4, 16  # the SMC route's particles; adapter draws per prompt that estimate its answer law
 ROUTES = ("myopic", "tuned_myopic", "tempered", "smc_adapter")
 
 
@@ -54,44 +55,61 @@ def route_names(temperature: float, tuned_t: float | None) -> dict[str, str]:
 def smc_route_logps(model, tokenizer, conversations, logps: dict, temperature: float, max_new_tokens: int, seed: int):
     """Estimated log-likelihood of each held-out completion under the answer law of importance resampling with
     `PARTICLES` draws of the adapter (`model`, a PeftModel; p is its adapter off), from `POOL` fresh draws per
-    prompt of the adapter, scored like the held-out completions."""
-    pool = sample_dataset(model, tokenizer, conversations, num_samples=POOL, max_new_tokens=max_new_tokens,
-                          seed=seed, batch_size=32)  # fmt: skip
-    pool_proposal, _ = score_dataset(model, pool, batch_size=32, desc="Scoring the adapter's pool")
+    prompt of the adapter: their log q comes from the sampler's own logits (exact sampling at token temperature 1),
+    their log p from one scoring pass with the adapter off."""
+    prompts = [tokenize_prompt(tokenizer, conversation) for conversation in conversations]
+    jobs = [ids for ids in prompts for _ in range(POOL)]
+    eos = eos_ids_of(model, tokenizer)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(eos), 0)
+    torch.manual_seed(seed)
+    completions, token_logps = sample_completions(
+        model, jobs, max_new_tokens, eos, pad, 128, "Sampling the adapter's pool", return_logps=True
+    )
+    kept = [(ids, c, sum(lp)) for ids, c, lp in zip(jobs, completions, token_logps) if c]
+    pool = Dataset.from_list(
+        [{"input_ids": ids + c, "completion_mask": [0] * len(ids) + [1] * len(c)} for ids, c, _ in kept]
+    )
+    pool_proposal = torch.tensor([logp for _, _, logp in kept], dtype=torch.float64)
     with model.disable_adapter():
-        pool_ref, _ = score_dataset(model, pool, batch_size=32, desc="Scoring the pool under p")
+        pool_ref, _ = score_dataset(model, pool, batch_size=128, desc="Scoring the pool under p")
     return importance_resampling_logps(
         logps["tempered"], logps["base"], list(logps["groups"]), pool_proposal, pool_ref, dataset_groups(pool),
         temperature, PARTICLES, generator=torch.Generator().manual_seed(seed),
     ).float()  # fmt: skip
 
 
-def _smc_sampler(temperature: float):
+def _smc_sampler(temperature: float, ess: list[float]):
+    """The SMC route's sampler; it appends each answer's final ESS / N (the weights that pick it) to `ess`."""
+
     def sample(model, batch, max_new_tokens, seed):
         from hf_seqtemp.data import eos_ids_of
         from hf_seqtemp.generation import smc_sample
 
         eos = sorted(eos_ids_of(model))
-        return smc_sample(
+        out = smc_sample(
             model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
             seq_temperature=temperature, num_particles=PARTICLES, ess_threshold=0.0, proposal="adapter",
             generator=torch.Generator().manual_seed(seed), eos_token_id=eos, pad_token_id=eos[0] if eos else 0,
+            return_dict_in_generate=True,
         )  # fmt: skip
+        ess.extend((out.ess[:, -1] / PARTICLES).tolist())  # no resampling before the end: the last step's weights
+        return out.sequences
 
     return sample
 
 
 @torch.no_grad()
 def route_costs(model, tokenizer, prompts: list[str], temperature: float, tuned_t, max_new_tokens: int, seed: int):
-    """Per route, answers drawn to every prompt (2 each, one batch): sequential model calls per answer, token
-    positions forwarded per answer, seconds per answer."""
+    """Per route, one answer drawn to every prompt (one batch): sequential model calls per answer, token positions
+    forwarded per answer, seconds per answer; for the SMC route also its particles' final ESS / N per answer."""
     samplers = {"myopic": (ancestral(temperature), True), "tempered": (ancestral(1.0), False)}
     if tuned_t is not None:
         samplers["tuned_myopic"] = (ancestral(tuned_t), True)
-    samplers["smc_adapter"] = (_smc_sampler(temperature), False)
+    ess: list[float] = []
+    samplers["smc_adapter"] = (_smc_sampler(temperature, ess), False)
     costs, side = {}, tokenizer.padding_side  # `encode` pads on the left: the tokenizer is given back as it came
     for name, (sample, base_only) in samplers.items():
-        batch = encode(tokenizer, prompts, 2, model.device)
+        batch = encode(tokenizer, prompts, 1, model.device)
         counter = CallCounter(model)
         start = time.perf_counter()
         try:
@@ -109,6 +127,8 @@ def route_costs(model, tokenizer, prompts: list[str], temperature: float, tuned_
             "seconds_per_answer": (time.perf_counter() - start) / answers,
         }
     tokenizer.padding_side = side
+    costs["smc_adapter"]["ess_fraction"] = statistics.fmean(ess)  # mean over the prompts, one answer each
+    costs["smc_adapter"]["ess_answers"] = len(ess)
     return costs
 
 
@@ -129,77 +149,20 @@ def paired_interval(differences: list[float], seed: int = 0, replicates: int = 2
     return statistics.fmean(differences), means[int(0.025 * replicates)], means[int(0.975 * replicates) - 1]
 
 
-def measure_routes(reports: dict, logps: dict, smc_logps: torch.Tensor) -> dict:
-    """`reports` with the SMC route's T_eff / τ / NLL added, and every route's τ per prompt paired with token
-    temperature T's (`tau_minus_myopic`: mean, low, high)."""
+PAIRS = (("tempered", "tuned_myopic"), ("tempered", "myopic"), ("smc_adapter", "tempered"), ("tuned_myopic", "myopic"))
+"""The comparisons a "which route?" question needs, each (route, against), τ paired over the prompts."""
+
+
+def measure_routes(reports: dict, logps: dict, smc_logps: torch.Tensor) -> tuple[dict, dict]:
+    """`(rows, pairs)`: `reports` with the SMC route's T_eff / τ / NLL added, and for each pair of [`PAIRS`] whose
+    routes were both measured the mean difference of their τ per prompt with its 95 % interval (mean, low, high)."""
     groups = list(logps["groups"])
     rows = {**reports, "smc_adapter": temperature_report(logps["base"], smc_logps, logps["lengths"], groups)}
     policy = {**logps, "smc_adapter": smc_logps}
-    myopic = per_prompt_tau(logps["base"], logps["myopic"], groups)
-    for name in ROUTES[1:]:
-        if name in rows:
-            mine = per_prompt_tau(logps["base"], policy[name], groups)
-            rows[name]["tau_minus_myopic"] = paired_interval([a - b for a, b in zip(mine, myopic)])
-    return rows
-
-
-def table(rows: dict, costs: dict, names: dict, one_time: dict) -> str:
-    """The route rows: T_eff, τ, NLL per token on the held-out completions, cost per answer, and one-time cost."""
-    head = (
-        f"{'route':42s}{'T_eff':>7s}{'τ':>7s}{'NLL/tok':>9s}{'calls/ans':>11s}{'tok-fwd/ans':>12s}{'s/ans':>8s}  once"
-    )
-    lines = [head, "-" * len(head)]
-    for name in ("base", *ROUTES):
-        if name not in rows:
-            continue
-        r, c = rows[name], costs.get(name)
-        cost = f"{c['calls']:11d}{c['token_forwards_per_answer']:12.1f}{c['seconds_per_answer']:8.3f}" if c else ""
-        lines.append(
-            f"{names[name]:42s}{r['t_eff']:7.3f}{r['kendall_tau']:7.3f}{r['nll_per_token']:9.3f}{cost:31s}  "
-            + one_time.get(name, "")
-        )
-    return "\n".join(lines)
-
-
-def reach_verdict(rows: dict, names: dict, temperature: float) -> str:
-    """Does it reach T? Each route's T_eff against T (±10 %)."""
-    parts = []
-    for name in ROUTES:
-        if name in rows:
-            error = rows[name]["t_eff"] / temperature - 1
-            parts.append(f"{names[name]}: {'yes' if abs(error) <= REACH else 'no'} (T_eff {100 * error:+.1f} %)")
-    return f"Does it reach T = {temperature:g} (T_eff within ±{100 * REACH:.0f} %)? " + "; ".join(parts) + "."
-
-
-def rank_verdict(rows: dict, names: dict) -> str:
-    """Does it rank each prompt's completions like p? τ against token temperature T's, paired over prompts: better
-    or worse only where the 95 % interval excludes 0."""
-    myopic = rows["myopic"]["kendall_tau"]
-    parts = []
-    for name in ROUTES[1:]:
-        if "tau_minus_myopic" not in rows.get(name, {}):
-            continue
-        mean, low, high = rows[name]["tau_minus_myopic"]
-        reading = "better" if low > 0 else "worse" if high < 0 else "not shown to differ"
-        parts.append(
-            f"{names[name]}: τ {rows[name]['kendall_tau']:.3f}, {mean:+.3f} [{low:+.3f}, {high:+.3f}], {reading}"
-        )
-    return (
-        f"Does it rank each prompt's completions like p (τ = 1)? Against {names['myopic']} (τ {myopic:.3f}), paired "
-        "over the prompts: " + "; ".join(parts) + "."
-    )
-
-
-def cost_verdict(costs: dict, names: dict, one_time: dict) -> str:
-    """At what cost? Per answer relative to token temperature T, and what each route pays once."""
-    base = costs["myopic"]
-    parts = []
-    for name in ROUTES[1:]:
-        if name in costs:
-            c = costs[name]
-            parts.append(
-                f"{names[name]}: {c['calls'] / base['calls']:.1f}× the calls and "
-                f"{c['token_forwards_per_answer'] / base['token_forwards_per_answer']:.1f}× the token-forwards per "
-                f"answer of {names['myopic']}" + (f", once: {one_time[name]}" if one_time.get(name) else "")
-            )
-    return "At what cost? " + "; ".join(parts) + "."
+    tau = {name: per_prompt_tau(logps["base"], policy[name], groups) for name in ROUTES if name in rows}
+    pairs = {
+        f"{a} vs {b}": paired_interval([x - y for x, y in zip(tau[a], tau[b])])
+        for a, b in PAIRS
+        if a in tau and b in tau
+    }
+    return rows, pairs

@@ -12,8 +12,10 @@ measure it on prompts it never saw.
 3. measure, on 16 completions of each held-out prompt sampled from p, the within-prompt T_eff, Kendall τ and NLL of
    the routes it can afford (`examples/_routes.py`): token temperature T, the best token temperature (the one whose
    T_eff on these completions is T, and the search that finds it), the adapter, and the adapter as SMC's proposal
-   with 4 particles; draw answers with each to count their cost per answer; print one verdict per question (does it
-   reach T, does it rank each prompt's completions like p, at what cost); write the folder `push_to_hub` would upload;
+   with 4 particles; draw an answer with each to count its cost per answer; count what each route costs once, in
+   seconds on this machine and token-forwards (`examples/_costs.py`); print the SMC route's ESS, one verdict per
+   question (does it reach T, which route ranks each prompt's completions most like p, paired between routes, at what
+   cost) and one recommendation per goal (`examples/_verdicts.py`); write the folder `push_to_hub` would upload;
 4. load that folder back with `load_tempered`.
 
 The settings are the cheapest of the fidelity sweep's runs that met the bar at T = 0.5 on the sweep's held-out
@@ -46,6 +48,8 @@ from peft import LoraConfig
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _routes
+import _verdicts
+from _costs import TokenCounter, one_time_costs
 from _prompts import prompt_pool, split_prompts
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, load_tempered, sample_dataset, save_for_hub
@@ -55,6 +59,7 @@ from hf_seqtemp.models.default import cached_model_folder
 SYSTEM = "Answer briefly."
 SWEEP_PROMPTS = (128, 16)  # (training, held-out) prompts of the fidelity benchmark and its sweep
 MAIN_PROCESS = True  # under `accelerate launch`, only the main process prints (set in `main`)
+SAMPLING_BATCH = 128  # sequences sampled and scored at once (the completions of 8-16 prompts, which share them)
 DEFAULT_LOSS = "ratio"  # the objective the fidelity benchmark measured best at T = 0.5 (docs: Results)
 
 
@@ -158,7 +163,9 @@ def demo_prompts() -> tuple[list[str], list[str]]:
     return train, [prompt for prompt in prompt_pool() if prompt not in used]
 
 
-def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, beat: Heartbeat) -> SeqTempTrainer:
+def train_adapter(
+    args, model, tokenizer, train: Dataset, held_out: Dataset, beat: Heartbeat, counter
+) -> SeqTempTrainer:
     distill = args.loss_type == "smc_distill"
     config = SeqTempConfig(
         output_dir=args.output_dir,
@@ -172,7 +179,7 @@ def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, bea
         max_completion_length=args.max_completion_length,
         max_steps=args.max_steps,
         per_device_train_batch_size=args.batch_size,
-        per_device_eval_batch_size=32,
+        per_device_eval_batch_size=SAMPLING_BATCH,  # also the chunks the training completions are sampled in
         learning_rate=args.learning_rate,
         lr_scheduler_type="cosine",
         logging_steps=8,
@@ -189,9 +196,10 @@ def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, bea
         beat.to(f"sampling {args.held_out_generations} completions of each held-out prompt")
     else:
         beat.to(f"sampling {args.num_generations} completions of each of the {len(train)} training prompts")
-    trainer = SeqTempTrainer(
-        model, config, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
-    )
+    with counter.measure("training: sampling"):  # a prompt-only dataset is completed from p here
+        trainer = SeqTempTrainer(
+            model, config, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
+        )
     if distill:
         say(
             f"{len(trainer.eval_dataset)} held-out completions sampled; the {args.num_generations} SMC particles of "
@@ -208,45 +216,29 @@ def train_adapter(args, model, tokenizer, train: Dataset, held_out: Dataset, bea
         f"training {args.max_steps} steps (logged every 8: temp/t_eff and temp/kendall_tau are within-prompt "
         "figures on the training batch)"
     )
-    trainer.train()
+    with counter.measure("training: steps"):
+        trainer.train()
     return trainer
 
 
-def one_time_costs(args, reports: dict, held_out: Dataset, train_seconds: float) -> dict[str, str]:
-    """What each route pays once: the adapter's training, the best token temperature's search (its passes over
-    samples of p of every new prompt)."""
-    per_prompt = sum(len(ids) for ids in held_out["input_ids"]) / len(set(map(str, held_out["prompt"])))
-    trained = f"{args.max_steps} steps on {args.num_generations} samples of p per training prompt"
-    training = f"sampling and training {train_seconds:.0f} s ({trained})"
-    once = {"tempered": training, "smc_adapter": f"the adapter's {training}"}
-    tuned = reports.get("tuned_myopic")
-    if tuned is not None:
-        passes = tuned["scoring_passes"]
-        # sampling the completions of p and scoring them under p, then one scoring pass per search step
-        once["tuned_myopic"] = (
-            f"search per new prompt: {args.held_out_generations} samples of p scored under p, then {passes} scoring "
-            f"passes (≈ {(2 + passes) * per_prompt:.0f} token-forwards per prompt)"
-        )
-    return once
-
-
-def compare_routes(args, trainer, tokenizer, held_prompts, held_out, reports, logps, train_seconds, beat):
-    """The route rows and the verdict per question (lines to print) from what this run measured, and the figures
-    themselves (for `--results_json`)."""
+def compare_routes(args, trainer, tokenizer, held_prompts, reports, logps, once, beat, counter):
+    """The route rows, the verdicts and the recommendations (lines to print) from what this run measured, and the
+    figures themselves (for `--results_json`)."""
     conversation = lambda p: [{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}]
     beat.to(f"drawing {_routes.POOL} adapter answers per held-out prompt for the SMC route's answer law")
-    smc_logps = _routes.smc_route_logps(
-        trainer.model, tokenizer, [conversation(p) for p in held_prompts], logps, args.temperature,
-        args.max_completion_length, args.seed + 2,
-    )  # fmt: skip
-    rows = _routes.measure_routes(reports, logps, smc_logps)
+    with counter.measure("SMC route's answer law"):
+        smc_logps = _routes.smc_route_logps(
+            trainer.model, tokenizer, [conversation(p) for p in held_prompts], logps, args.temperature,
+            args.max_completion_length, args.seed + 2,
+        )  # fmt: skip
+    rows, pairs = _routes.measure_routes(reports, logps, smc_logps)
     tuned_t = reports.get("tuned_myopic", {}).get("token_temperature")
-    beat.to("drawing 2 answers per held-out prompt with each route (cost per answer)")
-    costs = _routes.route_costs(
-        trainer.model, tokenizer, held_prompts, args.temperature, tuned_t, args.max_completion_length, args.seed
-    )
+    beat.to("drawing one answer per held-out prompt with each route (cost per answer)")
+    with counter.measure("cost per answer"):
+        costs = _routes.route_costs(
+            trainer.model, tokenizer, held_prompts, args.temperature, tuned_t, args.max_completion_length, args.seed
+        )
     names = _routes.route_names(args.temperature, tuned_t)
-    once = one_time_costs(args, reports, held_out, train_seconds)
     groups = logps["groups"]
     held = (
         f"\nHeld-out: {len(groups)} completions of p for {len(set(groups))} prompts never seen in training nor used "
@@ -259,13 +251,15 @@ def compare_routes(args, trainer, tokenizer, held_prompts, held_out, reports, lo
     )
     lines = [
         held,
-        _routes.table(rows, costs, names, once),
+        _verdicts.table(rows, costs, names, once),
         note,
-        _routes.reach_verdict(rows, names, args.temperature),
-        _routes.rank_verdict(rows, names),
-        _routes.cost_verdict(costs, names, once),
+        _verdicts.ess_line(costs, names, _routes.PARTICLES),
+        _verdicts.reach_verdict(rows, names, args.temperature),
+        _verdicts.rank_verdict(rows, pairs, names),
+        _verdicts.cost_verdict(costs, names, once),
+        *_verdicts.recommendations(rows, pairs, names, costs, once, args.temperature),
     ]
-    measured = {"names": names, "rows": rows, "costs": costs, "one_time": once, "train_seconds": train_seconds}
+    measured = {"names": names, "rows": rows, "pairs": pairs, "costs": costs, "one_time": once}
     return lines, {**measured, "held_out_sequences": len(groups), "held_out_prompts": len(set(groups))}
 
 
@@ -292,6 +286,64 @@ def write_results(args, measured: dict, lines: list[str], wall: float, threads: 
     say(f"figures: {path}")
 
 
+def load_model(args, beat: Heartbeat):
+    """The model and tokenizer: `--model_name_or_path`, else the embedded SmolLM2 (converted once on a first run)."""
+    if args.model_name_or_path is not None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        beat.to(f"loading {args.model_name_or_path}")
+        return AutoModelForCausalLM.from_pretrained(args.model_name_or_path), AutoTokenizer.from_pretrained(
+            args.model_name_or_path
+        )
+    if not (cached_model_folder() / "config.json").is_file():
+        beat.to(f"first run: converting the embedded GGUF model to safetensors in {cached_model_folder()} (once)")
+    beat.to("loading SmolLM2-135M-Instruct")
+    return load_default_model()
+
+
+def check_reload(trainer, hub_dir: str) -> None:
+    """Loads the Hub folder back and prints how far its log-likelihoods are from the trained model's."""
+    reloaded = load_tempered(hub_dir)
+    probe = trainer.eval_dataset.select(range(min(8, len(trainer.eval_dataset))))
+    again = score_dataset(reloaded, probe, batch_size=8)[0]
+    first = score_dataset(trainer.model, probe, batch_size=8)[0]
+    say(
+        f"\nHub folder: {hub_dir} (model card README.md, plot seqtemp_loglik.png); reloaded with load_tempered: "
+        f"max |Δ log q| = {(again - first).abs().max().item():.2e} over {len(probe)} held-out completions"
+    )
+
+
+def run(args, beat: Heartbeat) -> tuple[list[str], dict]:
+    """Samples the held-out completions, trains, measures and compares the routes, writes and reloads the Hub
+    folder; returns the printed lines and the figures."""
+    model, tokenizer = load_model(args, beat)
+    counter = TokenCounter(model)
+    train_prompts, held_prompts = demo_prompts()
+    train_prompts, held_prompts = train_prompts[: args.train_prompts], held_prompts[: args.held_out_prompts]
+    conversation = lambda p: [{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}]
+    train = Dataset.from_dict({"prompt": [conversation(p) for p in train_prompts]})
+    beat.to(f"sampling {args.held_out_generations} completions of each of the {len(held_prompts)} held-out prompts")
+    with counter.measure("held-out samples"):
+        held_out = sample_dataset(
+            model, tokenizer, [conversation(p) for p in held_prompts], num_samples=args.held_out_generations,
+            max_new_tokens=args.max_completion_length, seed=args.seed + 1, batch_size=SAMPLING_BATCH,
+        )  # fmt: skip
+    trainer = train_adapter(args, model, tokenizer, train, held_out, beat, counter)
+    beat.to("measuring base model, token temperature and adapter on the held-out prompts")
+    with counter.measure("measurement"):
+        reports, logps = trainer.measure_held_out(batch_size=SAMPLING_BATCH)  # save_for_hub below reuses it
+    once = one_time_costs(args, reports, counter.totals, len(held_prompts), len(train_prompts))
+    lines, measured = compare_routes(args, trainer, tokenizer, held_prompts, reports, logps, once, beat, counter)
+    say("\n".join(lines))
+    beat.to("writing the Hub folder (adapter, seqtemp_config.json, model card, plot) and loading it back")
+    hub_dir = f"{args.output_dir}/hub"
+    with counter.measure("hub folder"):
+        save_for_hub(trainer, hub_dir, batch_size=SAMPLING_BATCH)  # the card's figures are the ones printed above
+        check_reload(trainer, hub_dir)
+    phases = {name: dict(zip(("seconds", "token_forwards", "cpu_seconds"), v)) for name, v in counter.totals.items()}
+    return lines, {**measured, "phases": phases}
+
+
 def main() -> None:
     global MAIN_PROCESS
 
@@ -305,60 +357,11 @@ def main() -> None:
     say(f"torch threads per process: {threads} ({why}; set OMP_NUM_THREADS to choose)")
     torch.manual_seed(args.seed)
     with Heartbeat() as beat:
-        if args.model_name_or_path is not None:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-
-            beat.to(f"loading {args.model_name_or_path}")
-            model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
-            tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
-        else:
-            if not (cached_model_folder() / "config.json").is_file():
-                beat.to(
-                    f"first run: converting the embedded GGUF model to safetensors in {cached_model_folder()} (once)"
-                )
-            beat.to("loading SmolLM2-135M-Instruct")
-            model, tokenizer = load_default_model()
-        train_prompts, held_prompts = demo_prompts()
-        train_prompts, held_prompts = train_prompts[: args.train_prompts], held_prompts[: args.held_out_prompts]
-        conversation = lambda p: [{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}]
-        train = Dataset.from_dict({"prompt": [conversation(p) for p in train_prompts]})
-        beat.to(
-            f"sampling {args.held_out_generations} completions of each of the {len(held_prompts)} held-out prompts"
-        )
-        held_out = sample_dataset(
-            model,
-            tokenizer,
-            [conversation(p) for p in held_prompts],
-            num_samples=args.held_out_generations,
-            max_new_tokens=args.max_completion_length,
-            seed=args.seed + 1,
-            batch_size=32,
-        )
-        trained_from = time.time()
-        trainer = train_adapter(args, model, tokenizer, train, held_out, beat)
-
-        train_seconds = time.time() - trained_from
-        beat.to("measuring base model, token temperature and adapter on the held-out prompts")
-        reports, logps = trainer.measure_held_out()  # what save_for_hub writes below: measured once
-        routes, measured = compare_routes(
-            args, trainer, tokenizer, held_prompts, held_out, reports, logps, train_seconds, beat
-        )
-        say("\n".join(routes))
-        beat.to("writing the Hub folder (adapter, seqtemp_config.json, model card, plot) and loading it back")
-        hub_dir = f"{args.output_dir}/hub"
-        save_for_hub(trainer, hub_dir)  # the card's figures are the ones printed above
-        reloaded = load_tempered(hub_dir)
-        probe = trainer.eval_dataset.select(range(min(8, len(trainer.eval_dataset))))
-        again = score_dataset(reloaded, probe, batch_size=8)[0]
-        first = score_dataset(trainer.model, probe, batch_size=8)[0]
-        say(
-            f"\nHub folder: {hub_dir} (model card README.md, plot seqtemp_loglik.png); reloaded with load_tempered: "
-            f"max |Δ log q| = {(again - first).abs().max().item():.2e} over {len(probe)} held-out completions"
-        )
+        lines, measured = run(args, beat)
         wall = time.time() - beat.start
         say(f"wall time: {wall:.0f} s")
         if MAIN_PROCESS:
-            write_results(args, measured, routes, wall, threads, (load, os.getloadavg()[0]))
+            write_results(args, measured, lines, wall, threads, (load, os.getloadavg()[0]))
 
 
 if __name__ == "__main__":

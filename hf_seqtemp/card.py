@@ -254,6 +254,25 @@ def _figure(value) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
+def _custom_generate_usage(repo_id: str, config: SequenceTemperatureConfig, in_folder: bool) -> str:
+    """The training-free usage line: through the folder's `custom_generate/` where it ships one, else through the
+    callable itself (a `save_model` folder has no `custom_generate/`, and transformers refuses such a folder)."""
+    temperature = f"{config.target_temperature:g}"
+    if in_folder:
+        return (
+            "Without the adapter, the repository's `custom_generate/` folder samples a base model at sequence "
+            "temperature by a training-free sampler:\n"
+            f'`model.generate(**inputs, custom_generate="{repo_id}", trust_remote_code=True, '
+            f"seq_temperature={temperature})`."
+        )
+    return (
+        "Without the adapter, a training-free sampler of hf_seqtemp samples a base model at sequence temperature:\n"
+        f"`model.generate(**inputs, custom_generate=hf_seqtemp.seqtemp_generate, seq_temperature={temperature})` "
+        '(`hf_seqtemp.save_for_hub` adds a `custom_generate/` folder, so that `custom_generate="<repo>"` does the '
+        "same from the Hub)."
+    )
+
+
 def render_model_card(
     config: SequenceTemperatureConfig,
     reports: dict[str, dict[str, float]] | None = None,
@@ -266,6 +285,7 @@ def render_model_card(
     existing_tags: list[str] | tuple = (),
     chat_template: bool = False,
     tokenizer_in_repo: bool = False,
+    custom_generate: bool = False,
 ) -> str:
     """Fills `hf_seqtemp/templates/seqtemp_card.md` (`string.Template`) with a config and measured reports.
 
@@ -285,6 +305,9 @@ def render_model_card(
             example renders its prompt with it (as the model was trained).
         tokenizer_in_repo (`bool`, *optional*, defaults to `False`): the folder ships the tokenizer, so the usage
             example loads it from `repo_id` (offline for a local folder) rather than from the base model's id.
+        custom_generate (`bool`, *optional*, defaults to `False`): the folder ships `custom_generate/`
+            ([`~hf_seqtemp.hub.save_for_hub`] writes it), so the training-free example loads it from `repo_id`;
+            otherwise the example passes `hf_seqtemp.seqtemp_generate` itself, which works on any folder.
 
     Example:
     ```python
@@ -308,6 +331,7 @@ def render_model_card(
         "repo_id": repo_id or "<user>/<repo>",
         "tokenizer_id": (repo_id if tokenizer_in_repo else config.base_model_id) or repo_id or "<user>/<repo>",
         "peft_usage": _peft_usage(config, repo_id or "<user>/<repo>"),
+        "custom_generate_usage": _custom_generate_usage(repo_id or "<user>/<repo>", config, custom_generate),
         "training_table": "\n".join(f"| {key} | {value} |" for key, value in hyper.items()),
         **_usage_lines(chat_template),
         "evaluation": _evaluation_section(
@@ -328,6 +352,7 @@ def write_card(
     reason: str | None = None,
     shown_as: str | os.PathLike | None = None,
     tags: list[str] | None = None,
+    custom_generate: bool = False,
 ) -> SequenceTemperatureConfig:
     """Writes `seqtemp_config.json`, the model card `README.md` and (with a measurement) the plot into `folder`.
 
@@ -344,6 +369,8 @@ def write_card(
         reason (`str`, *optional*): why nothing was measured, when nothing was (see [`render_model_card`]).
         shown_as (`str` or `os.PathLike`, *optional*): the folder the card's usage example loads when no `repo_id`
             is given, if not `folder` (a staged save writes into a staging folder, then moves the files there).
+        custom_generate (`bool`, *optional*, defaults to `False`): the folder gets `custom_generate/` (see
+            [`render_model_card`]).
 
     Returns:
         [`SequenceTemperatureConfig`]: the config written.
@@ -391,6 +418,7 @@ def write_card(
         tags,
         chat_template=chat,
         tokenizer_in_repo=ships_tokenizer,
+        custom_generate=custom_generate,
     )
     with open(os.path.join(folder, CARD_NAME), "w", encoding="utf-8") as handle:
         handle.write(card)

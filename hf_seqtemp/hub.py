@@ -182,6 +182,7 @@ def _save_model_folder(model, folder, held_out_dataset, base_model, tokenizer, d
         if measurement is None and config.eval_t_eff is not None and os.path.isfile(plot):
             shutil.copyfile(plot, os.path.join(staging, PLOT_NAME))  # the recorded figures' plot travels with them
         options = {"repo_id": repo_id, "dataset_names": dataset_names, "source": source, "shown_as": folder}
+        options["custom_generate"] = True  # written beside it below
         written = write_card(staging, config, measurement, **options)
         write_custom_generate(staging)
         return written

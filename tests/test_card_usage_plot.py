@@ -207,3 +207,43 @@ def test_fourteen_prompts_get_distinct_saturated_styles_and_the_audit_line_is_la
     plot_audit(result, tmp_path / "audit.png")
     legend = figures[1].axes[0].get_legend()
     assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["log q = log p (p itself)"]
+
+
+def _training_free_line(card: str) -> str:
+    return re.search(r"`(model\.generate\(\*\*inputs, custom_generate=[^`]*)`", card).group(1)
+
+
+def test_the_cards_training_free_line_works_on_the_folder_it_is_in(tmp_path, monkeypatch):
+    """The card's `model.generate(..., custom_generate=...)` line runs as printed on a base model: for a
+    `save_model` folder (no `custom_generate/`) through `hf_seqtemp.seqtemp_generate`, for a `save_for_hub` folder
+    through the folder's own `custom_generate/` (what the Hub repository carries)."""
+    import hf_seqtemp
+
+    base = tiny_causal_lm(6, seed=3)
+    base.config.pad_token_id = 5
+    base.save_pretrained(tmp_path / "base")
+    _tokenizer(False).save_pretrained(tmp_path / "base")
+    monkeypatch.chdir(tmp_path)
+    args = SeqTempConfig(
+        output_dir="run", use_cpu=True, max_steps=1, save_strategy="no", per_device_train_batch_size=8
+    )
+    trainer = SeqTempTrainer(
+        AutoModelForCausalLM.from_pretrained(tmp_path / "base"),
+        args,
+        train_dataset=Dataset.from_dict({"text": ["a b c d", "b c d a"] * 4}),
+        processing_class=_tokenizer(False),
+        peft_config=LoraConfig(r=2, target_modules=["q_proj"]),
+    )
+    trainer.save_model("saved")
+    trainer.save_for_hub("hub")
+    inputs = _tokenizer(False)("a b", return_tensors="pt")
+    for folder, through in (
+        ("saved", "custom_generate=hf_seqtemp.seqtemp_generate"),
+        ("hub", 'custom_generate="hub"'),
+    ):
+        line = _training_free_line((tmp_path / folder / "README.md").read_text(encoding="utf-8"))
+        assert through in line and (tmp_path / folder / "custom_generate").is_dir() == (folder == "hub"), folder
+        model = AutoModelForCausalLM.from_pretrained(tmp_path / "base")
+        scope = {"model": model, "inputs": dict(inputs), "hf_seqtemp": hf_seqtemp}
+        out = eval(line.replace("**inputs", "**inputs, max_new_tokens=3"), scope)  # the line as printed
+        assert out.shape[0] == 1 and inputs["input_ids"].shape[1] < out.shape[1] <= inputs["input_ids"].shape[1] + 3

@@ -95,7 +95,7 @@ def test_help_lists_every_command(capsys):
 @pytest.mark.parametrize("command", ["train", "eval", "generate"])
 def test_command_help(command, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        main([command, "--help"])
+        main([command, "--help-all" if command == "train" else "--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
     assert f"usage: hf-seqtemp {command}" in text and "--default_model" in text
@@ -115,6 +115,21 @@ def test_command_help(command, capsys):
             assert flag in text
     if command == "generate":
         assert "--seq-temperature" in text and "{auto,adapter,mcmc,glauber,smc}" in text
+
+
+def test_train_help_is_short_and_the_full_list_is_one_flag_away(capsys):
+    """`train --help` shows the flags a first run needs (in their groups) and how to see the rest; `--help-all`
+    lists every flag, LoRA, quantisation and every TrainingArguments field included."""
+    assert main(["train", "--help"]) == 0
+    short = capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["train", "--help-all"])
+    full = capsys.readouterr().out
+    assert len(short.splitlines()) <= 120 and len(full.splitlines()) > 400
+    for flag in ("--dataset_path", "--eval_fraction", "--target_temperature", "--output_dir", "--max_steps"):
+        assert flag in short
+    assert "`hf-seqtemp train --help-all`" in short and "more flags" in short
+    assert "--lora_dropout" not in short and "--lora_dropout" in full and "--gradient_accumulation_steps" in full
 
 
 def _oracle(base, tempered, tokenizer, path):
@@ -354,7 +369,9 @@ def test_errors_name_the_flag(workspace, trained, tmp_path, capsys, monkeypatch)
     )
     assert "`--adapter_path` is required" in _error(["eval", *base, *data], capsys)
     assert "`--prompt` is required" in _error(["generate", *base, "--seq_temperature", "0.5"], capsys)
-    assert "`--seq_temperature` must be a float > 0, got None" in _error(["generate", *base, "--prompt", "a"], capsys)
+    assert "`--seq_temperature` is required without `--adapter_path`" in _error(
+        ["generate", *base, "--prompt", "a"], capsys
+    )
     diffusion = tmp_path / "diffusion"
     SequenceTemperatureConfig(0.5, model_family="masked_diffusion").save_pretrained(diffusion)
     assert "supports causal LMs only (schedule variance of diffusion models is not supported here" in _error(
@@ -432,3 +449,41 @@ def test_train_then_eval_on_the_embedded_model(tmp_path):
     assert result["base_model"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and result["num_sequences"] == 8
     assert result["reports"]["base"]["t_eff"] == pytest.approx(1.0)
     assert result["reports"]["myopic"]["t_eff"] < 1.0  # token temperature 0.5 sharpens
+
+
+def test_generate_takes_t_from_the_adapter_and_auto_never_picks_mh(workspace, trained, tmp_path, capsys, monkeypatch):
+    """With an adapter, `--seq_temperature` defaults to the T it was trained for (said on stdout); without one,
+    `--strategy auto` samples by SMC (plain sampling's model calls per answer), never by MH (5-6x as many)."""
+    from hf_seqtemp.generation import strategies
+
+    base = ["--model_name_or_path", str(workspace / "base"), "--prompt", "a", "--max_completion_length", "3"]
+    out_json = tmp_path / "adapter.json"
+    assert main(["generate", "--adapter_path", str(trained), *base, "--output_json", str(out_json)]) == 0
+    assert f"T = 0.5, the temperature {trained} was trained for" in capsys.readouterr().out
+    assert len(json.loads(out_json.read_text())[0]["completions"]) == 1
+    used = []
+    monkeypatch.setitem(strategies.STRATEGY_REGISTRY, "mcmc", lambda call: pytest.fail("`auto` picked MH"))
+    smc = strategies.STRATEGY_REGISTRY["smc"]
+    monkeypatch.setitem(strategies.STRATEGY_REGISTRY, "smc", lambda call: used.append("smc") or smc(call))
+    assert main(["generate", *base, "--seq_temperature", "0.5"]) == 0
+    assert used == ["smc"]
+
+
+def test_no_warning_for_a_top_k_nobody_set(monkeypatch):
+    """transformers fills in `top_k=50` when neither the call nor the model's generation config sets it; the
+    sequence temperature drops it without a warning. A top-k someone did set is named when dropped."""
+    from transformers.generation.logits_process import TopKLogitsWarper
+
+    from hf_seqtemp.generation import strategies
+
+    warned = []
+    monkeypatch.setattr(strategies.logger, "warning_once", lambda message: warned.append(message))
+    model = tiny_causal_lm(6, seed=0)
+    call = strategies.GenerateCall(model, None, [TopKLogitsWarper(50)], None, None, False, None, {}, 0.5)
+    assert list(call.target_processors()) == [] and warned == []
+    call.logits_processor = [TopKLogitsWarper(10)]
+    assert list(call.target_processors()) == [] and "TopKLogitsWarper" in warned[0]
+    model.generation_config.top_k = 50  # the model's own setting: named too
+    call.logits_processor = [TopKLogitsWarper(50)]
+    call.target_processors()
+    assert len(warned) == 2

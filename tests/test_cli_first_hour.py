@@ -86,6 +86,29 @@ def test_messages_are_held_out_by_prompt_and_said_to_be_unseen(root, tmp_path, c
     )
 
 
+def test_the_split_is_announced_before_training_with_a_warning_below_8_prompts(root, tmp_path, capsys):
+    """Before any training output: how many prompts are held out and trained on; with fewer than
+    `MIN_HELD_OUT_PROMPTS` held out, a warning on stderr and a caveat beside the final figures."""
+    from hf_seqtemp.cli.held_out import MIN_HELD_OUT_PROMPTS
+
+    data = ["--dataset_path", str(root / "messages.jsonl"), "--eval_fraction", "0.25"]
+    assert _train(root, tmp_path / "m", *data) == 0
+    captured = capsys.readouterr()
+    announced = "hf-seqtemp train: holding out 2 prompts (6 rows), never trained on; training on 6 prompts."
+    assert announced in captured.out and captured.out.index(announced) < captured.out.index("measured within")
+    assert f"will rest on 2 prompts, fewer than {MIN_HELD_OUT_PROMPTS}" in captured.err
+    assert f"(on fewer than {MIN_HELD_OUT_PROMPTS} prompts: indicative only)" in captured.out
+    many = tmp_path / "many.txt"
+    many.write_text("".join(f"{x} {y} {z}\n" for x in WORDS for y in WORDS for z in WORDS[:2]), encoding="utf-8")
+    assert _train(root, tmp_path / "p", "--sample_prompts_file", str(many), "--eval_fraction", "0.25") == 0
+    captured = capsys.readouterr()
+    assert (
+        "holding out 8 prompts (3 completions of each sampled from the base model), never trained on; "
+        "training on 24 prompts." in captured.out
+    )
+    assert "fewer than" not in captured.err + captured.out
+
+
 def test_a_text_corpus_is_not_said_to_be_unseen_prompts(root, tmp_path, capsys):
     assert _train(root, tmp_path / "t", "--dataset_path", str(root / "text.jsonl"), "--eval_fraction", "0.25") == 0
     out = capsys.readouterr().out

@@ -64,7 +64,7 @@ def test_use_peft_false_fine_tunes_the_whole_model_and_dtype_loads_it(workspace,
 @pytest.mark.parametrize("flag", ["--use_peft", "--dtype", "--dataset_name", "--dataset_config"])
 def test_the_trl_flags_are_in_train_help(flag, capsys):
     with pytest.raises(SystemExit):
-        main(["train", "--help"])
+        main(["train", "--help-all"])
     assert flag in capsys.readouterr().out
 
 

@@ -6,6 +6,8 @@ from `decision.json`, the API reference."""
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import subprocess
@@ -52,3 +54,59 @@ def test_the_pages_read_from_benchmarks_and_the_generated_tables_are_in_the_site
     assert "<!-- decision-tables -->" not in (site / "routes" / "index.html").read_text(encoding="utf-8")
     trainer = _text(site / "api" / "trainer" / "index.html")
     assert "SeqTempConfig" in trainer and "target_temperature" in trainer and "SeqTempTrainer" in trainer
+
+
+def _api_pages(site: Path) -> dict[str, str]:
+    return {page.parent.name: page.read_text(encoding="utf-8") for page in sorted((site / "api").rglob("index.html"))}
+
+
+def test_the_api_reference_shows_types_and_cross_references_without_markup(site):
+    """The doc-builder docstrings read as a reader expects (`docs/hf_docstrings.py`): a type cell holds the type,
+    not `` `float`, *optional*, defaults to `0.5` ``; a cross-reference is a link or a name, never `[~a.B]`."""
+    pages = _api_pages(site)
+    assert {"trainer", "generation", "measuring"} <= set(pages)
+    for name, page in pages.items():
+        cells = re.findall(r"<td>\s*<code>(.*?)</code>\s*</td>", page, flags=re.DOTALL)
+        assert not [cell for cell in cells if "`" in cell or "*optional*" in cell], name
+        assert cells or name == "api", name  # every page but the index documents parameters
+        text = _text(site / "api" / ("" if name == "api" else name) / "index.html")
+        assert "[~" not in text and "[`" not in text and "[<code>" not in page, name
+    trainer = pages["trainer"]
+    # [`SeqTempTrainer`] in SeqTempConfig's docstring links to the class on the same page
+    assert re.search(
+        r'<a class="autorefs autorefs-internal"[^>]*href="#hf_seqtemp\.trainer\.trainer\.SeqTempTrainer"', trainer
+    )
+    assert "autorefs-internal" in pages["generation"] and "autorefs-internal" in pages["measuring"]
+
+
+def test_the_api_reference_groups_parameters_folds_long_ones_and_renders_lists(site):
+    pages = _api_pages(site)
+    trainer = _text(site / "api" / "trainer" / "index.html")
+    for group in ("Parameters that control the training", "Parameters that control the data preprocessing"):
+        assert group in trainer
+    assert "Defaults that differ from" in trainer and "[!NOTE]" not in trainer  # an admonition, not a quote
+    # loss_type: a short first paragraph in its cell, the rest folded under "More", and no GRPO name left in it
+    cell = pages["trainer"].split("<code>loss_type</code>", 1)[1].split("</tr>", 1)[0]
+    first = re.search(r"<p>(.*?)</p>", cell, flags=re.DOTALL).group(1)
+    assert len(re.sub(r"<[^>]+>", "", first)) < 400 and "<details" in cell and "steps_per_generation" not in cell
+    # a docstring's bullet list is a list
+    generation = pages["generation"]
+    strategies = generation.split('id="hf_seqtemp.generation.routing.seqtemp_generate"', 1)[1]
+    assert re.search(r"<ul>\s*<li>\s*<p><code>\"auto\"</code>", strategies)
+
+
+def test_the_fidelity_page_shows_its_plots_and_the_index_reads(site):
+    """Every fidelity plot committed under `benchmarks/results/fidelity/` is shown on the fidelity page (each a link
+    to its full size); the results index lists each result with its whole command on a line of its own, and says
+    whether its provenance was recorded by the run or backfilled."""
+    fidelity = (site / "results" / "fidelity" / "index.html").read_text(encoding="utf-8")
+    plots = sorted(p.name for p in (ROOT / "benchmarks" / "results" / "fidelity").glob("*.png"))
+    assert len(plots) == 16
+    for name in plots:
+        assert f'src="../data/fidelity/{name}"' in fidelity, name
+        assert (site / "results" / "data" / "fidelity" / name).is_file()
+    index = (site / "results" / "index.html").read_text(encoding="utf-8")
+    assert "<table>" not in index.split("<article", 1)[1]  # a list: nothing squeezes the command into a column
+    recorded = json.loads((ROOT / "benchmarks" / "results" / "fidelity.json").read_text(encoding="utf-8"))
+    assert f"command: <code>{html.escape(recorded['provenance']['command'], quote=False)}</code>" in index
+    assert "provenance <strong>backfilled</strong>" in index and "provenance recorded by the run" in index

@@ -1,12 +1,15 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """The demo measures on prompts that neither its training nor the sweeps that chose its settings ever saw, prints the
-routes it can afford (token temperature, the best token temperature, the adapter, the adapter as SMC's proposal) and
-answers three questions per route from its own figures: does it reach T, does it rank like p, at what cost."""
+routes it can afford (token temperature, the best token temperature, the adapter, the adapter as SMC's proposal),
+what each costs per answer and once (seconds and token-forwards, every route), the SMC route's ESS, answers three
+questions from its own figures (does it reach T, which route ranks most like p, routes paired with each other, at
+what cost) and ends with one recommendation per goal."""
 
 import importlib.util
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -36,6 +39,11 @@ def routes(demo):
     return sys.modules["_routes"]  # imported by the demo, from examples/
 
 
+@pytest.fixture(scope="module")
+def verdicts(demo):
+    return sys.modules["_verdicts"]
+
+
 NAMES = {
     "base": "base model p",
     "myopic": "token temperature 0.5",
@@ -47,19 +55,39 @@ COSTS = {
     "myopic": {"calls": 10, "token_forwards_per_answer": 40.0, "seconds_per_answer": 0.1},
     "tuned_myopic": {"calls": 10, "token_forwards_per_answer": 40.0, "seconds_per_answer": 0.1},
     "tempered": {"calls": 10, "token_forwards_per_answer": 44.0, "seconds_per_answer": 0.1},
-    "smc_adapter": {"calls": 20, "token_forwards_per_answer": 320.0, "seconds_per_answer": 0.5},
+    "smc_adapter": {"calls": 20, "token_forwards_per_answer": 320.0, "seconds_per_answer": 0.5, "ess_fraction": 0.41,
+                    "ess_answers": 14},
+}  # fmt: skip
+TRAINING = {"seconds": 92.0, "token_forwards": 30548, "per_prompt": False, "what": "32 steps"}
+ONCE = {
+    "myopic": {"seconds": 0.0, "token_forwards": 0, "per_prompt": False, "what": "none"},
+    "tuned_myopic": {"seconds": 11.8, "token_forwards": 1038, "per_prompt": True, "what": "16 samples of p"},
+    "tempered": TRAINING,
+    "smc_adapter": {**TRAINING, "what": "the adapter's: 32 steps"},
 }
+NOT_SHOWN, BETTER, WORSE = (0.0, -0.02, 0.02), (0.05, 0.03, 0.07), (-0.007, -0.013, -0.002)
+
+
+def _rows(**t_eff):
+    rows = {name: {"t_eff": 0.5, "kendall_tau": 0.86, "nll_per_token": 5.0} for name in NAMES}
+    for name, value in t_eff.items():
+        rows[name]["t_eff"] = value
+    return rows
+
+
+def _pairs(**readings):
+    pairs = {"tempered vs tuned_myopic": NOT_SHOWN, "tempered vs myopic": NOT_SHOWN,
+             "smc_adapter vs tempered": NOT_SHOWN, "tuned_myopic vs myopic": NOT_SHOWN}  # fmt: skip
+    return {**pairs, **{key.replace("__", " vs "): value for key, value in readings.items()}}
 
 
 @pytest.mark.parametrize(
     ("t_eff", "reaches"), [(0.5, True), (0.549, True), (0.551, False), (0.451, True), (0.449, False), (0.563, False)]
 )
-def test_the_reach_verdict_reads_t_eff_against_t(routes, t_eff, reaches):
-    rows = {name: {"t_eff": 0.5, "kendall_tau": 0.9} for name in routes.ROUTES}
-    rows["tempered"]["t_eff"] = t_eff
-    text = routes.reach_verdict(rows, NAMES, 0.5)
+def test_the_reach_verdict_reads_t_eff_against_t(verdicts, t_eff, reaches):
+    text = verdicts.reach_verdict(_rows(tempered=t_eff), NAMES, 0.5)
     assert text.startswith("Does it reach T = 0.5 (T_eff within ±10 %)?")
-    assert f"adapter: {'yes' if reaches else 'no'} (T_eff {100 * (t_eff / 0.5 - 1):+.1f} %)" in text, text
+    assert f"adapter: {'yes' if reaches else 'no'} (T_eff {t_eff:.3f}, {100 * (t_eff / 0.5 - 1):+.1f} %)" in text, text
     assert text.count(": yes") == 3 + reaches  # the other routes sit at T exactly
 
 
@@ -68,31 +96,77 @@ def test_the_reach_verdict_reads_t_eff_against_t(routes, t_eff, reaches):
     [((0.02, 0.01, 0.03), "better"), ((-0.02, -0.03, -0.01), "worse"), ((0.01, -0.01, 0.03), "not shown to differ"),
      ((0.005, 0.0, 0.01), "not shown to differ")],
 )  # fmt: skip
-def test_the_rank_verdict_says_better_or_worse_only_where_the_interval_excludes_zero(routes, interval, reading):
-    rows = {name: {"t_eff": 0.5, "kendall_tau": 0.86} for name in routes.ROUTES}
-    for name in routes.ROUTES[1:]:
-        rows[name]["tau_minus_myopic"] = (0.0, -0.02, 0.02)
-    rows["smc_adapter"]["tau_minus_myopic"] = interval
-    text = routes.rank_verdict(rows, NAMES)
+def test_the_rank_verdict_compares_routes_with_each_other(verdicts, interval, reading):
+    """Which ranks most like p is a question between routes: each pair's τ difference, paired over prompts, reads
+    better or worse only where its interval excludes 0 (the adapter against the best token temperature, too)."""
+    text = verdicts.rank_verdict(_rows(), _pairs(tempered__tuned_myopic=interval), NAMES)
     mean, low, high = interval
-    assert f"adapter as SMC's proposal, N = 4: τ 0.860, {mean:+.3f} [{low:+.3f}, {high:+.3f}], {reading}" in text
-    assert "Against token temperature 0.5 (τ 0.860)" in text and text.count("not shown to differ") >= 2
+    assert text.startswith("Which ranks each prompt's completions most like p")
+    assert (
+        f"adapter (0.860) against best token temperature 0.444 (0.860): {mean:+.3f} [{low:+.3f}, {high:+.3f}], {reading}"
+        in text
+    )
+    assert "adapter as SMC's proposal, N = 4 (0.860) against adapter (0.860)" in text and text.count(") against ") == 4
 
 
-def test_the_cost_verdict_and_the_table_read_the_measured_costs(routes):
-    once = {"tempered": "training 92 s (32 steps)", "smc_adapter": "the adapter's training 92 s (32 steps)"}
-    text = routes.cost_verdict(COSTS, NAMES, once)
-    assert "adapter: 1.0× the calls and 1.1× the token-forwards per answer of token temperature 0.5, once: " in text
+def test_the_cost_verdict_and_the_table_give_every_route_its_one_time_cost_in_one_unit(verdicts):
+    text = verdicts.cost_verdict(COSTS, NAMES, ONCE)
+    assert "token temperature 0.5: once nothing" in text
+    assert "best token temperature 0.444: 1.0× the calls and 1.0× the token-forwards per answer, once 11.8 s and " \
+        "1,038 token-forwards per new prompt" in text  # fmt: skip
+    assert (
+        "adapter: 1.0× the calls and 1.1× the token-forwards per answer, once 92.0 s and 30,548 token-forwards" in text
+    )
     assert "adapter as SMC's proposal, N = 4: 2.0× the calls and 8.0× the token-forwards per answer" in text
-    rows = {name: {"t_eff": 0.5, "kendall_tau": 0.9, "nll_per_token": 5.0} for name in NAMES}
-    lines = routes.table(rows, COSTS, NAMES, once).splitlines()
-    smc = next(line for line in lines if line.startswith("adapter as SMC"))
-    assert smc.endswith(once["smc_adapter"]) and smc[: -len(once["smc_adapter"])].split()[-3:] == [
-        "20",
-        "320.0",
-        "0.500",
-    ]
-    assert [line.split("  ")[0] for line in lines[2:]] == list(NAMES.values())  # base first, then the routes
+    lines = verdicts.table(_rows(), COSTS, NAMES, ONCE).splitlines()
+    assert lines[0].split()[-4:] == ["once:", "s", "once:", "tok-fwd"]
+    smc = next(line for line in lines if line.startswith("adapter as SMC")).split()
+    assert smc[-4:] == ["320.0", "0.500", "92.0", "30,548"]
+    tuned = next(line for line in lines if line.startswith("best token")).split()
+    assert tuned[-2:] == ["11.8/prompt", "1,038/prompt"]
+    assert [line[:32].rstrip() for line in lines[2:]] == list(NAMES.values())  # base first, then the routes
+    assert max(map(len, lines)) <= 100  # a docs page shows it whole
+    ess = verdicts.ess_line(COSTS, NAMES, 4)
+    assert "mean over its 14 answers (one per prompt) of the final weights' ESS / N = 0.41" in ess
+
+
+@pytest.mark.parametrize(
+    ("t_eff", "pairs", "ship", "compute", "free"),
+    [
+        # the demo's own run: the adapter reaches T where token temperature does not; SMC ranks better
+        ({"myopic": 0.557, "tempered": 0.514, "smc_adapter": 0.512, "tuned_myopic": 0.502},
+         {"smc_adapter__tempered": BETTER, "tuned_myopic__myopic": WORSE},
+         "the adapter: it reaches T", "adapter as SMC's proposal, N = 4: τ against adapter +0.050",
+         "best token temperature 0.444: it reaches T"),
+        # both reach T and the adapter is not shown to rank better: no need to train
+        ({"myopic": 0.52, "tempered": 0.51, "smc_adapter": 0.60}, {}, "token temperature 0.5: it reaches T",
+         "the adapter: its SMC route costs", "best token temperature 0.444: it reaches T"),
+        # neither reaches T; the best token temperature does not either
+        ({"myopic": 0.6, "tempered": 0.58, "tuned_myopic": 0.56, "smc_adapter": 0.57}, {"smc_adapter__tempered": BETTER},
+         "neither reaches T here", "the adapter: its SMC route costs", "token temperature 0.5 (T_eff 0.600"),
+    ],
+)  # fmt: skip
+def test_one_recommendation_per_goal_from_the_rows(verdicts, t_eff, pairs, ship, compute, free):
+    lines = verdicts.recommendations(_rows(**t_eff), _pairs(**pairs), NAMES, COSTS, ONCE, 0.5)
+    assert lines[0] == "Which route, from these rows?" and len(lines) == 4
+    assert lines[1].startswith("- Ship a model that samples at T at plain cost: " + ship), lines[1]
+    assert lines[2].startswith("- Best answers per compute (read here as: closest to p^(1/T)): " + compute), lines[2]
+    assert lines[3].startswith("- No training: " + free), lines[3]
+    if "best token temperature 0.444: it reaches T" in lines[3]:
+        assert "a search on each new prompt, 11.8 s and 1,038 token-forwards per new prompt" in lines[3]
+
+
+def test_one_time_costs_come_from_the_counted_phases(demo):
+    costs = sys.modules["_costs"]
+    args = SimpleNamespace(num_generations=8, max_steps=32, held_out_generations=16)
+    totals = {"training: sampling": (40.0, 13000, 30.0), "training: steps": (60.0, 14000, 50.0),
+              "held-out samples": (14.0, 2800, 10.0), "measurement": (30.0, 15000, 25.0)}  # fmt: skip
+    once = costs.one_time_costs(args, {"tuned_myopic": {"scoring_passes": 2}}, totals, 14, 128)
+    assert once["tempered"]["seconds"] == 100.0 and once["tempered"]["token_forwards"] == 27000
+    assert once["smc_adapter"]["seconds"] == once["tempered"]["seconds"] and once["myopic"]["seconds"] == 0
+    tuned = once["tuned_myopic"]  # samples of p, then 4 of the measurement's 5 passes, per prompt
+    assert tuned["per_prompt"] and tuned["seconds"] == pytest.approx((14 + 0.8 * 30) / 14)
+    assert tuned["token_forwards"] == pytest.approx((2800 + 0.8 * 15000) / 14)
 
 
 def test_tau_per_prompt_and_its_paired_interval(routes):
@@ -144,7 +218,6 @@ def _tiny_chat_model(folder: Path) -> None:
 def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_verdicts(tmp_path):
     """Two ranks (CPU, gloo) of the demo on a tiny chat model: every line once (the main process prints), the route
     table, and a reach verdict that agrees with the T_eff the table prints for each route."""
-    import re
 
     from launching import free_port, run_ranks
 
@@ -157,7 +230,8 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_
     demo_flags += ["--held_out_generations", "4", "--max_completion_length", "3", "--max_steps", "2"]
     demo_flags += ["--batch_size", "8"]
     output = run_ranks([*launch, str(ROOT / "examples" / "quickstart.py"), *demo_flags], timeout=600).stdout
-    starts = ("torch threads", "Held-out:", "Does it reach", "Does it rank", "At what cost", "route ")
+    starts = ("torch threads", "Held-out:", "Does it reach", "Which ranks", "At what cost", "route ", "ESS of",
+              "Which route, from these rows?", "- Ship a model", "- Best answers", "- No training")  # fmt: skip
     ours = [line for line in output.splitlines() if line.startswith(starts)]
     assert len(ours) == len(starts) and len(set(ours)) == len(starts), output[-3000:]
     assert "torch threads per process: 1 (OMP_NUM_THREADS" in output  # the launcher's environment sets it
@@ -167,7 +241,7 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_
     t_eff = {}
     for line in table:
         if line.startswith(("token temperature", "best token temperature", "adapter")):
-            name = re.split(r"\s{2,}", line)[0]
+            name = line[:32].rstrip()  # the route column is 32 wide
             t_eff[name] = float(line[len(name) :].split()[0])
         elif not line.startswith("base model"):
             break
@@ -178,6 +252,8 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_
     # the figures it printed are written once, with what a committed result must record
     record = json.loads((tmp_path / "out" / "demo.json").read_text(encoding="utf-8"))
     assert all(record["provenance"][field] for field in ("command", "commit", "machine", "date"))
-    assert record["printed"][-3] == reach and record["wall_seconds"] > 0
+    assert reach in record["printed"] and record["wall_seconds"] > 0 and record["printed"][-1].startswith("- No")
+    assert set(record["phases"]) >= {"training: sampling", "training: steps", "measurement"}
+    assert all(phase["token_forwards"] > 0 for phase in record["phases"].values())
     shown = {record["names"][name]: row["t_eff"] for name, row in record["rows"].items() if name != "base"}
     assert {name: round(value, 3) for name, value in shown.items()} == t_eff

@@ -221,3 +221,19 @@ def test_readme_blocks_run_in_order_in_one_folder_as_written(tmp_path):
     # `generate` printed a completion of its prompt
     completion = stdout.split("### Name a colour.\n", 1)[1].splitlines()[0]
     assert completion.startswith("- ") and completion[2:].strip()
+
+
+def test_the_own_data_recipe_of_the_training_page_parses_and_reads_as_prompts(tmp_path, monkeypatch):
+    """Training's "your own data": its JSONL rows are a prompt-only dataset, and its command line parses with
+    `train`'s own flags (the run itself is `train`'s, tested in tests/test_cli_first_hour.py)."""
+    from hf_seqtemp.data import detect_format
+
+    section = (ROOT / "docs" / "training.md").read_text(encoding="utf-8").split("## Your own data", 1)[1]
+    blocks = _blocks(section.split("\n## ", 1)[0])
+    rows = [json.loads(line) for lang, code in blocks if lang == "json" for line in code.splitlines()]
+    assert len(rows) >= 3 and detect_format(Dataset.from_list(rows).column_names, "text", "my.jsonl") == "prompt_only"
+    commands = [words for lang, code in blocks if lang == "bash" for words in _command_lines(code)]
+    assert [words[:2] for words in commands] == [["hf-seqtemp", "train"]]
+    monkeypatch.chdir(tmp_path)
+    script, config = _parsers()["train"].parse_flags(commands[0][2:])
+    assert script.dataset_path == "my.jsonl" and script.eval_fraction == 0.25 and config.target_temperature == 0.5

@@ -91,7 +91,7 @@ def test_the_readme_decision_tables_are_the_ones_decision_json_gives():
     decision = json.loads((RESULTS / "decision.json").read_text(encoding="utf-8"))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     shown = readme.split("<!-- decision-tables:begin -->\n", 1)[1].split("<!-- decision-tables:end -->", 1)[0]
-    assert shown == decision_table.markdown(decision)
+    assert shown.startswith(decision_table.markdown(decision))  # then how many of its sources were backfilled
     assert "](benchmarks/results/decision.png)" in readme and (RESULTS / "decision.png").is_file()
     for name in decision["sources"]:  # the figures it was built from are committed results
         assert json.loads((RESULTS / name).read_text(encoding="utf-8"))["provenance"]["command"], name
@@ -105,11 +105,9 @@ def test_superseded_figures_are_marked_in_the_index(index):
     assert "ess_ratio_where_2_is_reachable" in biased.read_text() and index.BIASED_COMPANION in index.status(biased)
     assert index.status(RESULTS / "fidelity_tuned.json") == ""
     page = index.render_index(ROOT)
-    row = next(
-        line for line in page.splitlines() if "fidelity_smc_distill_adapter_4.5epochs_r4_heldout30_seed1" in line
-    )
-    assert "superseded by selection on independent draws" in row
-    assert page.count("| [`") == len([p for p in RESULTS.rglob("*") if p.suffix in (".json", ".jsonl")])
+    entry = page.split("- [`fidelity_smc_distill_adapter_4.5epochs_r4_heldout30_seed1.json`]", 1)[1]
+    assert "superseded by selection on independent draws" in entry.split("\n- [", 1)[0]
+    assert page.count("\n- [`") == len([p for p in RESULTS.rglob("*") if p.suffix in (".json", ".jsonl")])
 
 
 def test_the_readme_quotes_the_committed_demo_run():
@@ -120,3 +118,44 @@ def test_the_readme_quotes_the_committed_demo_run():
     assert quoted, "the README quotes no measured demo run"
     assert int(quoted.group(1)) == round(demo["wall_seconds"])
     assert quoted.group(2).strip() in demo["provenance"]["machine"]
+
+
+def test_a_result_from_a_dirty_tree_is_named(index, tmp_path):
+    root = _copy_pages(tmp_path)
+    path = root / "benchmarks" / "results" / "decision.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["provenance"]["commit"] += "-dirty"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert any("decision.json: run from a dirty tree" in line for line in index.problems(root))
+
+
+def test_backfilled_provenance_is_marked_in_the_index_and_on_every_page_that_cites_it(index):
+    """The index says for each result whether its provenance was recorded by the run or backfilled; every page
+    citing a backfilled result carries the note naming them (a committed block, `python docs/hooks.py`)."""
+    page = index.render_index(ROOT)
+    fidelity = page.split("- [`fidelity.json`]", 1)[1].split("\n- [", 1)[0]
+    assert "provenance **backfilled**" in fidelity and index.backfilled(RESULTS / "fidelity.json")
+    decision = page.split("- [`decision.json`]", 1)[1].split("\n- [", 1)[0]
+    assert "provenance recorded by the run" in decision and not index.backfilled(RESULTS / "decision.json")
+    citing = [p for p in index.pages(ROOT) if index.backfilled_note(p)]
+    assert {p.name for p in citing} >= {"FIDELITY.md", "overview.md"}
+    for path in citing:
+        text = path.read_text(encoding="utf-8")
+        note = text.split("<!-- backfilled-note:begin -->\n", 1)[-1].split("<!-- backfilled-note:end -->", 1)[0]
+        assert note == index.backfilled_note(path), path
+
+
+def test_a_results_page_shows_for_each_result_the_command_its_json_records(index):
+    """A command line of a benchmark script that writes committed results appears on a page only inside a
+    generated block of the commands the JSONs record (one command per result, the one that wrote it)."""
+    writers = {record.get("command", "").split(" ")[1] for path in RESULTS.rglob("*.json*")
+               for record in index.provenance(path) if record.get("command", "").startswith("python ")}  # fmt: skip
+    for page in index.pages(ROOT):
+        text = re.sub(r"<!-- result-commands .*?:end -->", "", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+        for block in re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.DOTALL):
+            for line in block.splitlines():
+                words = line.split()
+                assert not (words[:1] == ["python"] and words[1:2] and words[1] in writers), (page, line)
+    fidelity = (RESULTS / "FIDELITY.md").read_text(encoding="utf-8")
+    recorded = json.loads((RESULTS / "fidelity.json").read_text(encoding="utf-8"))["provenance"]["command"]
+    assert f"```bash\n{recorded}  # fidelity.json (reconstructed)\n```" in fidelity

@@ -62,10 +62,22 @@ def _run(command: str, rest: list[str]) -> int:
     prog = f"hf-seqtemp {command}"
     rest = config_file_flags(rest, prog)  # TRL's `--config cfg.yaml`: its keys first, the command line's flags win
     rest = renamed_flags(rest, prog)  # one vocabulary, TRL's: --num_generations, --max_completion_length, ...
+    full_help = "--help-all" in rest  # `train --help` is short; `--help-all` lists every flag
+    rest = ["--help" if arg == "--help-all" else arg for arg in rest]
     if command == "train":
         _check_train_flags(rest, prog)
     types = _dataclass_types(command)
     parser = SeqTempArgumentParser(types, prog=prog, description=COMMANDS[command])
+    if command == "train" and {"-h", "--help"} & set(rest) and not full_help:
+        from .parser import TRAIN_SHORT_HELP
+
+        more = f"{len(parser._actions) - len(TRAIN_SHORT_HELP)} more flags (LoRA, quantisation, logging, every "
+        print(
+            parser.format_short_help(
+                TRAIN_SHORT_HELP, more + "TrainingArguments field): `hf-seqtemp train --help-all`"
+            )
+        )
+        return 0
     try:
         parsed = parser.parse_flags(rest)
         if command == "train":

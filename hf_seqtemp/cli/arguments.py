@@ -184,14 +184,18 @@ class GenerateArguments(RemoteCodeArguments, ModelArguments):
     _argument_group_name = "prompts, model and sampler"
 
     prompt: list[str] = field(default_factory=list, metadata={"help": "One or more prompts."})
-    seq_temperature: float | None = field(default=None, metadata={"help": "Sequence temperature T > 0."})
+    seq_temperature: float | None = field(
+        default=None,
+        metadata={"help": "Sequence temperature T > 0; with --adapter_path, the T it was trained for by default."},
+    )
     adapter_path: str | None = field(
         default=None, metadata={"help": "Tempered adapter (folder or Hub id) loaded with load_tempered."}
     )
     strategy: str = field(
         default="auto",
         metadata={
-            "help": "'auto' ('adapter' with --adapter_path, else 'mcmc'), 'adapter' (needs --adapter_path), 'mcmc' "
+            "help": "'auto' ('adapter' with --adapter_path, else 'smc': plain sampling's model calls per answer, where "
+            "'mcmc' takes 5-6x as many), 'adapter' (needs --adapter_path), 'mcmc' "
             "(power sampling), 'glauber' or 'smc' (sequential Monte Carlo: --num_particles, --ess_threshold, "
             "--alpha_ramp_tokens, --resampling, --proposal, --return_particles).",
             "choices": list(GENERATE_STRATEGIES),

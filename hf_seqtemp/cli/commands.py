@@ -19,6 +19,7 @@ from .arguments import (
     TrainScriptArguments,
 )
 from .data import _check_one_source, _eval_data, _read_prompts, _sample, read_source
+from .held_out import MIN_HELD_OUT_PROMPTS, announce_split
 
 
 def _flagged(message: str, dataclass_types) -> str:
@@ -166,6 +167,7 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         train, held_out, unseen = split_by_prompt(
             data, script_args.eval_fraction, training_args.seed, training_args.dataset_text_field
         )
+    announce_split(train, held_out, prompts_only, training_args.num_generations, training_args.dataset_text_field)
     lora = _lora(script_args)
     trainer = SeqTempTrainer(
         model, training_args, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
@@ -214,10 +216,13 @@ def _saved_summary(folder: str, unseen_prompts: bool = False) -> str:
         over = f"{config.eval_sequences} completions of {_count(config.eval_prompts, 'held-out prompt')}"
     if not unseen_prompts:
         over = f"{config.eval_sequences} held-out rows of a corpus without prompts (unseen rows, not unseen prompts)"
+    few = ""
+    if unseen_prompts and config.eval_prompts is not None and config.eval_prompts < MIN_HELD_OUT_PROMPTS:
+        few = f" (on fewer than {MIN_HELD_OUT_PROMPTS} prompts: indicative only)"
     return (
         f"{where}\nmeasured within prompts on {over}{', never trained on' if unseen_prompts else ''}: T_eff {config.eval_t_eff:.4f} (target "
         f"{config.target_temperature:g}), Kendall tau {config.eval_kendall_tau:.4f}, NLL/token "
-        f"{config.eval_nll:.4f}; the card compares them with the base model and the myopic baseline"
+        f"{config.eval_nll:.4f}; the card compares them with the base model and the myopic baseline{few}"
     )
 
 
@@ -287,6 +292,7 @@ def run_generate(args: GenerateArguments) -> int:
 
     if not args.prompt:
         raise ValueError("`--prompt` is required: give one or more prompts.")
+    args.seq_temperature = _generate_temperature(args)
     check_temperature(args.seq_temperature, "seq_temperature")
     check_int(args.num_generations, "num_generations")
     check_int(args.max_completion_length, "max_completion_length")
@@ -343,6 +349,22 @@ def run_generate(args: GenerateArguments) -> int:
     if args.output_json:
         Path(args.output_json).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0
+
+
+def _generate_temperature(args: GenerateArguments) -> float:
+    """`--seq_temperature`, or the T the `--adapter_path` adapter was trained for (said on stdout)."""
+    if args.seq_temperature is not None:
+        return args.seq_temperature
+    if args.adapter_path is None:
+        raise ValueError(
+            "`--seq_temperature` is required without `--adapter_path`: the sequence temperature T > 0 to sample at, "
+            "e.g. `--seq_temperature 0.5` (with an adapter, its trained T is the default)."
+        )
+    from ..config import SequenceTemperatureConfig
+
+    temperature = SequenceTemperatureConfig.from_pretrained(args.adapter_path).target_temperature
+    print(f"hf-seqtemp generate: T = {temperature:g}, the temperature {args.adapter_path} was trained for")
+    return temperature
 
 
 SMC_FLAGS = {

@@ -95,10 +95,25 @@ class SeqTempArgumentParser(HfArgumentParser):
                 field.type = hints[field.name]
                 self._parse_dataclass_field(rest if field.name in inherited else own, field)
 
+    def format_short_help(self, names: set[str], more: str) -> str:
+        """The help of the flags in `names` only (in their groups, in order), then `more`: a short `--help`."""
+        formatter = self._get_formatter()
+        formatter.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
+        formatter.add_text(self.description)
+        for group in self._action_groups:
+            actions = [action for action in group._group_actions if action.dest in names]
+            if actions:
+                formatter.start_section(group.title)
+                formatter.add_arguments(actions)
+                formatter.end_section()
+        formatter.add_text(more)
+        return formatter.format_help()
+
     def error(self, message: str):
         """Prints the one-line usage, the error and where to find every flag, then exits with status 2."""
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\nRun `{self.prog} --help` to list every flag.\n")
+        every = "--help-all" if self.prog.endswith(" train") else "--help"  # `train --help` is the short list
+        self.exit(2, f"{self.prog}: error: {message}\nRun `{self.prog} {every}` to list every flag.\n")
 
     def parse_flags(self, args: list[str]) -> tuple:
         """Parses `args` into the dataclasses; an unknown flag is an error that suggests the nearest known one."""
@@ -122,6 +137,15 @@ class SeqTempArgumentParser(HfArgumentParser):
             hints.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
         return f"unrecognised flag(s): {', '.join(hints)}."
 
+
+TRAIN_SHORT_HELP = {
+    "model_name_or_path", "default_model", "dataset_path", "dataset_name", "sample_prompts_file", "eval_fraction",
+    "system_prompt", "use_peft", "lora_r", "target_temperature", "loss_type", "nll_weight",
+    "init_from_token_temperature", "num_generations", "max_completion_length", "output_dir", "max_steps",
+    "num_train_epochs", "learning_rate", "per_device_train_batch_size", "seed", "save_strategy",
+    "resume_from_checkpoint", "push_to_hub", "help",
+}  # fmt: skip
+"""The flags `hf-seqtemp train --help` shows; `--help-all` shows every one."""
 
 # TRL flags of its scripts that have no counterpart in a command here, and why (GRPOConfig's are told by
 # `hf_seqtemp.trl_vocabulary`)

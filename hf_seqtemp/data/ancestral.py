@@ -182,9 +182,15 @@ def exact_generate(
     eos_token_ids,
     pad_token_id: int,
     return_logits: bool = False,
+    share_prompts: bool = False,
 ):
     """`model.generate` drawing exactly from p: [`exact_generation_config`] with [`exact_ancestral_sample`], the
     model's own generation config hidden ([`model_generation_config_ignored`]). Every sampler of p calls this.
+
+    With `share_prompts=True`, rows that repeat a prompt (several completions of one prompt) share its forward
+    pass: each distinct prompt is run once and its key/value cache copied to its rows before sampling starts
+    ([`shared_prompt_cache`]). The draws are the same random process; on a short answer to a long chat prompt this
+    is most of the cost saved.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + new_tokens)`: prompts and completions, `pad_token_id`
@@ -204,10 +210,56 @@ def exact_generate(
     config = exact_generation_config(max_new_tokens, eos_token_ids, pad_token_id)
     if return_logits:
         config.update(output_logits=True, return_dict_in_generate=True)
+    cache = shared_prompt_cache(model, input_ids, attention_mask) if share_prompts else None
     with model_generation_config_ignored(model):
         return model.generate(
             input_ids=input_ids,
             attention_mask=attention_mask,
             generation_config=config,
             custom_generate=exact_ancestral_sample,
+            **({"past_key_values": cache} if cache is not None else {}),
         )
+
+
+@torch.no_grad()
+def shared_prompt_cache(model, input_ids: torch.Tensor, attention_mask: torch.Tensor):
+    """The key/value cache of every prompt token but the last, computed once per distinct row of a left-padded
+    batch and copied to the rows that repeat it; `None` when no row repeats another, for a prompt of one token, or
+    for a model whose `generate` does not take a [`~transformers.DynamicCache`] (`generate` then runs as usual).
+
+    `generate` given this cache forwards only each row's last prompt token before sampling, with the positions it
+    derives from `attention_mask`, the ones used here.
+
+    Example:
+    ```python
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> model = tiny_causal_lm(8, seed=0)
+    >>> ids = torch.tensor([[0, 3, 4], [0, 3, 4], [5, 6, 7]])
+    >>> mask = torch.tensor([[0, 1, 1], [0, 1, 1], [1, 1, 1]])
+    >>> cache = shared_prompt_cache(model, ids, mask)
+    >>> cache.get_seq_length(), cache.layers[0].keys.shape[0]
+    (2, 3)
+    >>> shared_prompt_cache(model, ids[1:], mask[1:]) is None  # nothing repeats
+    True
+    ```
+    """
+    from transformers import DynamicCache, PreTrainedModel
+
+    inner = model.get_base_model() if callable(getattr(model, "get_base_model", None)) else model
+    supported = isinstance(inner, PreTrainedModel) and not inner.config.is_encoder_decoder
+    if not supported or not inner._supports_default_dynamic_cache() or input_ids.shape[1] < 2:
+        return None
+    rows = [tuple(row) for row in torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1).tolist()]
+    first: dict[tuple, int] = {}  # each distinct row -> where it first appears
+    for position, row in enumerate(rows):
+        first.setdefault(row, position)
+    if len(first) == len(rows):
+        return None
+    slot = {row: k for k, row in enumerate(first)}
+    distinct = torch.tensor(list(first.values()), device=input_ids.device)
+    ids, mask = input_ids[distinct, :-1], attention_mask[distinct, :-1]
+    cache = DynamicCache(config=inner.config.get_text_config(decoder=True))
+    positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+    model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True)
+    cache.batch_select_indices(torch.tensor([slot[row] for row in rows], device=input_ids.device))
+    return cache

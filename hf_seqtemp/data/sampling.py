@@ -90,6 +90,7 @@ def sample_completions(
             eos_ids,
             pad_token_id,
             return_logits=return_logps,
+            share_prompts=True,  # the completions of one prompt share its forward pass
         )
         sequences = generated.sequences if return_logps else generated
         completions = [end_at_eos(row[width:].tolist(), eos_ids) for row in sequences]

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 from transformers.generation import GenerationMixin
-from transformers.generation.logits_process import LogitsProcessorList
+from transformers.generation.logits_process import LogitsProcessorList, TopKLogitsWarper
 from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
 from transformers.utils import logging
 
@@ -81,13 +81,22 @@ class GenerateCall:
         top-p, min-p, top-h, typical, epsilon, eta), which the sequence temperature replaces; a warning names the
         warpers dropped. The training-free strategies include these processors in their target."""
         processors = list(self.logits_processor or [])
-        dropped = sorted({type(p).__name__ for p in processors if isinstance(p, TOKEN_WARPERS)})
+        dropped = sorted(
+            {type(p).__name__ for p in processors if isinstance(p, TOKEN_WARPERS) and not self._default(p)}
+        )
         if dropped:
             logger.warning_once(
                 f"`seq_temperature` replaces token-level sampling: {', '.join(dropped)} (from the `generate` call or "
                 "the model's `generation_config`) are not applied. Other logits processors shape the target."
             )
         return LogitsProcessorList([p for p in processors if not isinstance(p, TOKEN_WARPERS)])
+
+    def _default(self, processor) -> bool:
+        """Whether `processor` is only transformers' global default (`top_k=50`, which `generate` fills in when
+        neither the call nor the model's `generation_config` sets `top_k`): dropped without a warning, since nobody
+        asked for it."""
+        model_top_k = getattr(getattr(self.model, "generation_config", None), "top_k", None)
+        return isinstance(processor, TopKLogitsWarper) and processor.top_k == 50 and model_top_k is None
 
     def refuse_stopping_criteria(self, strategy: str) -> None:
         """The training-free strategies end an answer at EOS or after `max_new_tokens`, nowhere else: a stopping
@@ -322,6 +331,6 @@ STRATEGY_REGISTRY: dict[str, Callable[[GenerateCall], Any]] = {
     "imh": _imh_strategy,
     "smc": _smc_strategy,
 }
-"""`strategy` name → the function that samples a prepared call (`"auto"` resolves to `"adapter"` or `"mcmc"`)."""
+"""`strategy` name → the function that samples a prepared call (`"auto"` resolves to `"adapter"` or `"smc"`)."""
 
 STRATEGIES = ("auto", *STRATEGY_REGISTRY)

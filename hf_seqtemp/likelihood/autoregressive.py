@@ -11,6 +11,7 @@ from ..checks import check_int
 from ..models.validation import SUPPORTED, check_model_kind
 from .base import SequenceScorer
 from .chunked_head import HeadAsTokenLogps, causal_lm, plain_output_head
+from .shared_prompt import SharedPrompts, can_share_prompts
 
 
 def position_ids_from_attention_mask(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -198,6 +199,36 @@ class AutoregressiveScorer(SequenceScorer):
                 "`completion_mask` marks position 0 for scoring, but a causal LM has no conditional for the first "
                 "token: start the completion at position 1 or later (prepend a BOS token)."
             )
+        # the completions of one prompt share one forward pass of it (`shared_prompt.py`) where the model allows
+        shared = SharedPrompts.of(input_ids, attention_mask, completion_mask) if can_share_prompts(model) else None
+        ids = shared.rest_ids if shared is not None else input_ids
+        if shared is not None:
+            kwargs, start = shared.forward_kwargs(model, _accepts_position_ids(model), cache_kwargs), 0
+        else:
+            kwargs, start = self._one_pass_kwargs(model, input_ids, attention_mask, completion_mask)
+        with_grad = torch.is_grad_enabled() and any(p.requires_grad for p in model.parameters())
+        head = plain_output_head(model, with_grad) if self.chunk_head else None
+        # position i predicts token i + 1; the last position's target is a dummy, dropped below. Using the whole
+        # (contiguous) logits tensor instead of `logits[:, :-1]` keeps the flattening in `gather_token_logps` a view.
+        next_ids = torch.cat([ids[:, start + 1 :], ids[:, :1]], dim=1)
+        vocab = getattr(getattr(causal_lm(model), "config", None), "vocab_size", None)
+        with HeadAsTokenLogps(head, next_ids, self.token_temperature, self.chunk_size, vocab) as chunked:
+            outputs = model(input_ids=ids, **kwargs)
+        logits = _logits_of(outputs, model, ids, ids.shape[1] - start)
+        if chunked.calls:  # the head gave the targets' log-probabilities, a chunk of positions at a time
+            logps = logits[..., 0].float()
+        else:
+            logps = gather_token_logps(logits, next_ids, self.token_temperature, self.chunk_size)
+        if shared is not None:
+            logps = shared.place(logps, tuple(input_ids.shape))
+        else:
+            logps = torch.cat([logps.new_zeros(logps.shape[0], start + 1), logps[:, :-1]], dim=1)
+        return logps.masked_fill(~completion_mask, 0.0), completion_mask
+
+    @staticmethod
+    def _one_pass_kwargs(model, input_ids, attention_mask, completion_mask) -> tuple[dict, int]:
+        """The keyword arguments of one forward pass of the whole batch, and the first position whose logits it
+        keeps."""
         kwargs = {"attention_mask": attention_mask}
         if _accepts_position_ids(model):
             kwargs["position_ids"] = position_ids_from_attention_mask(attention_mask)
@@ -207,21 +238,7 @@ class AutoregressiveScorer(SequenceScorer):
         if start > 0:  # as index positions, not a count: the kept hidden states are then a contiguous copy, which
             # the head multiplies in one matrix product (a strided slice of them takes a batched product, slower)
             kwargs["logits_to_keep"] = torch.arange(start, input_ids.shape[1], device=input_ids.device)
-        with_grad = torch.is_grad_enabled() and any(p.requires_grad for p in model.parameters())
-        head = plain_output_head(model, with_grad) if self.chunk_head else None
-        # position i predicts token i + 1; the last position's target is a dummy, dropped below. Using the whole
-        # (contiguous) logits tensor instead of `logits[:, :-1]` keeps the flattening in `gather_token_logps` a view.
-        next_ids = torch.cat([input_ids[:, start + 1 :], input_ids[:, :1]], dim=1)
-        vocab = getattr(getattr(causal_lm(model), "config", None), "vocab_size", None)
-        with HeadAsTokenLogps(head, next_ids, self.token_temperature, self.chunk_size, vocab) as chunked:
-            outputs = model(input_ids=input_ids, **kwargs)
-        logits = _logits_of(outputs, model, input_ids, input_ids.shape[1] - start)
-        if chunked.calls:  # the head gave the targets' log-probabilities, a chunk of positions at a time
-            logps = logits[..., 0].float()
-        else:
-            logps = gather_token_logps(logits, next_ids, self.token_temperature, self.chunk_size)
-        logps = torch.cat([logps.new_zeros(logps.shape[0], start + 1), logps[:, :-1]], dim=1)
-        return logps.masked_fill(~completion_mask, 0.0), completion_mask
+        return kwargs, start
 
     def score(self, model, input_ids, attention_mask, completion_mask):
         token_logps, _ = self.token_logps(model, input_ids, attention_mask, completion_mask)

@@ -36,14 +36,20 @@ class SeqTempConfig(TrainingArguments):
             Sequence temperature T to reach: the trained model q_T should satisfy q_T ∝ p^{1/T} over whole
             sequences. T < 1 sharpens (more likely sequences get more mass), T > 1 flattens. Must be > 0.
         loss_type (`str`, *optional*, defaults to `"ratio"`):
-            Objective, a key of `hf_seqtemp.losses.LOSSES`: `"ratio"` is the likelihood-ratio variance loss
-            L_ratio / L_p (Eq. 19-20) over all pairs of sequences in the (cross-rank) batch; `"ssts"` is the
-            importance-sampling loss L_SSTS / LHTS (Eq. 8, 18), a token NLL weighted by self-normalised weights.
+            Objective, a key of `hf_seqtemp.losses.LOSSES`: `"ratio"` (the likelihood-ratio loss, the default),
+            `"ssts"` (importance sampling), `"smc_distill"` (SMC particles of p^{1/T}), or a recall-oriented loss
+            (`"c_div"`, `"trunc_r"`, `"lambda_pr"`, below).
+
+            `"ratio"` is the likelihood-ratio variance loss L_ratio / L_p (Eq. 19-20) over all pairs of sequences in
+            the (cross-rank) batch; `"ssts"` is the importance-sampling loss L_SSTS / LHTS (Eq. 8, 18), a token NLL
+            weighted by self-normalised weights.
+
             For a diffusion model `"ssts"` is Eq. 18 / 28 over the unmasking steps of k orders per example, drawn
             from its order seed and shared with the reference, whose per-step conditionals are precomputed into the
             `ref_step_logps` column (k·m values per example); log p(x | state before step s) is their suffix sum
             along the order, a one-order estimate (`hf_seqtemp.losses.reference_conditionals`). It is scaled per
             completion token and logs `ess/fraction`; `likelihood_method` must then be `None` or `"mc"`.
+
             `"smc_distill"` trains on sequential Monte Carlo particles of p^{1/T} that the trainer draws for every
             prompt of a prompt-only `train_dataset` (`num_generations` particles per prompt, see `smc_proposal`): the
             self-normalised weighted NLL of the particles, weights normalised within each prompt (the forward KL to
@@ -51,7 +57,7 @@ class SeqTempConfig(TrainingArguments):
             `ess/proposal_fraction`, the particles' estimate of how good the trained model is as an importance
             sampler of p_T(·|c): the mean over prompts of 1 / E_{p_T}[p_T / q] (1 at the target; optimistic where q's
             tails are lighter than the target's, as few particles miss the answers that q under-weights, and
-            in-sample on particles re-used across epochs without `steps_per_generation`, which q has fitted).
+            in-sample on particles re-used across epochs without `sample_every_steps`, which q has fitted).
         nll_weight (`float`, *optional*, defaults to `0.1`, and to `0` for `loss_type="smc_distill"`):
             λ: weight of the model's own token NLL added to the objective. It prevents *likelihood drift* (the ratio
             loss alone is also minimised by shifting every log q by a constant per length), at the price of pulling
@@ -105,8 +111,11 @@ class SeqTempConfig(TrainingArguments):
             Longest completion sampled for a prompt-only dataset (a completion also ends at EOS). Sampling is exact:
             token temperature 1, no top-k / top-p, from the reference p (the adapter disabled).
         sample_every_steps (`int` or `None`, *optional*, defaults to `None`):
-            Fresh samples of p during training, for a prompt-only `train_dataset`. `None` samples `num_generations`
-            completions per prompt once, before training, and trains on that fixed set (epochs re-use it): p, the
+            Fresh samples of p during training, for a prompt-only `train_dataset`: `None` samples once, before
+            training; an integer k samples again every k optimisation steps.
+
+            `None` samples `num_generations` completions per prompt once, before training, and trains on that fixed
+            set (epochs re-use it): p, the
             reference, does not change, so one sample of it stays a sample of it (GRPO samples its *policy*, which
             does). An integer k keeps `num_generations` completion slots per prompt and starts a new generation
             every k optimisation steps: a slot drawn in an earlier generation is resampled (and its reference

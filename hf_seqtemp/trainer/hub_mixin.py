@@ -111,6 +111,7 @@ class HubMixin:
             reason=reason,
             shown_as=shown_as,
             tags=options.get("tags"),
+            custom_generate=self._card_options is not None,  # `_write_hub_files` then writes custom_generate/
         )
 
     def _first_eval_dataset(self):

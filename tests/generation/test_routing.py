@@ -176,11 +176,11 @@ def test_routing_errors(two_adapters):
         _sample(two_adapters, custom_generate=seqtemp_generate, seq_temperature=0.5)
 
 
-def test_model_without_adapters_errors_and_defaults_to_mcmc():
+def test_model_without_adapters_errors_and_defaults_to_smc():
     model = tiny_llama(vocab_size=8)
     with pytest.raises(ValueError, match="`strategy='adapter'` needs a model with sequence-temperature adapters"):
         _sample(model, custom_generate=seqtemp_generate, seq_temperature=0.5, strategy="adapter")
-    auto, mcmc = (
+    auto, smc = (
         _sample(
             model,
             custom_generate=seqtemp_generate,
@@ -188,9 +188,9 @@ def test_model_without_adapters_errors_and_defaults_to_mcmc():
             generator=torch.Generator().manual_seed(4),
             **extra,
         )
-        for extra in ({}, {"strategy": "mcmc"})
+        for extra in ({}, {"strategy": "smc"})
     )
-    assert torch.equal(auto, mcmc)  # without adapters, "auto" is power sampling
+    assert torch.equal(auto, smc)  # without adapters, "auto" is SMC (plain sampling's calls; MH takes 5-6x)
     with pytest.raises(ValueError, match="Unsupported model family for `seq_temperature`: Linear"):
         seqtemp_generate(torch.nn.Linear(1, 1), PROMPT, [], [], GenerationConfig(), seq_temperature=0.5)
     with pytest.raises(

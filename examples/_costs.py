@@ -1,0 +1,71 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""What the quick start's routes cost once, in one unit for every route: seconds on this machine and token-forwards
+(token positions run through the model), counted per phase of the run by [`TokenCounter`]."""
+
+from __future__ import annotations
+
+import time
+
+
+class TokenCounter:
+    """Token positions run through the transformer under `model` (a forward pre-hook on its decoder, which every
+    path calls: a whole forward, a prompt forwarded once for its completions, a sampling step) and the seconds
+    spent, per named phase."""
+
+    def __init__(self, model):
+        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+        decoder = inner.get_decoder() if callable(getattr(inner, "get_decoder", None)) else inner
+        self.tokens, self.totals = 0, {}
+        self._handle = decoder.register_forward_pre_hook(self._hook, with_kwargs=True)
+
+    def _hook(self, module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is None and kwargs.get("inputs_embeds") is not None:
+            ids = kwargs["inputs_embeds"][..., 0]
+        self.tokens += 0 if ids is None else ids.numel()
+
+    def measure(self, phase: str):
+        """A context that adds the seconds and token-forwards of its block to `totals[phase]`."""
+        counter = self
+
+        class _Phase:
+            def __enter__(self):
+                self.start, self.cpu, self.tokens = time.time(), time.process_time(), counter.tokens
+
+            def __exit__(self, *exc):
+                seconds, tokens, cpu = counter.totals.get(phase, (0.0, 0, 0.0))
+                counter.totals[phase] = (
+                    seconds + time.time() - self.start,
+                    tokens + counter.tokens - self.tokens,
+                    cpu + time.process_time() - self.cpu,  # below the wall time where other jobs share the cores
+                )
+
+        return _Phase()
+
+
+def one_time_costs(args, reports: dict, totals: dict, prompts: int, train_prompts: int) -> dict[str, dict]:
+    """What each route pays once, in seconds on this machine and token-forwards: nothing for token temperature T;
+    for the best token temperature, its search on every new prompt (samples of p, scored under p, then at each token
+    temperature the search tries: all of the measurement's scoring passes but the adapter's), per prompt of the
+    `prompts` measured; for the adapter (and its SMC route), sampling the completions of the `train_prompts` and
+    training. `totals` are [`TokenCounter`]'s."""
+    trained = f"sampling {args.num_generations} completions of each of {train_prompts} prompts, {args.max_steps} steps"
+    seconds, forwards = (sum(totals[f"training: {part}"][i] for part in ("sampling", "steps")) for i in (0, 1))
+    adapter = {"seconds": seconds, "token_forwards": forwards, "per_prompt": False, "what": trained}
+    once = {
+        "myopic": {"seconds": 0.0, "token_forwards": 0, "per_prompt": False, "what": "none"},
+        "tempered": adapter,
+        "smc_adapter": {**adapter, "what": f"the adapter's: {trained}"},
+    }
+    tuned = reports.get("tuned_myopic")
+    if tuned is not None:
+        passes = 2 + tuned["scoring_passes"]  # log p, token temperature T, the search's own passes
+        share = passes / (passes + 1)  # of the measurement's passes over the same completions (+1: the adapter's)
+        sampled, measured = totals["held-out samples"], totals["measurement"]
+        once["tuned_myopic"] = {
+            "seconds": (sampled[0] + share * measured[0]) / prompts,  # (wall seconds, token-forwards, CPU seconds)
+            "token_forwards": (sampled[1] + share * measured[1]) / prompts,
+            "per_prompt": True,
+            "what": f"{args.held_out_generations} samples of p scored in {passes} passes",
+        }
+    return once

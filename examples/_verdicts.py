@@ -1,0 +1,204 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""What the quick start prints from the rows it measured (`examples/_routes.py`): the route table, one verdict per
+question and one recommendation per goal. Pure functions of the figures, so each reading is tested on its own
+(`tests/test_quickstart_demo.py`).
+
+- Does it reach T? Each route's T_eff against T (±10 %, the fidelity benchmark's tolerance).
+- Which ranks each prompt's completions most like p? Routes against each other, τ paired over the prompts:
+  "better" or "worse" only where the 95 % interval excludes 0.
+- At what cost? Per answer (sequential model calls, token-forwards, seconds) against token temperature T, and once:
+  seconds on this machine and token-forwards, for every route, in the same units.
+- Which route for which goal: ship a model that samples at T at plain cost; the closest to p^(1/T) per compute;
+  no training.
+"""
+
+from __future__ import annotations
+
+REACH = 0.10  # "reaches T": T_eff within ±10 % of T
+ROUTES = ("myopic", "tuned_myopic", "tempered", "smc_adapter")
+
+
+def reaches(row: dict, temperature: float) -> bool:
+    return abs(row["t_eff"] / temperature - 1) <= REACH
+
+
+def _off(row: dict, temperature: float) -> str:
+    return f"T_eff {row['t_eff']:.3f}, {100 * (row['t_eff'] / temperature - 1):+.1f} %"
+
+
+def _once_cells(once: dict | None) -> tuple[str, str]:
+    """The one-time cost columns of a route: seconds and token-forwards, `/prompt` for a cost paid per new prompt."""
+    if not once:
+        return "", ""
+    per = "/prompt" if once.get("per_prompt") else ""
+    return f"{once['seconds']:.1f}{per}", f"{once['token_forwards']:,.0f}{per}"
+
+
+def table(rows: dict, costs: dict, names: dict, once: dict) -> str:
+    """The route rows: T_eff, τ, NLL per token on the held-out completions, cost per answer (sequential model calls,
+    token-forwards, seconds), and one-time cost (seconds, token-forwards; `/prompt`: on every new prompt)."""
+    head = (  # under 100 columns: a docs page shows it whole
+        f"{'route':32s}{'T_eff':>6s}{'τ':>6s}{'NLL/tok':>8s}{'calls':>6s}{'tok-fwd':>8s}{'s/ans':>7s}"
+        f"{'once: s':>12s}{'once: tok-fwd':>15s}"
+    )
+    lines = [head, "-" * len(head)]
+    for name in ("base", *ROUTES):
+        if name not in rows:
+            continue
+        r, c = rows[name], costs.get(name)
+        cost = f"{c['calls']:6d}{c['token_forwards_per_answer']:8.1f}{c['seconds_per_answer']:7.3f}" if c else ""
+        seconds, forwards = _once_cells(once.get(name))
+        lines.append(
+            f"{names[name]:32s}{r['t_eff']:6.3f}{r['kendall_tau']:6.3f}{r['nll_per_token']:8.3f}{cost:21s}"
+            f"{seconds:>12s}{forwards:>15s}".rstrip()
+        )
+    return "\n".join(lines)
+
+
+def reach_verdict(rows: dict, names: dict, temperature: float) -> str:
+    """Does it reach T? Each route's T_eff against T (±10 %)."""
+    parts = [
+        f"{names[name]}: {'yes' if reaches(rows[name], temperature) else 'no'} ({_off(rows[name], temperature)})"
+        for name in ROUTES
+        if name in rows
+    ]
+    return f"Does it reach T = {temperature:g} (T_eff within ±{100 * REACH:.0f} %)? " + "; ".join(parts) + "."
+
+
+def reading(interval) -> str:
+    """`better`, `worse` or `not shown to differ`: the sign of a paired interval that excludes 0."""
+    _, low, high = interval
+    return "better" if low > 0 else "worse" if high < 0 else "not shown to differ"
+
+
+def rank_verdict(rows: dict, pairs: dict, names: dict) -> str:
+    """Which ranks each prompt's completions most like p? τ of one route against another, paired over prompts."""
+    parts = []
+    for key, interval in pairs.items():
+        first, second = key.split(" vs ")
+        mean, low, high = interval
+        parts.append(
+            f"{names[first]} ({rows[first]['kendall_tau']:.3f}) against {names[second]} "
+            f"({rows[second]['kendall_tau']:.3f}): {mean:+.3f} [{low:+.3f}, {high:+.3f}], {reading(interval)}"
+        )
+    return (
+        "Which ranks each prompt's completions most like p (τ = 1)? Route against route, τ paired over the prompts "
+        "(mean difference [95 % interval]): " + "; ".join(parts) + "."
+    )
+
+
+def _once_text(once: dict) -> str:
+    if not once or not once["seconds"] and not once["token_forwards"]:
+        return "nothing"
+    per = " per new prompt" if once.get("per_prompt") else ""
+    return f"{once['seconds']:.1f} s and {once['token_forwards']:,.0f} token-forwards{per} ({once['what']})"
+
+
+def cost_verdict(costs: dict, names: dict, once: dict) -> str:
+    """At what cost? Per answer against token temperature T, and once, in seconds and token-forwards."""
+    base = costs["myopic"]
+    parts = [f"{names['myopic']}: once {_once_text(once.get('myopic'))}"]
+    for name in ROUTES[1:]:
+        if name in costs:
+            c = costs[name]
+            parts.append(
+                f"{names[name]}: {c['calls'] / base['calls']:.1f}× the calls and "
+                f"{c['token_forwards_per_answer'] / base['token_forwards_per_answer']:.1f}× the token-forwards per "
+                f"answer, once {_once_text(once.get(name))}"
+            )
+    return (
+        "At what cost? Per answer against " + names["myopic"] + "; once in seconds on this machine and token-forwards "
+        "(token positions run through the model; a training step's backward pass not counted): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def ess_line(costs: dict, names: dict, particles: int) -> str:
+    """The SMC route's effective sample size: the mean over its answers of the final weights' ESS / N."""
+    smc = costs.get("smc_adapter", {})
+    if "ess_fraction" not in smc:
+        return ""
+    return (
+        f"ESS of {names['smc_adapter']}: mean over its {smc['ess_answers']} answers (one per prompt) of the final "
+        f"weights' ESS / N = {smc['ess_fraction']:.2f} (1: the adapter proposes p^(1/T) itself; 1/{particles}: one "
+        "particle carries all the weight; no resampling before the end)."
+    )
+
+
+def _pair(pairs: dict, first: str, second: str):
+    return pairs.get(f"{first} vs {second}")
+
+
+def _pair_text(pairs: dict, first: str, second: str, names: dict) -> str:
+    interval = _pair(pairs, first, second)
+    if interval is None:
+        return ""
+    mean, low, high = interval
+    return f"τ against {names[second]} {mean:+.3f} [{low:+.3f}, {high:+.3f}], {reading(interval)}"
+
+
+def ship_recommendation(rows, pairs, names, once, temperature) -> str:
+    """Ship a model that samples at T at plain cost: the adapter or token temperature T (the routes with plain
+    sampling's cost per answer and no work per new prompt)."""
+    adapter, myopic = reaches(rows["tempered"], temperature), reaches(rows["myopic"], temperature)
+    tau = _pair_text(pairs, "tempered", "myopic", names)
+    interval = _pair(pairs, "tempered", "myopic")
+    if adapter and (not myopic or (interval is not None and reading(interval) == "better")):
+        why = f"it reaches T ({_off(rows['tempered'], temperature)})"
+        why += f" where {names['myopic']} does not ({_off(rows['myopic'], temperature)})" if not myopic else ""
+        return f"the adapter: {why}, at plain sampling's cost per answer; {tau}; once: {_once_text(once['tempered'])}."
+    if myopic:
+        return (
+            f"{names['myopic']}: it reaches T ({_off(rows['myopic'], temperature)}) without training, and the adapter "
+            f"is not shown to do better ({tau})."
+        )
+    closer = min(("tempered", "myopic"), key=lambda n: abs(rows[n]["t_eff"] - temperature))
+    return (
+        f"neither reaches T here ({names['tempered']}: {_off(rows['tempered'], temperature)}; {names['myopic']}: "
+        f"{_off(rows['myopic'], temperature)}); {names[closer]} is closer. Train longer or on more prompts."
+    )
+
+
+def compute_recommendation(rows, pairs, names, costs, temperature) -> str:
+    """The closest to p^(1/T) per compute: the adapter as SMC's proposal where it ranks better than the adapter and
+    reaches T, at its measured extra cost per answer; else the adapter."""
+    interval = _pair(pairs, "smc_adapter", "tempered")
+    if interval is None:
+        return "the adapter (the SMC route was not measured)."
+    extra = costs["smc_adapter"]["token_forwards_per_answer"] / costs["tempered"]["token_forwards_per_answer"]
+    calls = costs["smc_adapter"]["calls"] / costs["tempered"]["calls"]
+    tau = _pair_text(pairs, "smc_adapter", "tempered", names)
+    cost = f"{calls:.1f}× the calls and {extra:.1f}× the token-forwards per answer"
+    if reading(interval) == "better" and reaches(rows["smc_adapter"], temperature):
+        return (
+            f"{names['smc_adapter']}: {tau}, and it reaches T ({_off(rows['smc_adapter'], temperature)}), for {cost}."
+        )
+    return f"the adapter: its SMC route costs {cost} and gains no shown ranking ({tau})."
+
+
+def no_training_recommendation(rows, pairs, names, once, temperature) -> str:
+    """No training: the best token temperature when its search on each new prompt is affordable and it reaches T,
+    else token temperature T."""
+    myopic = f"{names['myopic']} ({_off(rows['myopic'], temperature)})"
+    if "tuned_myopic" not in rows:
+        return f"{myopic}: no token temperature reaches T on these prompts."
+    if not reaches(rows["tuned_myopic"], temperature):
+        return f"{myopic}: the best token temperature does not reach T either."
+    tau = _pair_text(pairs, "tuned_myopic", "myopic", names)
+    return (
+        f"{names['tuned_myopic']}: it reaches T ({_off(rows['tuned_myopic'], temperature)}), {tau}; but only after a "
+        f"search on each new prompt, {_once_text(once['tuned_myopic'])}. Without that search: {myopic}."
+    )
+
+
+def recommendations(rows, pairs, names, costs, once, temperature) -> list[str]:
+    """One recommendation per goal, read from this run's rows."""
+    return [
+        "Which route, from these rows?",
+        "- Ship a model that samples at T at plain cost: "
+        + ship_recommendation(rows, pairs, names, once, temperature),
+        "- Best answers per compute (read here as: closest to p^(1/T)): "
+        + compute_recommendation(rows, pairs, names, costs, temperature),
+        "- No training: " + no_training_recommendation(rows, pairs, names, once, temperature),
+    ]

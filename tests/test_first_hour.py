@@ -1,0 +1,49 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""`benchmarks/first_hour.py` times what the README tells a new user to run: the quick start block as written (the
+one `tests/test_readme_recipe.py` runs), `make venv`, `make demo` and `make test`, each with the load around it, into
+a JSON with its provenance (the times themselves are a benchmark, not a test)."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def first_hour():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("first_hour", ROOT / "benchmarks" / "first_hour.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_it_times_the_readme_quick_start_as_written(first_hour, tmp_path, monkeypatch):
+    import test_readme_recipe
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert first_hour.readme_quick_start(readme) == test_readme_recipe._python_block("SeqTempTrainer(")
+    ran = []
+
+    def call(command, cwd, env, stdout, stderr):
+        ran.append((command, Path(cwd), env["HF_HUB_OFFLINE"]))
+        return 0
+
+    monkeypatch.setattr(first_hour.subprocess, "call", call)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    out = tmp_path / "first_hour.json"
+    argv = ["--steps", "quickstart", "--output", str(out), "--workdir", str(tmp_path / "w")]
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "benchmarks" / "first_hour.py"), *argv])  # what provenance records
+    assert first_hour.main(argv) == 0
+    ((command, cwd, offline),) = ran
+    assert command == [sys.executable, "quick_start.py"] and offline == "1"
+    assert (cwd / "quick_start.py").read_text(encoding="utf-8") == first_hour.readme_quick_start(readme)
+    record = json.loads(out.read_text(encoding="utf-8"))
+    step = record["steps"]["quickstart"]
+    assert step["seconds"] >= 0 and len(step["load_average_1min"]) == 2 and "default" in step["threads"]
+    assert all(record["provenance"][field] for field in ("command", "commit", "machine", "date"))
+    assert record["provenance"]["command"].startswith("python benchmarks/first_hour.py --steps quickstart")
