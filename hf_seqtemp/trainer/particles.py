@@ -5,6 +5,7 @@ prompt, drawn by [`~hf_seqtemp.generation.smc_sample`] into the completion pool,
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 
@@ -120,6 +121,9 @@ def _sample(sampler, ids, settings):
     was_training = sampler.training
     sampler.eval()
     try:
-        return smc_sample(sampler, ids, **settings)
+        with warnings.catch_warnings():  # its warning is about the one answer it draws; the teacher is every
+            # particle with its weight (consistent at any ESS), and the trainer logs `ess/fraction` instead
+            warnings.filterwarnings("ignore", message="smc_sample: the answers were drawn", category=UserWarning)
+            return smc_sample(sampler, ids, **settings)
     finally:
         sampler.train(was_training)
