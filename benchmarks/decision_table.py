@@ -290,6 +290,24 @@ def _comparison_table(decision: dict) -> str:
     return table
 
 
+def _side_by_side(tasks: list[dict | None], close: float = 1.3, step: float = 1.06) -> list[float]:
+    """One factor per route for its x (log axis): routes whose token-forwards lie within `close` of each other form a
+    group, spread `step` apart around their own cost, so that no marker leaves its cost for another's."""
+    costs = sorted((t["token_forwards_per_answer"], i) for i, t in enumerate(tasks) if t is not None)
+    groups: list[list[int]] = []
+    last = None
+    for cost, index in costs:
+        if last is None or cost > last * close:
+            groups.append([])
+        groups[-1].append(index)
+        last = cost
+    shifts = [1.0] * len(tasks)
+    for group in groups:
+        for j, index in enumerate(group):
+            shifts[index] = step ** (j - (len(group) - 1) / 2)
+    return shifts
+
+
 def plot(decision: dict, path: Path) -> None:
     """pass@1 [95 %] (filled) and pass@8 (open) against token-forwards per answer, one marker per route, one panel
     per family."""
@@ -301,15 +319,15 @@ def plot(decision: dict, path: Path) -> None:
     markers = "osD^v<>XpP*hH8"
     # drawn at the size a docs page shows it (about 8 inches wide), with type that stays legible there
     plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11})
-    figure, axes = plt.subplots(1, len(FAMILIES), figsize=(11, 7.4), sharey=True, sharex=True)
+    figure, axes = plt.subplots(1, len(FAMILIES), figsize=(11, 8.4), sharey=True, sharex=True)
     colours = plt.get_cmap("tab20").colors  # one colour per route (more routes than the default cycle's ten)
     for axis, family in zip(axes, FAMILIES):
+        shifts = _side_by_side([route["tasks"].get(family) for route in decision["routes"]])
         for index, (marker, route) in enumerate(zip(markers, decision["routes"])):
             figures = route["tasks"].get(family)
             if figures is None:
                 continue
-            # routes of equal cost side by side: each route's x is shifted by a fixed few percent (log axis)
-            x = figures["token_forwards_per_answer"] * 1.07 ** (index - len(markers) // 2)
+            x = figures["token_forwards_per_answer"] * shifts[index]
             low, high = figures["pass@1_ci95"]
             axis.errorbar(x, figures["pass@1"], yerr=[[figures["pass@1"] - low], [high - figures["pass@1"]]],
                           fmt=marker, color=colours[index], capsize=3, label=route["label"])  # fmt: skip
@@ -324,9 +342,9 @@ def plot(decision: dict, path: Path) -> None:
     axes[0].set_ylabel("pass@1 [95 %] (filled), pass@8 (open)")
     axes[0].set_ylim(0, 1.02)
     handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=3, fontsize=11, frameon=False)
+    figure.legend(handles, labels, loc="lower center", ncol=2, fontsize=11, frameon=False)
     figure.suptitle("Routes at α = 4 (T = 0.25), SmolLM2-135M, 16 held-out prompts per family", fontsize=13)
-    figure.tight_layout(rect=(0, 0.25, 1, 1))
+    figure.tight_layout(rect=(0, 0.3, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
 

@@ -2,6 +2,7 @@
 """Samplers for sequence-tempered distributions: diffusion decoding (policies × IMH) and AR power sampling."""
 
 from .adapters import register_tempered_adapter, tempered_adapters
+from .answer_level import majority_vote, sharpen_answers
 from .custom_generate import write_custom_generate
 from .diffusion import DiffusionGenerateOutput, diffusion_generate
 from .glauber import GlauberGenerateOutput, GlauberOutput, glauber_refine
@@ -32,11 +33,13 @@ __all__ = [
     "imh_chain",
     "imh_transition_matrix",
     "lookahead_correction",
+    "majority_vote",
     "power_sample",
     "proposal_ess",
     "register_tempered_adapter",
     "select_positions",
     "seqtemp_generate",
+    "sharpen_answers",
     "smc_sample",
     "tempered_adapters",
     "write_custom_generate",
