@@ -26,8 +26,9 @@ run and its machine); a line is printed at least every 30 s while it runs. Run w
 `python examples/quickstart.py --help`).
 
 Threads: torch's default (one thread per core) is 4-7× slower than one thread on cores that other jobs keep busy.
-Unless `OMP_NUM_THREADS` says otherwise, the demo uses the cores the 1-minute load average leaves free, shared out
-between its processes, and at least one; it prints its choice. Under `accelerate launch` only the main process
+Unless `OMP_NUM_THREADS` says otherwise, the demo uses the cores that other jobs leave free (the smaller of the
+1-minute load average and the cores busy over the last half second: the load average still counts a job that has
+just ended, such as `make venv`), shared out between its processes, and at least one; it prints its choice. Under `accelerate launch` only the main process
 prints.
 """
 
@@ -70,8 +71,8 @@ def say(*args, **kwargs) -> None:
 
 
 def torch_threads(environ, cpu_count: int, load_average: float, processes: int = 1) -> tuple[int, str]:
-    """How many torch threads each process uses, and why: `OMP_NUM_THREADS` when set; otherwise the cores the
-    1-minute load average leaves free (other jobs' load, the demo not started yet), shared between `processes`,
+    """How many torch threads each process uses, and why: `OMP_NUM_THREADS` when set; otherwise the cores other jobs'
+    `load_average` ([`cores_in_use`], the demo not started yet) leaves free, shared between `processes`,
     at least one. One thread per core on busy cores is several times slower than one thread.
 
     Example:
@@ -87,6 +88,28 @@ def torch_threads(environ, cpu_count: int, load_average: float, processes: int =
     free = max(1, cpu_count - round(load_average))
     share = f", shared by {processes} processes" if processes > 1 else ""
     return max(1, free // processes), f"{free} of {cpu_count} cores free (load {load_average:.1f}){share}"
+
+
+def cores_in_use(interval: float = 0.5) -> float:
+    """The load other jobs put on this machine now: the smaller of the 1-minute load average (it lags: a job that has
+    just ended still counts for a minute or more) and the cores busy over the last `interval` seconds (Linux's
+    `/proc/stat`; a job that pauses for a moment is missed by it alone). 0 where neither can be read."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+    def ticks():
+        with open("/proc/stat", encoding="ascii") as stat:
+            values = [int(v) for v in stat.readline().split()[1:]]
+        return sum(values), values[3] + (values[4] if len(values) > 4 else 0)  # total, idle + iowait
+
+    try:
+        total, idle = ticks()
+        time.sleep(interval)
+        total2, idle2 = ticks()
+        busy = (os.cpu_count() or 1) * (1.0 - (idle2 - idle) / max(1, total2 - total))
+    except (OSError, ValueError, IndexError):
+        busy = None
+    known = [v for v in (load, busy) if v is not None]
+    return max(0.0, min(known)) if known else 0.0
 
 
 def parse_args() -> argparse.Namespace:
@@ -351,7 +374,8 @@ def main() -> None:
     # `accelerate launch` and `torchrun` give every process its rank and the number of processes on this machine
     MAIN_PROCESS = int(os.environ.get("RANK", "0")) == 0
     processes = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    start_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0  # recorded in demo.json
+    load = cores_in_use()
     threads, why = torch_threads(os.environ, os.cpu_count() or 1, load, processes)
     torch.set_num_threads(threads)
     say(f"torch threads per process: {threads} ({why}; set OMP_NUM_THREADS to choose)")
@@ -361,7 +385,7 @@ def main() -> None:
         wall = time.time() - beat.start
         say(f"wall time: {wall:.0f} s")
         if MAIN_PROCESS:
-            write_results(args, measured, lines, wall, threads, (load, os.getloadavg()[0]))
+            write_results(args, measured, lines, wall, threads, (start_load, os.getloadavg()[0]))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ what cost) and ends with one recommendation per goal."""
 
 import importlib.util
 import json
+import os
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -194,6 +196,25 @@ def test_tau_per_prompt_and_its_paired_interval(routes):
 def test_the_demo_picks_threads_from_the_free_cores(demo, environ, cpus, load, processes, threads):
     count, why = demo.torch_threads(environ, cpus, load, processes)
     assert count == threads and why
+
+
+@pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="reads Linux's /proc/stat")
+def test_the_demo_reads_the_load_of_now_not_of_a_job_that_just_ended(demo, monkeypatch):
+    """`make venv` then `make demo`: the 1-minute load average still counts the finished install (1.3 on an idle
+    2-core machine measured the demo at one thread, 381 s); the cores busy now bound it. A job running now counts."""
+    cores = os.cpu_count() or 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # a job that has just ended, on any machine
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: [None for _ in iter(stop.is_set, True)], daemon=True)
+    spinner.start()  # one core busy now
+    try:
+        busy = demo.cores_in_use(0.3)
+    finally:
+        stop.set()
+        spinner.join()
+    assert 0.5 <= busy <= cores  # the spinning core is seen; the lagging 9 is not
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # quiet for a minute: a moment's burst is no job
+    assert demo.cores_in_use(0.05) == 0.0
 
 
 def _tiny_chat_model(folder: Path) -> None:

@@ -312,6 +312,10 @@ class EngineServer:
             except ProcessLookupError:
                 pass
         self.process.wait(timeout=grace)
+        # SIGKILL is delivered asynchronously: the engine's processes (not our children) may take a moment to die
+        deadline = time.monotonic() + max(grace, 10.0)
+        while group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.process = None
 
     def __enter__(self):
