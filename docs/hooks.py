@@ -188,11 +188,18 @@ def first_hour(record: dict | None) -> str:
         + (f" (exit status {step['exit_status']})" if step.get("exit_status") else "")
         for name, step in steps.items()
     ]
-    highest = max(max(step["load_average_1min"]) for step in steps.values())
+    busy = [step["cores_busy_before"] for step in steps.values() if "cores_busy_before" in step]
+    if len(busy) == len(steps):  # other jobs' load as each step starts (the load average counts the step before)
+        highest = max(busy)
+        load = f"cores busy as each step started at most {highest:.2f}"
+    else:
+        highest = max(max(step["load_average_1min"]) for step in steps.values())
+        load = f"1-minute load average at most {highest:.2f}"
     state = "idle" if highest < 0.5 else "with other jobs on the machine"
     return (
-        f"Measured one after the other in a fresh clone on {record['provenance']['machine']}, {state} (1-minute load "
-        f"average at most {highest:.2f}): " + ", ".join(parts) + " (`make venv` includes its downloads; the quick "
+        f"Measured one after the other in a fresh clone on {record['provenance']['machine']}, {state} ({load}): "
+        + ", ".join(parts)
+        + " (`make venv` includes its downloads; the quick "
         "start as written, torch's default threads; `benchmarks/results/first_hour.json`, written by "
         "`python benchmarks/first_hour.py`).\n"
     )

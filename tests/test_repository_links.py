@@ -103,3 +103,11 @@ def test_the_first_hour_line_quotes_the_timed_run_and_says_what_is_not_measured(
     assert "`make venv` 251 s, the quick start 31 s, `make demo` 210 s, `make test` 1200 s (exit status 1)" in line
     steps["demo"]["load_average_1min"] = [1.5, 2.0]
     assert "with other jobs on the machine" in hooks.first_hour({"provenance": {"machine": "m"}, "steps": steps})
+    # the load average counts the step before; the cores busy as each step starts are other jobs' alone
+    for name, step in steps.items():
+        steps[name] = {**step, "load_average_1min": [1.9, 2.6], "cores_busy_before": 0.05}
+    assert "m, idle (cores busy as each step started at most 0.05)" in hooks.first_hour(
+        {"provenance": {"machine": "m"}, "steps": steps}
+    )
+    steps["test"]["cores_busy_before"] = 1.2
+    assert "with other jobs on the machine" in hooks.first_hour({"provenance": {"machine": "m"}, "steps": steps})
