@@ -116,7 +116,8 @@ def diffusion_elbo_loss(
     >>> from hf_seqtemp.models import MaskedLMWrapper, tiny_masked_lm
     >>> model = MaskedLMWrapper(tiny_masked_lm(), mask_token_id=5)
     >>> ids = torch.tensor([[1, 2, 3, 4]])
-    >>> diffusion_elbo_loss(model, ids, torch.ones_like(ids), ids > 1).item() > 0
+    >>> g = torch.Generator().manual_seed(1)  # t and the masks are random: 0 when no completion position is masked
+    >>> diffusion_elbo_loss(model, ids, torch.ones_like(ids), ids > 1, generator=g).item() > 0
     True
     ```
     """
