@@ -10,6 +10,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -55,6 +56,24 @@ def print_device(device: torch.device) -> dict:
         f"CPU {info['cpu_model']} (torch CPU capability {info['cpu_capability']})"
     )
     return info
+
+
+def cores_busy(interval: float = 1.0) -> float | None:
+    """The cores busy over the next `interval` seconds (this process sleeps meanwhile), from Linux's `/proc/stat`;
+    None elsewhere. Unlike the 1-minute load average, it does not count a job that has just ended."""
+
+    def ticks():
+        with open("/proc/stat", encoding="ascii") as stat:
+            values = [int(v) for v in stat.readline().split()[1:]]
+        return sum(values), values[3] + (values[4] if len(values) > 4 else 0)  # total, idle + iowait
+
+    try:
+        total, idle = ticks()
+        time.sleep(interval)
+        total2, idle2 = ticks()
+    except (OSError, ValueError, IndexError):
+        return None
+    return (os.cpu_count() or 1) * (1.0 - (idle2 - idle) / max(1, total2 - total))
 
 
 def _commit() -> str:

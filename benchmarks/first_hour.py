@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
-from _common import REPO, default_output, device_info, provenance
+from _common import REPO, cores_busy, default_output, device_info, provenance
 
 STEPS = ("venv", "quickstart", "demo", "test")
 
@@ -56,29 +56,11 @@ def _load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
 
-def _cores_busy(interval: float = 1.0) -> float | None:
-    """The cores busy over `interval` seconds, from Linux's `/proc/stat` (None elsewhere): other jobs' load at the
-    moment a step starts (this process sleeps meanwhile)."""
-
-    def ticks():
-        with open("/proc/stat", encoding="ascii") as stat:
-            values = [int(v) for v in stat.readline().split()[1:]]
-        return sum(values), values[3] + (values[4] if len(values) > 4 else 0)  # total, idle + iowait
-
-    try:
-        total, idle = ticks()
-        time.sleep(interval)
-        total2, idle2 = ticks()
-    except (OSError, ValueError, IndexError):
-        return None
-    return (os.cpu_count() or 1) * (1.0 - (idle2 - idle) / max(1, total2 - total))
-
-
 def timed(name: str, command: list[str], cwd: Path, env: dict, log: Path, check: bool = True) -> dict:
     """Runs `command` in `cwd`, its output into `log`; its wall seconds, exit status and the load average around it.
     A failure stops the run when `check` (what follows needs the step), else it is recorded."""
     print(f"[{name}] {' '.join(command)} (in {cwd}; output: {log})", flush=True)
-    others = _cores_busy()  # other jobs, now: the load average still counts the step before
+    others = cores_busy()  # other jobs, now: the load average still counts the step before
     start_load, start = _load(), time.perf_counter()
     with open(log, "w", encoding="utf-8") as handle:
         code = subprocess.call(command, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT)

@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _routes
 import _verdicts
+from _common import cores_busy
 from _costs import TokenCounter, one_time_costs
 from _prompts import prompt_pool, split_prompts
 
@@ -95,19 +96,7 @@ def cores_in_use(interval: float = 0.5) -> float:
     just ended still counts for a minute or more) and the cores busy over the last `interval` seconds (Linux's
     `/proc/stat`; a job that pauses for a moment is missed by it alone). 0 where neither can be read."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-
-    def ticks():
-        with open("/proc/stat", encoding="ascii") as stat:
-            values = [int(v) for v in stat.readline().split()[1:]]
-        return sum(values), values[3] + (values[4] if len(values) > 4 else 0)  # total, idle + iowait
-
-    try:
-        total, idle = ticks()
-        time.sleep(interval)
-        total2, idle2 = ticks()
-        busy = (os.cpu_count() or 1) * (1.0 - (idle2 - idle) / max(1, total2 - total))
-    except (OSError, ValueError, IndexError):
-        busy = None
+    busy = cores_busy(interval)
     known = [v for v in (load, busy) if v is not None]
     return max(0.0, min(known)) if known else 0.0
 
