@@ -320,7 +320,7 @@ def push_to_hub(
         folder_path=source,
         commit_message=commit_message,
         revision=revision,
-        ignore_patterns=UPLOAD_IGNORED,
+        ignore_patterns=list(UPLOAD_IGNORED),  # a copy: huggingface_hub appends its defaults to the list
     )
     if _listing(source) != before:
         raise RuntimeError(
@@ -331,7 +331,7 @@ def push_to_hub(
 
 
 # as `Trainer.push_to_hub`: checkpoints and private files stay local; the lock and staged saves live beside the folder
-UPLOAD_IGNORED = ["_*", "checkpoint-*", "checkpoint-*/**"]
+UPLOAD_IGNORED = ("_*", "checkpoint-*", "checkpoint-*/**")
 
 
 def _listing(folder: str) -> dict[str, tuple]:

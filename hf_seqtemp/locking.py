@@ -14,7 +14,10 @@ is then hard-linked to the lock's name (`link` fails when the name exists, on ne
 cannot both hold it: one creates the file, the other finds a record of another host and refuses.
 
 [`FolderLock`] is the lock of a folder that runs and saves write into: `.<name>.seqtemp-lock` beside the folder
-(never inside it: a saved folder holds its save's files only).
+(never inside it: a saved folder holds its save's files only), and a `flock` on the folder itself (an open
+descriptor of the directory). The file carries the holder's record; the directory's lock is what a user cannot tidy
+away: a second run started after someone deleted the "stale" file creates a new one, takes it, and is still refused
+by the directory's lock, naming the process that holds it (read from the kernel's table of locks).
 """
 
 from __future__ import annotations
@@ -51,6 +54,37 @@ def _require_flock() -> None:
             errno.ENOSYS,
             "hf_seqtemp's folder lock needs POSIX `fcntl.flock` (Linux, macOS); it is not available on this platform",
         )
+
+
+def flock_holder(path: str) -> int | None:
+    """The id of a process holding a `flock` on `path` (read from Linux's `/proc/locks`), or `None` when none is
+    found or this system has no such table."""
+    try:
+        info = os.stat(path)
+        key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as table:
+            lines = table.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if "->" in fields or "FLOCK" not in fields or key not in fields:
+            continue  # "->": a process waiting for the lock, not holding it
+        with contextlib.suppress(ValueError, IndexError):
+            return int(fields[fields.index(key) - 1])
+    return None
+
+
+def process_started(pid: int) -> str:
+    """When process `pid` of this host started, as `YYYY-mm-dd HH:MM:SS` (`"unknown"` where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as system:
+            boot = next(int(line.split()[1]) for line in system if line.startswith("btime"))
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(boot + ticks / os.sysconf("SC_CLK_TCK")))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return "unknown"
 
 
 def beside(folder: str | os.PathLike, what: str) -> str:
@@ -221,13 +255,27 @@ def parse_record(text: str) -> dict:
     return record
 
 
+def _close(fd: int) -> None:
+    if fd >= 0:
+        os.close(fd)
+
+
+def _let_go(entry: list) -> None:
+    """Lets a held lock go: the folder's own lock first, then the file (removed while still held), so that whoever
+    takes the file next finds the folder free."""
+    _close(entry[3])
+    entry[0].release(remove=True)
+
+
 class _Owner:
     """Who holds a folder's lock in this process when nobody is named (one save)."""
 
 
 class FolderLock:
     """The lock of `folder`: `.<name>.seqtemp-lock` beside it, an exclusive `flock` ([`LockFile`]) whose file names
-    its holder (host, process id, start time, `"run"` or `"save"`).
+    its holder (host, process id, start time, `"run"` or `"save"`), and an exclusive `flock` on the folder itself,
+    which holds even when the file is deleted under a live holder (the folder is created for it when missing, and
+    removed again, empty, when the lock is refused).
 
     One *owner* holds it at a time: a process, and in it one object (a trainer holds its `output_dir` for its whole
     life; a save holds the folder while it publishes). The same owner may take it again (counted); another owner in
@@ -241,9 +289,8 @@ class FolderLock:
         what (`str`, *optional*, defaults to `"output_dir"`): how messages name the folder.
     """
 
-    _held: ClassVar[
-        dict[str, list]
-    ] = {}  # path -> [LockFile, weak reference to the owner, count], this process's locks
+    # path -> [LockFile, weak reference to the owner, count, the folder's descriptor], this process's locks
+    _held: ClassVar[dict[str, list]] = {}
 
     def __init__(self, folder: str | os.PathLike, what: str = "output_dir"):
         self.folder = os.path.abspath(os.fspath(folder))
@@ -277,17 +324,27 @@ class FolderLock:
             lock = LockFile(self.path)
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             if FolderLock._held.get(self.path) is None and lock.try_acquire(record=json.dumps(holder_record(purpose))):
-                break
-            holder = self._read()
-            if holder.get("purpose") == "save" and time.monotonic() < deadline:
+                directory = self._lock_directory()
+                if directory is not None:
+                    break
+                lock.release(remove=lock.created)  # the record was deleted under a live holder: ours goes again
+                holder, why = self._directory_holder()
+            else:
+                holder = self._read()
+                why = self._why_held(holder)
+            if holder.get("purpose", "run") in ("save", None) and time.monotonic() < deadline:
                 time.sleep(0.1)
                 continue
-            raise RuntimeError(self._in_use(holder, self._why_held(holder)))
+            raise RuntimeError(self._in_use(holder, why))
         if not lock.created:
-            self._take_over(lock)
+            try:
+                self._take_over(lock)
+            except BaseException:
+                _close(directory)
+                raise
         lock.write(json.dumps(holder_record(purpose)))
         reference = weakref.ref(owner)
-        FolderLock._held[self.path] = [lock, reference, 1]
+        FolderLock._held[self.path] = [lock, reference, 1, directory]
         weakref.finalize(owner, FolderLock._drop, self.path, reference)  # collected, or the process ends
         return owner
 
@@ -320,7 +377,7 @@ class FolderLock:
     def _forget(self) -> None:
         entry = FolderLock._held.pop(self.path, None)
         if entry is not None:
-            entry[0].release(remove=True)
+            _let_go(entry)
 
     @staticmethod
     def _drop(path: str, reference) -> None:
@@ -328,7 +385,44 @@ class FolderLock:
         entry = FolderLock._held.get(path)
         if entry is not None and entry[1] is reference:
             FolderLock._held.pop(path, None)
-            entry[0].release(remove=True)
+            _let_go(entry)
+
+    def _lock_directory(self) -> int | None:
+        """An exclusive `flock` on the folder itself (created when missing): its open descriptor, `-1` where the
+        filesystem has no `flock` on folders (the lock file alone keeps runs apart there), or `None` when another
+        process holds it (a folder created here for it is removed again)."""
+        created = not os.path.isdir(self.folder)
+        os.makedirs(self.folder, exist_ok=True)
+        fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if created:
+                with contextlib.suppress(OSError):
+                    os.rmdir(self.folder)
+            return None
+        except OSError as error:
+            os.close(fd)
+            if error.errno in UNSUPPORTED:
+                return -1
+            raise
+        return fd
+
+    def _directory_holder(self) -> tuple[dict, str]:
+        """Who holds the folder's own lock, when its lock file is gone: the process the kernel names."""
+        pid = flock_holder(self.folder)
+        holder = {
+            "pid": pid if pid is not None else "unknown",
+            "host": socket.gethostname(),
+            "started": process_started(pid) if pid is not None else "unknown",
+            "purpose": None,
+        }
+        why = (
+            "its lock file was deleted while it holds the folder; the folder itself is locked too, so this run is "
+            "refused all the same. Never delete a lock file: it is removed when its run or save ends"
+        )
+        return holder, why
 
     # ------------------------------------------------------------------------------------------------- messages
     @staticmethod
@@ -359,7 +453,7 @@ class FolderLock:
         return "it holds the lock now"
 
     def _in_use(self, holder: dict, why: str) -> str:
-        purpose = holder.get("purpose", "run")
+        purpose = holder.get("purpose", "run") or "run or save"
         return (
             f"`{self.what}` {self.folder!r} is in use by another {purpose} (process {holder.get('pid')} on "
             f"{holder.get('host')}, started {holder.get('started')}; lock {self.path}; {why}). Two runs or saves "

@@ -13,7 +13,8 @@ checker reads from each (a number, a word; `None` when it reads none), these pic
   `p̂ -> p` and the answer's law tends to `p(a)^alpha` normalised (not `sum_{x: a(x) = a} p(x)^alpha`, the answer law
   of whole-sequence tempering): it sharpens the *marginal* of the answer, whatever the completions' wording.
 
-Completions from which the checker reads no answer (`None`) take no part, as in self-consistency: the vote and the
+Completions from which the checker reads no answer (`None`, or NaN: what `float()` parsing and pandas give for a
+missing value) take no part, as in self-consistency: the vote and the
 estimate are over the completions that have an answer, i.e. of the answer law given that one is read; when none has
 one, a completion is returned uniformly. Every draw uses the given generator; everything is on the CPU (the answers
 are Python values).
@@ -21,8 +22,10 @@ are Python values).
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import torch
 
@@ -39,10 +42,53 @@ def _completion_with(answers: Sequence[Hashable | None], answer, generator) -> i
     return matching[_uniform(len(matching), generator)]
 
 
-def _read(answers: Sequence) -> Counter:
-    """The counts of the answers read (`None` left out); empty when none was."""
-    if len(answers) == 0:
+def _missing(answer) -> bool:
+    """Whether `answer` says that no answer was read: `None`, or a NaN (Python's, numpy's, torch's, pandas' `NA`)."""
+    if answer is None:
+        return True
+    try:
+        return bool(answer != answer)  # only NaN differs from itself
+    except (TypeError, ValueError, RuntimeError):  # pandas.NA (its truth is undefined), arrays
+        return type(answer).__name__ in ("NAType", "NaTType")
+
+
+def _hashable(answer, index: int):
+    """`answer` as a value answers can be counted by: a list is a tuple, a set a frozenset; others are refused."""
+    if isinstance(answer, list):
+        return tuple(_hashable(part, index) for part in answer)
+    if isinstance(answer, (set, frozenset)):
+        return frozenset(answer)
+    try:
+        hash(answer)
+    except TypeError:
+        raise TypeError(
+            f"answer {index} is a {type(answer).__name__} ({answer!r:.60}), which cannot be compared as an answer: give"
+            " each completion's answer as a string, a number or a tuple (or `None` when none was read)."
+        ) from None
+    return answer
+
+
+def _normalised(answers) -> list:
+    """The answers of one prompt's completions as a list (`None` for each missing one), or a named error."""
+    if isinstance(answers, (str, bytes)):
+        raise TypeError(
+            f"`answers` is a single {type(answers).__name__} ({answers!r:.40}): give one answer per completion, "
+            f"e.g. `[{answers!r:.20}, ...]` (a bare string would be read one character per completion)."
+        )
+    if isinstance(answers, (Iterator, Mapping, AbstractSet)) or not hasattr(answers, "__len__"):
+        kind = "a generator" if isinstance(answers, Iterator) else f"a {type(answers).__name__}"
+        raise TypeError(
+            f"`answers` is {kind}: give a list with one answer per completion, in the completions' order (e.g. "
+            "`list(answers)`): the index returned points into it."
+        )
+    values = list(itertools.islice(answers, len(answers)))
+    if not values:
         raise ValueError("`answers` is empty: give the answers read from N >= 1 completions of one prompt.")
+    return [None if _missing(a) else _hashable(a, i) for i, a in enumerate(values)]
+
+
+def _read(answers: list) -> Counter:
+    """The counts of the answers read (`None` left out); empty when none was."""
     return Counter(answer for answer in answers if answer is not None)
 
 
@@ -56,6 +102,7 @@ def majority_vote(answers: Sequence[Hashable | None], generator: torch.Generator
     True
     ```
     """
+    answers = _normalised(answers)
     counts = _read(answers)
     if not counts:  # no completion has an answer: any of them
         return _uniform(len(answers), generator)
@@ -78,6 +125,7 @@ def sharpen_answers(
     ```
     """
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
+    answers = _normalised(answers)
     counts = _read(answers)
     if not counts:  # no completion has an answer: any of them
         return _uniform(len(answers), generator)

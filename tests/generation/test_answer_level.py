@@ -109,3 +109,25 @@ def test_ties_are_broken_uniformly_and_completions_without_an_answer_take_no_par
     assert {majority_vote([None, None], generator) for _ in range(50)} == {0, 1}  # nothing read: any of them
     with pytest.raises(ValueError, match="`answers` is empty"):
         sharpen_answers([], 0.25)
+
+
+@pytest.mark.parametrize("route", ["vote", "sharpen"])
+def test_what_users_hand_as_answers_is_read_as_answers_or_refused_by_name(route):
+    """NaN (what `float()` parsing and pandas give for a missing answer) used to crash in torch's `random_` (each NaN
+    counted as its own answer that no completion then matched); lists gave raw `TypeError`s; a bare string was read
+    one character per completion, a generator failed on `len`. Now NaN and `None` are "no answer", lists and tuples
+    are answers, and a bare string, a generator or a set is refused by name."""
+    pick = (lambda a, g: majority_vote(a, g)) if route == "vote" else (lambda a, g: sharpen_answers(a, 0.25, g))
+    generator = torch.Generator().manual_seed(0)
+    nan = float("nan")
+    for answers in ([nan, 1.0, nan], [1.0, nan, nan], [nan, nan, 1.0]):
+        assert {pick(answers, generator) for _ in range(30)} == {answers.index(1.0)}
+    assert {pick([nan, nan], generator) for _ in range(50)} == {0, 1}  # nothing read: any of them
+    assert {pick([[1, 2], None, [1, 2]], generator) for _ in range(50)} == {0, 2}  # a list is one answer
+    assert {pick([(1, 2), nan, (1, 2)], generator) for _ in range(50)} == {0, 2}
+    assert {pick([12, nan, 12.0, None], generator) for _ in range(50)} == {0, 2}  # 12 and 12.0 are one answer
+    for bad, named in (("12", "single str"), ((a for a in ["1", "2"]), "a generator"), ({"1", "2"}, "a set")):
+        with pytest.raises(TypeError, match=named):
+            pick(bad, generator)
+    with pytest.raises(TypeError, match=r"answer 1 is a dict"):
+        pick(["1", {"a": 1}], generator)

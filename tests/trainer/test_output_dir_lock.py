@@ -19,7 +19,7 @@ from peft import LoraConfig
 from tiny_models import tiny_causal_lm
 from toy import as_dataset, sample_sequences
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, staging
 from hf_seqtemp.trainer.output_dir import OutputDirLock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -89,6 +89,32 @@ def test_overwrite_output_dir_never_deletes_a_live_runs_checkpoints(tmp_path):
     assert second.state.global_step == 2
     second.close()
     assert not os.path.exists(OutputDirLock(out).path)  # released when the trainer is closed
+
+
+def test_a_deleted_lock_file_does_not_let_a_second_run_delete_a_live_runs_checkpoints(tmp_path, monkeypatch):
+    """A user tidying "stale" files deleted the lock file beside the folder while run A trained; run B with
+    `overwrite_output_dir` then created a new lock file, took it, deleted A's `checkpoint-2` and trained, both exiting
+    0. The folder itself is locked too: B is refused, naming A's process, its checkpoints stay, and B's new lock file
+    is not left behind. Once A is gone, B trains."""
+    out, marker = tmp_path / "out", tmp_path / "parked"
+    live = _start(_LIVE_RUN, out, marker, marker=marker)
+    try:
+        os.remove(OutputDirLock(out).path)  # `rm .out.seqtemp-lock`
+        second = _trainer(out, overwrite_output_dir=True, save_strategy="steps", save_steps=1)
+        with pytest.raises(RuntimeError, match=rf"in use by another run or save \(process {live.pid} on .*deleted"):
+            second.train()
+        assert sorted(e for e in os.listdir(out) if e.startswith("checkpoint-")) == ["checkpoint-1", "checkpoint-2"]
+        assert second.state.global_step == 0
+        assert not os.path.exists(OutputDirLock(out).path)
+        monkeypatch.setattr(staging, "PUBLISH_WAIT", 1.0)  # a save waits for a save, not for a run
+        with pytest.raises(RuntimeError, match=rf"process {live.pid} on"):
+            second.save_model(str(out))  # another process's save into the folder is refused as well
+    finally:
+        os.kill(live.pid, signal.SIGKILL)
+        live.wait()
+    second.train()
+    assert second.state.global_step == 2
+    second.close()
 
 
 def _stale_lock(folder, pid, **record):
