@@ -228,7 +228,8 @@ def shared_prompt_cache(model, input_ids: torch.Tensor, attention_mask: torch.Te
     for a model whose `generate` does not take a [`~transformers.DynamicCache`] (`generate` then runs as usual).
 
     `generate` given this cache forwards only each row's last prompt token before sampling, with the positions it
-    derives from `attention_mask`, the ones used here.
+    derives from `attention_mask`, the ones used here. A PEFT prompt-learning adapter (its virtual tokens enter every
+    pass) gets `None` too.
 
     Example:
     ```python
@@ -245,8 +246,11 @@ def shared_prompt_cache(model, input_ids: torch.Tensor, attention_mask: torch.Te
     """
     from transformers import DynamicCache, PreTrainedModel
 
+    from ..likelihood.shared_prompt import prompt_learning
+
     inner = model.get_base_model() if callable(getattr(model, "get_base_model", None)) else model
     supported = isinstance(inner, PreTrainedModel) and not inner.config.is_encoder_decoder
+    supported = supported and not prompt_learning(model)  # its virtual tokens would enter each pass
     if not supported or not inner._supports_default_dynamic_cache() or input_ids.shape[1] < 2:
         return None
     rows = [tuple(row) for row in torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1).tolist()]

@@ -11,7 +11,7 @@ from ..checks import check_int
 from ..models.validation import SUPPORTED, check_model_kind
 from .base import SequenceScorer
 from .chunked_head import HeadAsTokenLogps, causal_lm, plain_output_head
-from .shared_prompt import SharedPrompts, can_share_prompts
+from .shared_prompt import SharedPrompts, can_share_prompts, drops_position_ids, prompt_learning
 
 
 def position_ids_from_attention_mask(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -129,8 +129,8 @@ def _logits_of(outputs, model: torch.nn.Module, input_ids: torch.Tensor, kept: i
     if isinstance(logits, torch.Tensor) and logits.dim() == 3 and logits.shape[0] == input_ids.shape[0]:
         if logits.shape[1] == kept:
             return logits
-        if logits.shape[1] == input_ids.shape[1]:  # a model that ignored `logits_to_keep`
-            return logits[:, input_ids.shape[1] - kept :]
+        if logits.shape[1] >= input_ids.shape[1]:  # a model that ignored `logits_to_keep`, or that put virtual
+            return logits[:, logits.shape[1] - kept :]  # tokens before the input (PEFT's prompt tuning)
     got = f"`.logits` of shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor) else "no `.logits`"
     raise TypeError(
         f"`model` ({type(model).__name__}) returned {type(outputs).__name__} with {got}; the autoregressive scorer "
@@ -199,6 +199,17 @@ class AutoregressiveScorer(SequenceScorer):
                 "`completion_mask` marks position 0 for scoring, but a causal LM has no conditional for the first "
                 "token: start the completion at position 1 or later (prepend a BOS token)."
             )
+        if drops_position_ids(model):
+            shift = (attention_mask.long().cumsum(-1) == 0).sum(-1, keepdim=True)  # each row's left padding
+            if bool(shift.any()):
+                # PEFT's prompt tuning drops position ids: its positions would count the padding. Scored
+                # right-padded, each row has the positions it has alone (causal attention: the padding after it is
+                # never seen), then put back in place.
+                width = torch.arange(input_ids.shape[1], device=input_ids.device)
+                there, back = (width + shift) % input_ids.shape[1], (width - shift) % input_ids.shape[1]
+                rolled = [t.gather(1, there) for t in (input_ids, attention_mask, completion_mask)]
+                logps, mask = self.token_logps(model, *rolled)
+                return logps.gather(1, back), mask.gather(1, back)
         # the completions of one prompt share one forward pass of it (`shared_prompt.py`) where the model allows
         shared = SharedPrompts.of(input_ids, attention_mask, completion_mask) if can_share_prompts(model) else None
         ids = shared.rest_ids if shared is not None else input_ids
@@ -207,7 +218,8 @@ class AutoregressiveScorer(SequenceScorer):
         else:
             kwargs, start = self._one_pass_kwargs(model, input_ids, attention_mask, completion_mask)
         with_grad = torch.is_grad_enabled() and any(p.requires_grad for p in model.parameters())
-        head = plain_output_head(model, with_grad) if self.chunk_head else None
+        # a prompt-learning adapter's virtual tokens shift the head's positions: it is scored from its full logits
+        head = plain_output_head(model, with_grad) if self.chunk_head and not prompt_learning(model) else None
         # position i predicts token i + 1; the last position's target is a dummy, dropped below. Using the whole
         # (contiguous) logits tensor instead of `logits[:, :-1]` keeps the flattening in `gather_token_logps` a view.
         next_ids = torch.cat([ids[:, start + 1 :], ids[:, :1]], dim=1)
@@ -230,11 +242,12 @@ class AutoregressiveScorer(SequenceScorer):
         """The keyword arguments of one forward pass of the whole batch, and the first position whose logits it
         keeps."""
         kwargs = {"attention_mask": attention_mask}
-        if _accepts_position_ids(model):
+        if _accepts_position_ids(model) and not drops_position_ids(model):  # (its rows come without left padding)
             kwargs["position_ids"] = position_ids_from_attention_mask(attention_mask)
         # the LM head runs only from the position before the batch's first scored token on (the prompt's logits
         # are never used), as TRL's trainers do: less time, and far less memory with gradients on
-        start = _first_scored_logit(completion_mask) if _accepts_logits_to_keep(model) else 0
+        keeps = _accepts_logits_to_keep(model) and not prompt_learning(model)  # virtual tokens shift its indices
+        start = _first_scored_logit(completion_mask) if keeps else 0
         if start > 0:  # as index positions, not a count: the kept hidden states are then a contiguous copy, which
             # the head multiplies in one matrix product (a strided slice of them takes a batched product, slower)
             kwargs["logits_to_keep"] = torch.arange(start, input_ids.shape[1], device=input_ids.device)

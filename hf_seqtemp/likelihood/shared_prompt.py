@@ -9,7 +9,8 @@ positions come from the attention mask, as in one pass; the cache copy is differ
 prompt's tokens sums its rows' gradients, as in one pass); only the repeated prompt work is gone.
 
 It applies to a transformers causal LM in float32, PEFT-wrapped or not, when some rows share a prompt, and never
-where two forward passes would mean something else: a DDP, FSDP or DeepSpeed wrapper (one forward per backward),
+where two forward passes would mean something else: a PEFT prompt-learning adapter (prefix tuning, prompt tuning,
+p-tuning: its virtual tokens would enter each pass), a DDP, FSDP or DeepSpeed wrapper (one forward per backward),
 gradient checkpointing (which turns the cache off), active dropout (the rows of a prompt would share its dropout
 mask), or bf16 / fp16 weights or autocast (a split pass rounds otherwise than one pass, so a reference scored in one
 batch layout would not match the policy scored in another).
@@ -31,6 +32,30 @@ def _unwrapped(model: torch.nn.Module) -> torch.nn.Module | None:
     return target if isinstance(target, PreTrainedModel) else None
 
 
+def prompt_learning(model: torch.nn.Module) -> bool:
+    """Whether `model` carries a PEFT prompt-learning adapter (prefix tuning, prompt tuning, p-tuning, ...): one that
+    adds virtual tokens, as keys and values (prefix) or as input embeddings (prompt), to every forward pass, so that
+    a pass over a cache of the prompt, or a cut of the logits by position, means something else than one pass."""
+    configs = getattr(model, "peft_config", None)
+    if not isinstance(configs, dict):
+        return False
+    return any(getattr(config, "is_prompt_learning", False) for config in configs.values())
+
+
+def drops_position_ids(model: torch.nn.Module) -> bool:
+    """Whether `model` carries a PEFT prompt-learning adapter whose forward drops the position ids it is given
+    (prompt tuning, p-tuning: every one but prefix tuning, which shifts them): its positions then count a left
+    padding, and a padded row is scored right-padded instead (the same positions as the row alone)."""
+    configs = getattr(model, "peft_config", None)
+    if not isinstance(configs, dict):
+        return False
+    return any(
+        getattr(config, "is_prompt_learning", False)
+        and str(getattr(config, "peft_type", "")).rsplit(".", 1)[-1] not in ("PREFIX_TUNING", "CARTRIDGE")
+        for config in configs.values()
+    )
+
+
 def can_share_prompts(model: torch.nn.Module) -> bool:
     """Whether `model` may score a batch as a forward of its distinct prompts then one of the rest (see module).
 
@@ -43,8 +68,8 @@ def can_share_prompts(model: torch.nn.Module) -> bool:
     ```
     """
     target = _unwrapped(model)
-    if target is None or target.config.is_encoder_decoder:
-        return False
+    if target is None or target.config.is_encoder_decoder or prompt_learning(model):
+        return False  # a prompt-learning adapter adds its virtual tokens to each of the split's passes
     checkpointing = "is_activation_checkpointing" if hasattr(target, "is_activation_checkpointing") else None
     if getattr(target, checkpointing or "is_gradient_checkpointing", False):
         return False
