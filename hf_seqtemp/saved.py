@@ -32,9 +32,9 @@ import warnings
 from collections.abc import Iterator
 
 from .config import CONFIG_NAME
-from .locking import FolderLock
+from .locking import FolderLock, beside
 from .manifest import MANIFEST_NAME, file_sha256, manifest_problem
-from .staging import LEGACY_SAVES, in_flux, is_legacy_link, roll_forward
+from .staging import LEGACY_SAVES, STAGING, in_flux, is_legacy_link, roll_forward
 
 CRITICAL = re.compile(r"(\.safetensors|\.bin|\.pt|\.pth|\.ckpt|\.pkl|\.gguf)$|(^|/)(adapter_config|config)\.json$")
 READ_WAIT = 60.0  # seconds a reader waits for a save being moved into the folder
@@ -117,10 +117,13 @@ def check_files(folder: str, recorded: dict[str, str], shown: str, names=None) -
             continue
         (critical if CRITICAL.search(name) else other).append(problem)
     if critical:
+        staged = os.path.basename(beside(shown, STAGING)) + "-…"
         raise SaveMismatch(
             f"the save in {shown!r} is damaged: {'; '.join(critical)} (its SHA-256 is not the one {CONFIG_NAME} "
-            "records: the file was replaced, cut or damaged after the save). Save the model again, or download it "
-            "again."
+            "records). The folder holds files of two saves when a save into it was interrupted while its files were "
+            f"moved in and the folder beside it that held the rest of that save ({staged}) was deleted, or when it "
+            "was copied while a save was being moved into it; otherwise the file was replaced, cut or damaged after "
+            "the save. Save the model again, or copy or download it again once no save is running."
         )
     if other:
         warnings.warn(

@@ -37,6 +37,7 @@ import re
 import shutil
 import socket
 import uuid
+import warnings
 from collections.abc import Iterator
 
 from .config import CONFIG_NAME
@@ -67,8 +68,16 @@ PUBLISH_WAIT = 120.0  # seconds a save waits for another save of the folder to f
 
 
 # ------------------------------------------------------------------------------------------------------- messages
+class SaveRefused(FileExistsError):
+    """A save refused before anything was written into its folder (it would overwrite files no save wrote there):
+    its message is the whole story, never wrapped as a failure to write."""
+
+
 def is_write_failure(error: BaseException) -> bool:
-    """Whether `error` is a failure to write a file (an `OSError`, or torch's words for a full disk)."""
+    """Whether `error` is a failure to write a file (an `OSError`, or torch's words for a full disk); a refused save
+    ([`SaveRefused`]) is not one."""
+    if isinstance(error, SaveRefused):
+        return False
     return isinstance(error, OSError) or any(words in str(error) for words in TORCH_FULL_DISK)
 
 
@@ -304,15 +313,40 @@ def _publish(staging: str, folder: str) -> None:
     clashes = _clashes(folder, [*new, CONFIG_NAME], owned)
     if clashes:
         shown = ", ".join(clashes[:6]) + (f" and {len(clashes) - 6} more" if len(clashes) > 6 else "")
-        raise FileExistsError(
+        raise SaveRefused(
             f"saving to {folder} would overwrite files that no hf_seqtemp save wrote there ({shown}): it holds a "
             "model or another tool's files. Nothing was changed. Save into another folder (or move those files)."
         )
+    _warn_on_a_changed_adapter_config(staging, folder, owned)
     legacy = os.path.lexists(os.path.join(folder, LEGACY_SAVES))
     journal = {"format": 1, "move": new, "remove": sorted(owned - {*new, CONFIG_NAME}), "legacy": legacy}
     _write_json(os.path.join(staging, JOURNAL), journal)
     fsync_path(staging)  # the commit: from here on, the folder becomes this save
     _swap(staging, folder)
+
+
+PEFT_CONFIG = "adapter_config.json"
+
+
+def _warn_on_a_changed_adapter_config(staging: str, folder: str, owned: set) -> None:
+    """Warns when this save's `adapter_config.json` differs from the one of the save it replaces (another run's,
+    another LoRA rank or alpha): a plain PEFT reader, which reads that file and then the weights, can get one save's
+    config with the other's weights if the swap falls between its two reads. Saves of one run keep the file."""
+    if PEFT_CONFIG not in owned:
+        return
+    old, new = _read_json(os.path.join(folder, PEFT_CONFIG)), _read_json(os.path.join(staging, PEFT_CONFIG))
+    if old is None or new is None or old == new:
+        return
+    changed = sorted(key for key in {*old, *new} if old.get(key) != new.get(key))
+    shown = ", ".join(f"{key} {old.get(key)!r} -> {new.get(key)!r}" for key in changed[:3])
+    warnings.warn(
+        f"this save replaces {folder}'s adapter_config.json with another one ({shown}"
+        f"{' and more' if len(changed) > 3 else ''}): a plain PEFT reader (`PeftModel.from_pretrained`) loading the "
+        "folder while the files are moved in may get the old save's config with the new save's weights, without an "
+        "error. `hf_seqtemp.load_tempered` checks every file and never mixes; or save a changed adapter into a new "
+        "folder (see docs/training.md, 'Who reads a folder during a save').",
+        stacklevel=4,
+    )
 
 
 def _swap(staging: str, folder: str) -> None:

@@ -47,7 +47,7 @@ def _missing(answer) -> bool:
     if answer is None:
         return True
     try:
-        return bool(answer != answer)  # only NaN differs from itself
+        return bool(answer != answer)  # noqa: PLR0124 - only NaN differs from itself
     except (TypeError, ValueError, RuntimeError):  # pandas.NA (its truth is undefined), arrays
         return type(answer).__name__ in ("NAType", "NaTType")
 

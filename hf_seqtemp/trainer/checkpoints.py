@@ -265,7 +265,7 @@ def raise_write_error(error: BaseException, folder: str, output_dir: str) -> Non
     if last is None:
         then = (
             "then start the run again with `overwrite_output_dir` True: no checkpoint is complete yet, so there is "
-            "nothing to resume (the partial folder is deleted)"
+            f"nothing to resume (the partial folder {folder} is still there; that run deletes it)"
         )
     else:
         then = (

@@ -267,3 +267,21 @@ def test_a_real_file_size_limit_while_checkpointing_is_named_and_the_run_resumes
     with pytest.warns(UserWarning, match=r"Skipping checkpoint\(s\) .*checkpoint-2"):
         trainer.train(resume_from_checkpoint=True)
     assert trainer.state.global_step == 2
+
+
+def test_a_checkpoint_cut_by_a_full_disk_is_said_to_be_still_there(tmp_path, monkeypatch):
+    """The error used to say the partial folder "is deleted" while it was still on disk: now it names it, says it is
+    there and which run deletes it."""
+    out, real_save = tmp_path / "out", torch.save
+
+    def disk_full_at_the_first_checkpoint(obj, path, *args, **kwargs):
+        if "checkpoint-1" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real_save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", disk_full_at_the_first_checkpoint)
+    with pytest.raises(OSError) as raised:
+        _trainer(out).train()
+    message = str(raised.value)
+    assert "is deleted" not in message and os.path.isdir(out / "checkpoint-1")
+    assert f"the partial folder {out / 'checkpoint-1'} is still there; that run deletes it" in message

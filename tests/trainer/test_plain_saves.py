@@ -16,10 +16,12 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
 import pytest
+import saved_adapters
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from saved_adapters import LORA, _trainer, assert_plain_save
@@ -382,3 +384,125 @@ def test_readers_get_whole_saves_while_another_process_publishes(tmp_path):
     assert child.returncode == 0 and started.exists(), errors.decode()[-2000:]
     assert reads >= 5 and seen == {0.5, 2.0}
     assert_plain_save(folder)
+
+
+_PEFT_PUBLISHER = """
+import sys, warnings
+sys.path[:0] = sys.argv[5:]
+import saved_adapters
+from saved_adapters import _trainer
+
+folder, rounds, started, alphas = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].split(",")
+trainers = []
+for seed, alpha in enumerate(alphas):
+    saved_adapters.LORA = {**saved_adapters.LORA, "lora_alpha": int(alpha)}
+    trainers.append(_trainer(folder + "-run" + str(seed), 0.5, seed=seed))
+    trainers[-1].train()
+    trainers[-1].save_model(folder + "-alone" + str(seed))
+open(started, "w").close()
+warnings.simplefilter("ignore")
+for index in range(rounds):
+    trainers[index % 2].save_model(folder)
+"""
+
+
+def _plain_peft_reads(tmp_path, alphas: str, rounds: int) -> tuple[int, int]:
+    """A process publishes `rounds` saves into one folder, alternating two trained adapters (LoRA alphas `alphas`),
+    while this one loads the folder with `PeftModel.from_pretrained` in a loop: `(reads, reads that match neither
+    save)`."""
+    folder, started = tmp_path / "adapter", tmp_path / "started"
+    here = os.path.dirname(os.path.abspath(__file__))
+    command = [sys.executable, "-c", _PEFT_PUBLISHER, str(folder), str(rounds), str(started), alphas]
+    child = subprocess.Popen(
+        [*command, here, os.path.dirname(here)],
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+    def logits(path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return PeftModel.from_pretrained(_base(), str(path))(input_ids=IDS).logits.detach()
+
+    reads = mixed = 0
+    try:
+        while not started.exists():
+            assert child.poll() is None, child.stderr.read().decode()[-2000:]
+            time.sleep(0.1)
+        expected = [logits(f"{folder}-alone{i}") for i in (0, 1)]
+        while child.poll() is None:
+            try:
+                got = logits(folder)
+            except (OSError, ValueError):  # before the first save lands
+                continue
+            reads += 1
+            mixed += not any(torch.equal(got, e) for e in expected)
+    finally:
+        child.kill()
+        _, errors = child.communicate()
+    assert child.returncode == 0, errors.decode()[-2000:]
+    return reads, mixed
+
+
+def test_a_plain_peft_reader_gets_whole_saves_of_one_run_and_a_changed_config_is_warned(tmp_path):
+    """`PeftModel.from_pretrained` reads `adapter_config.json`, builds the model, then reads the weights: a save
+    swapped in between its two reads mixes two saves when their configs differ (5.4 % of reads with two LoRA alphas,
+    without a word). Saves of one configuration (every save of one run) are read whole, here over 300 saves; a save
+    that changes the folder's `adapter_config.json` is warned about, naming what changed and the reader that does
+    not mix."""
+    reads, mixed = _plain_peft_reads(tmp_path / "same", "4,4", 300)
+    assert reads >= 20 and mixed == 0, (reads, mixed)
+    first, second = tmp_path / "run-a", tmp_path / "run-b"
+    saved_alpha = dict(LORA)
+    try:
+        trainers = []
+        for seed, (path, alpha) in enumerate(((first, 4), (second, 8))):
+            saved_adapters.LORA = {**saved_alpha, "lora_alpha": alpha}
+            trainers.append(_trainer(path, 0.5, seed=seed))
+            trainers[-1].train()
+    finally:
+        saved_adapters.LORA = saved_alpha
+    folder = tmp_path / "shared"
+    trainers[0].save_model(str(folder))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trainers[0].save_model(str(folder))  # the same configuration again: nothing to say
+    with pytest.warns(
+        UserWarning, match=r"adapter_config\.json with another one \(lora_alpha 4 -> 8\).*load_tempered"
+    ):
+        trainers[1].save_model(str(folder))
+
+
+def test_the_messages_of_a_refused_save_and_of_a_folder_of_two_saves_say_what_happened(tmp_path):
+    """A refused save came as an `OSError` inside the failed-write sentence ("saving to F failed: saving to F would
+    overwrite ...", its text twice), in `save_model` and at a checkpoint; a folder holding files of two saves (a save
+    interrupted while moving in whose staging folder was then deleted, or a copy taken during a save) was called
+    "damaged" without naming either. Now the refusal is said once, and the two-saves cause is named."""
+    card = tmp_path / "with_card"
+    _base().save_pretrained(card)
+    (card / "README.md").write_text("the base model's card\n")
+    trainer = _trainer(tmp_path / "run", 0.5)
+    trainer.train()
+    with pytest.raises(FileExistsError) as raised:
+        trainer.save_model(str(card))
+    message = str(raised.value)
+    assert message.count("would overwrite files that no hf_seqtemp save wrote there") == 1
+    assert "failed" not in message and "full" not in message
+    from hf_seqtemp.trainer.checkpoints import raise_write_error
+
+    with pytest.raises(FileExistsError) as again:
+        raise_write_error(raised.value, str(card / "checkpoint-1"), str(card))
+    assert again.value is raised.value  # at a checkpoint: the same refusal, not "writing checkpoint ... failed"
+
+    first, second, mixed = tmp_path / "first", tmp_path / "second", tmp_path / "mixed"
+    _save(first, 0.5, 0)
+    _save(second, 2.0, 1)
+    shutil.copytree(first, mixed)  # the first save's config, the second's weights: what an interrupted move leaves
+    shutil.copyfile(second / "adapter_model.safetensors", mixed / "adapter_model.safetensors")
+    with pytest.raises(ValueError) as raised:
+        load_tempered(mixed, base_model=_base())
+    message = str(raised.value)
+    assert "is damaged: adapter_model.safetensors differs from what was saved" in message
+    assert "a save into it was interrupted while its files were moved in" in message
+    assert ".mixed.seqtemp-staging-" in message and "copied while a save was being moved into it" in message
