@@ -48,6 +48,8 @@ _EXPORTS = {
     "load_tempered": "loading",
     "module_path": "metrics",
     "pass_at_k": "metrics",
+    "per_prompt_effective_temperature": "metrics",
+    "per_prompt_t_eff_error": "metrics",
     "power_sample": "generation",
     "precision_recall_curve": "metrics",
     "push_to_hub": "hub",

@@ -258,6 +258,7 @@ def measure_held_out(
     batch_size: int = 16,
     max_length: int = 4096,
     tuned_myopic: bool = True,
+    tune_on=None,
 ) -> tuple[dict[str, dict[str, float]], dict[str, torch.Tensor]]:
     """Scores held-out sequences under the base model, the myopic baseline, the tuned myopic baseline and the
     tempered model.
@@ -277,11 +278,17 @@ def measure_held_out(
         tuned_myopic (`bool`, *optional*, defaults to `True`): also find the token temperature whose T_eff on these
             sequences is T ([`tune_myopic`]) and report it as `"tuned_myopic"` (with its `token_temperature` and the
             `scoring_passes` the search ran); left
-            out, with a warning, when no token temperature reaches T.
+            out, with a warning, when no token temperature reaches T. Searched on the held-out sequences
+            themselves, it is an oracle (the figure it is then scored on chose it), not a baseline.
+        tune_on ([`~datasets.Dataset`], *optional*): samples of p on *other* prompts (the training prompts): the
+            baseline a user would build, the token temperature tuned once on them ([`tune_myopic`]) and applied
+            unchanged to every held-out prompt, reported as `"tuned_once"` (with its `token_temperature`,
+            `tuned_on` and the `scoring_passes` of the search, paid once). A prompt of `held_out_dataset` in it is
+            refused: the search must never see a held-out prompt.
 
     Returns:
         `(reports, logps)`: `reports[name]` is [`temperature_report`] against the base model for `name` in
-        `("base", "myopic", "tempered")` and `"tuned_myopic"`; `logps` holds the per-sequence log-likelihoods and
+        `("base", "myopic", "tempered")`, `"tuned_myopic"` and `"tuned_once"`; `logps` holds the per-sequence log-likelihoods and
         `"lengths"`.
 
     Example:
@@ -326,6 +333,12 @@ def measure_held_out(
                 )
             except ValueError as error:
                 warnings.warn(f"no tuned myopic row: {error}", UserWarning, stacklevel=2)
+        once = None
+        if tune_on is not None:
+            once = _tuned_once(ref_model, tune_on, groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs)
+            if once is not None and once["token_temperature"] != target_temperature:
+                at_once = AutoregressiveScorer(token_temperature=once["token_temperature"])
+                once["logps"], _ = score_dataset(ref_model, prepared, at_once, desc="Scoring tuned once", **kwargs)
     with _quiet_preparation():
         policy_logps, _ = score_dataset(model, prepared, scorer, desc="Scoring tempered", **kwargs)
     logps = {"base": ref_logps, "myopic": myopic_logps, "tempered": policy_logps, "lengths": lengths}
@@ -337,8 +350,47 @@ def measure_held_out(
             **temperature_report(ref_logps, tuned[1], lengths, groups),
             "token_temperature": tuned[0],
             "scoring_passes": search["evaluations"],  # the search's cost: passes over the held-out sequences
+            "tuned_on": "the held-out completions themselves (an oracle)",
         }
+    if once is not None:
+        logps["tuned_once"] = once.pop("logps")
+        reports["tuned_once"] = {**temperature_report(ref_logps, logps["tuned_once"], lengths, groups), **once}
     return reports, logps
+
+
+def _tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs):
+    """The token temperature tuned once on `tune_on` (samples of p on prompts that are not held out), with what it
+    cost: `{"token_temperature", "tuned_on", "tuning_prompts", "tuning_sequences", "scoring_passes"}` and, when it
+    is T itself, the held-out `logps` already scored at T. `None`, with a warning, when no token temperature reaches
+    T on them."""
+    tuning = prepare_dataset(tune_on, tokenizer, "text", kwargs["max_length"], "tune_on")
+    tuning_groups = tuning[GROUP_ID]
+    shared = (set(tuning_groups) & set(held_out_groups)) - {0}  # 0: an unconditional corpus, held out by sequence
+    if shared:
+        raise ValueError(
+            f"`tune_on` holds {len(shared)} of the {len(set(held_out_groups))} held-out prompts: the token "
+            "temperature tuned on them would be chosen on the prompts it is scored on (an oracle, not a baseline). "
+            "Tune on samples of the training prompts only."
+        )
+    ref, _ = score_dataset(ref_model, tuning, scorer, desc="Scoring base (tuning prompts)", **kwargs)
+    search: dict = {}
+    try:
+        t, _ = tune_myopic(
+            ref_model, tuning, target_temperature, ref, tuning_groups, None, search_record=search, **kwargs
+        )
+    except ValueError as error:
+        warnings.warn(f"no tuned-once row: {error}", UserWarning, stacklevel=3)
+        return None
+    record = {
+        "token_temperature": t,
+        "tuned_on": "training prompts",
+        "tuning_prompts": len(set(tuning_groups)),
+        "tuning_sequences": len(tuning_groups),
+        "scoring_passes": 1 + search["evaluations"],  # log p of the tuning samples, then the search's passes
+    }
+    if t == target_temperature:
+        record["logps"] = myopic_logps
+    return record
 
 
 def format_table(

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .core import effective_temperature, kendall_tau, sequence_nll, temperature_log_ratio
+from .core import (
+    effective_temperature,
+    kendall_tau,
+    per_prompt_effective_temperature,
+    per_prompt_t_eff_error,
+    sequence_nll,
+    temperature_log_ratio,
+)
 from .pass_at_k_math import pass_at_k
 from .precision_recall_math import (
     embedding_precision_recall,
@@ -50,6 +57,8 @@ __all__ = [
     "knn_precision_recall",
     "module_path",
     "pass_at_k",
+    "per_prompt_effective_temperature",
+    "per_prompt_t_eff_error",
     "precision_recall_curve",
     "sequence_nll",
     "support_precision",

@@ -97,6 +97,68 @@ def effective_temperature(
     return (ref_c * policy_c).sum().item() / denominator
 
 
+def per_prompt_effective_temperature(
+    ref_logps: Sequence[float] | torch.Tensor, policy_logps: Sequence[float] | torch.Tensor, groups: Groups
+) -> dict:
+    """T_eff of each prompt alone ([`effective_temperature`] over the pairs of one group): `{prompt id: T_eff}`, in
+    order of first appearance. A prompt with fewer than two sequences, or whose `policy_logps` are all equal, has
+    no slope: NaN.
+
+    A single scalar (token temperature t) can give the pool the right T_eff while over-tempering some prompts and
+    under-tempering others; the target q(x|c) ∝ p(x|c)^{1/T} asks it of every prompt.
+
+    Example:
+    ```python
+    >>> per_prompt_effective_temperature([-1.0, -2.0, -1.0, -3.0], [-1.0, -3.0, -4.0, -10.0], ["a", "a", "b", "b"])
+    {'a': 0.5, 'b': 0.3333333333333333}
+    ```
+    """
+    ref, policy = _paired(ref_logps, policy_logps)
+    ids = list(groups) if not isinstance(groups, torch.Tensor) else groups.tolist()
+    if len(ids) != ref.numel():
+        raise ValueError(f"`groups` must give one prompt id per sequence: {len(ids)} ids for {ref.numel()}.")
+    members: dict = {}
+    for index, group in enumerate(ids):
+        members.setdefault(group, []).append(index)
+    out = {}
+    for group, rows in members.items():
+        a, b = ref[rows], policy[rows]
+        b_c = b - b.mean()
+        denominator = (b_c * b_c).sum().item()
+        out[group] = ((a - a.mean()) * b_c).sum().item() / denominator if len(rows) > 1 and denominator else math.nan
+    return out
+
+
+def per_prompt_t_eff_error(
+    ref_logps: Sequence[float] | torch.Tensor,
+    policy_logps: Sequence[float] | torch.Tensor,
+    groups: Groups,
+    target_temperature: float,
+) -> float:
+    """Per-prompt fidelity: the mean over prompts of `|T_eff(c) − T| / T`, each prompt's T_eff taken over its own
+    sequences ([`per_prompt_effective_temperature`]). 0 for a model tempered exactly at T on every prompt; a model
+    whose pooled T_eff is T can still be far from it on each prompt. Prompts without a slope (NaN) are refused.
+
+    With `n` samples per prompt the figure carries estimation noise (each T_eff(c) is a slope over `n` points): state
+    it beside the figure, e.g. the same figure for p itself at T = 1, which is 0 without noise.
+
+    Example:
+    ```python
+    >>> per_prompt_t_eff_error([-1.0, -2.0, -1.0, -3.0], [-2.0, -4.0, -1.0, -5.0], ["a", "a", "b", "b"], 0.5)
+    0.25
+    ```
+    """
+    target = check_temperature(target_temperature, "target_temperature")
+    values = per_prompt_effective_temperature(ref_logps, policy_logps, groups)
+    undefined = [group for group, value in values.items() if math.isnan(value)]
+    if undefined:
+        raise ValueError(
+            f"{len(undefined)} of {len(values)} prompts have no within-prompt slope (one sequence, or the same "
+            f"log-likelihood for all; e.g. {undefined[0]!r}): give at least two distinct completions per prompt."
+        )
+    return sum(abs(value - target) / target for value in values.values()) / len(values)
+
+
 def _concordance(ref: torch.Tensor, policy: torch.Tensor, chunk_size: int) -> float:
     """`Σ_{i≠j} sgn(a_i − a_j) sgn(b_i − b_j)` over ordered pairs, in row chunks (memory O(chunk_size · n))."""
     total = 0.0

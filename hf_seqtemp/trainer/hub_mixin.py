@@ -13,6 +13,10 @@ from ..generation.custom_generate import write_custom_generate
 from ..models.base import wrapped_model
 from ..peft_compat import is_peft_model
 
+# training prompts the once-tuned token temperature is searched on (their samples of p, each scored at every step of
+# the search): the baseline a user builds once, measured on the held-out prompts beside the adapter
+TUNING_PROMPTS = 32
+
 if TYPE_CHECKING:
     from datasets import Dataset
 
@@ -114,6 +118,25 @@ class HubMixin:
             custom_generate=self._card_options is not None,  # `_write_hub_files` then writes custom_generate/
         )
 
+    def _tuning_samples(self, held_out, tokenizer):
+        """The samples of p on which the once-tuned token temperature is searched: the completions of the first
+        `TUNING_PROMPTS` training prompts (what a user tunes a token temperature on, once), none of them held out;
+        `None` when the training set holds no completions (prompts whose completions are drawn during training)."""
+        from ..data import GROUP_ID
+
+        data = self.train_dataset
+        if data is None or not {"input_ids", "completion_mask", GROUP_ID} <= set(data.column_names):
+            return None
+        held = set(measure.dataset_groups(held_out, tokenizer)) if held_out is not None else set()
+        counts: dict = {}
+        for group in data[GROUP_ID]:
+            counts[group] = counts.get(group, 0) + 1
+        chosen = [g for g, n in counts.items() if n > 1 and g not in held][:TUNING_PROMPTS]
+        if not chosen:
+            return None
+        keep = set(chosen)
+        return data.select([i for i, group in enumerate(data[GROUP_ID]) if group in keep])
+
     def _first_eval_dataset(self):
         """The `eval_dataset`, or the first of a dict of them: what the card's figures are measured on."""
         if isinstance(self.eval_dataset, dict):
@@ -146,8 +169,9 @@ class HubMixin:
         if self._measured is None or self._measured[0] != key:
             target, scorer = self.args.target_temperature, self.family.scorer
             result = measure.measure_held_out(
-                self.model, held_out, target, base, tokenizer, scorer, batch_size=batch_size
-            )
+                self.model, held_out, target, base, tokenizer, scorer, batch_size=batch_size,
+                tune_on=self._tuning_samples(held_out, tokenizer),
+            )  # fmt: skip
             self._measured = (key, result)
         return self._measured[1]
 

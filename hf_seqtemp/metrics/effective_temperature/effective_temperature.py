@@ -3,7 +3,7 @@
 
 import evaluate
 
-from hf_seqtemp.metrics.core import effective_temperature
+from hf_seqtemp.metrics.core import effective_temperature, per_prompt_t_eff_error
 from hf_seqtemp.metrics.features import GroupedInputs, paired_logp_features
 
 _DESCRIPTION = """
@@ -19,9 +19,13 @@ Args:
     groups (`list`, *optional*): the prompt id of each sequence (any ids; compared as text). With it, every pair,
         slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt. Accepted
         by `compute`, `add` and `add_batch` alike (through `evaluate.combine`, pass `groups=None` for one group).
+    target_temperature (`float`, *optional*): the temperature the model was tempered to. With it and `groups`,
+        `per_prompt_t_eff_error` is returned too: the mean over prompts of |T_eff(c) − T| / T, each prompt's
+        T_eff over its own sequences (a pooled T_eff of T can hide prompts tempered too much and too little).
 Returns:
     effective_temperature (`float`): > 0 for a model that preserves the ranking; the target is the temperature
         the model was tempered to (closer is better).
+    per_prompt_t_eff_error (`float`, with `target_temperature`): 0 for a model tempered at T on every prompt.
 Examples:
     >>> metric = evaluate.load(module_path("effective_temperature"))
     >>> metric.compute(base_logp=[-1.0, -2.0, -4.0], tempered_logp=[-2.0, -4.0, -8.0])
@@ -47,9 +51,16 @@ class EffectiveTemperature(GroupedInputs, evaluate.Metric):
             features=paired_logp_features(),
         )
 
-    def _compute(self, base_logp, tempered_logp, groups=None):
-        return {
-            "effective_temperature": float(
-                effective_temperature(base_logp, tempered_logp, groups=self._groups(groups))
+    def _compute(self, base_logp, tempered_logp, groups=None, target_temperature=None):
+        groups = self._groups(groups)
+        out = {"effective_temperature": float(effective_temperature(base_logp, tempered_logp, groups=groups))}
+        if target_temperature is not None:
+            if groups is None:
+                raise ValueError(
+                    "`target_temperature` asks for the per-prompt T_eff error, which needs `groups` (the prompt id "
+                    "of each sequence)."
+                )
+            out["per_prompt_t_eff_error"] = per_prompt_t_eff_error(
+                base_logp, tempered_logp, groups, target_temperature
             )
-        }
+        return out

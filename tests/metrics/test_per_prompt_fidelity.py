@@ -1,0 +1,100 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Per-prompt fidelity and the once-tuned token temperature, against an enumerable prompted toy.
+
+The toy: a tiny causal LM answering four prompts whose conditionals differ in entropy, every completion of 3 tokens
+enumerated. A model tempered at its own temperature T_c on each prompt (q(x|c) ∝ p(x|c)^{1/T_c}, exact) has per-prompt
+T_eff exactly T_c and per-prompt error exactly mean |T_c − T| / T, whatever its pooled T_eff; token temperature t
+tempers the prompts unequally (its per-prompt T_eff spread is measured exactly on the toy).
+
+The once-tuned baseline is searched on samples of the *training* prompts and applied unchanged to held-out ones:
+a `tune_on` set that holds a held-out prompt is refused, and the tuned temperature does not depend on which
+prompts are held out (it would, had the search seen them)."""
+
+import pytest
+import torch
+from conditional_toy import PROMPTS, as_prompted_dataset, completion_logps, enumerate_completions, sample_completions
+from tiny_models import conditional_lm
+
+from hf_seqtemp import AutoregressiveScorer, effective_temperature
+from hf_seqtemp.measure import dataset_groups, measure_held_out, score_dataset, tune_myopic
+from hf_seqtemp.metrics import per_prompt_effective_temperature, per_prompt_t_eff_error
+
+VOCAB, LENGTH = 4, 3
+
+
+def _toy():
+    model = conditional_lm(VOCAB)
+    rows, groups = enumerate_completions(VOCAB, LENGTH)
+    return model, rows, groups, completion_logps(model, rows, 2)
+
+
+def test_per_prompt_t_eff_is_each_prompts_exact_temperature_and_the_error_its_mean_distance():
+    _, _, groups, ref = _toy()
+    temperatures = torch.tensor([0.3, 0.5, 0.7, 0.5], dtype=torch.float64)  # T_c of each prompt
+    tempered = ref / temperatures[groups]  # log q + log Z_T(c): the normaliser is constant within a prompt
+    per_prompt = per_prompt_effective_temperature(ref, tempered, groups)
+    assert list(per_prompt) == list(range(len(PROMPTS)))
+    torch.testing.assert_close(torch.tensor(list(per_prompt.values()), dtype=torch.float64), temperatures)
+    expected = ((temperatures - 0.5).abs() / 0.5).mean().item()
+    assert per_prompt_t_eff_error(ref, tempered, groups, 0.5) == pytest.approx(expected, abs=1e-12)
+    assert per_prompt_t_eff_error(ref, ref / 0.5, groups, 0.5) == pytest.approx(0.0, abs=1e-12)
+    pooled = effective_temperature(ref, tempered, groups=groups)
+    assert 0.3 < pooled < 0.7 and expected == pytest.approx(0.2)  # one pooled figure hides the spread
+
+
+def test_token_temperature_tempers_the_toys_prompts_unequally_and_the_metric_reads_it_exactly():
+    model, rows, groups, ref = _toy()
+    scorer = AutoregressiveScorer(token_temperature=0.5)
+    mask = torch.zeros_like(rows, dtype=torch.bool)
+    mask[:, 2:] = True
+    with torch.no_grad():
+        myopic = scorer(model, rows, torch.ones_like(rows), mask).double()
+    per_prompt = torch.tensor(list(per_prompt_effective_temperature(ref, myopic, groups).values()))
+    for g, value in enumerate(per_prompt.tolist()):  # each prompt's figure is its own least-squares slope
+        members = groups == g
+        assert value == pytest.approx(effective_temperature(ref[members], myopic[members]), rel=1e-6)
+    assert per_prompt.max() - per_prompt.min() > 0.01
+    error = per_prompt_t_eff_error(ref, myopic, groups, 0.5)
+    assert error == pytest.approx(((per_prompt - 0.5).abs() / 0.5).mean().item(), rel=1e-6)
+    with pytest.raises(ValueError, match="no within-prompt slope"):
+        per_prompt_t_eff_error(ref[:5], ref[:5], [0, 0, 0, 0, 1], 0.5)
+
+
+def _samples(model, prompts, seed):
+    return as_prompted_dataset(sample_completions(model, 12, LENGTH, prompts=prompts, seed=seed), 2)
+
+
+def test_the_once_tuned_token_temperature_never_sees_a_held_out_prompt():
+    model = conditional_lm(VOCAB)
+    train = _samples(model, PROMPTS[:2], seed=0)
+    reports = {}
+    for held in (PROMPTS[2:3], PROMPTS[3:4]):  # two held-out sets, one tuning set
+        held_out = _samples(model, held, seed=1)
+        reports[held] = measure_held_out(model, held_out, 0.5, base_model=model, tune_on=train)[0]
+    once = [r["tuned_once"] for r in reports.values()]
+    assert once[0]["token_temperature"] == once[1]["token_temperature"]  # chosen on the training prompts alone
+    assert once[0]["tuned_on"] == "training prompts" and once[0]["tuning_prompts"] == 2
+    ref, _ = score_dataset(model, train, AutoregressiveScorer())
+    groups = dataset_groups(train)
+    alone, _ = tune_myopic(model, train, 0.5, ref, groups)
+    assert once[0]["token_temperature"] == pytest.approx(alone)
+    oracles = [r["tuned_myopic"]["token_temperature"] for r in reports.values()]
+    assert oracles[0] != pytest.approx(oracles[1], abs=1e-3)  # searched in sample, it moves with the held-out set
+    with pytest.raises(ValueError, match=r"`tune_on` holds 1 of the 1 held-out prompts"):
+        measure_held_out(model, _samples(model, PROMPTS[:1], seed=1), 0.5, base_model=model, tune_on=train)
+
+
+def test_the_evaluate_module_reports_the_per_prompt_error_given_the_target():
+    import evaluate
+
+    from hf_seqtemp.metrics import module_path
+
+    _, _, groups, ref = _toy()
+    tempered = ref / torch.tensor([0.3, 0.5, 0.7, 0.5], dtype=torch.float64)[groups]
+    metric = evaluate.load(module_path("effective_temperature"))
+    out = metric.compute(
+        base_logp=ref.tolist(), tempered_logp=tempered.tolist(), groups=groups.tolist(), target_temperature=0.5
+    )
+    assert out["per_prompt_t_eff_error"] == pytest.approx(0.2, abs=1e-9)
+    with pytest.raises(ValueError, match="needs `groups`"):
+        metric.compute(base_logp=ref.tolist(), tempered_logp=tempered.tolist(), target_temperature=0.5)
