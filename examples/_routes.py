@@ -5,16 +5,18 @@
 Four ways to sample at sequence temperature T without more than the demo's minutes of CPU:
 
 - token temperature T (the knob a user has: every step's logits divided by T);
-- the best token temperature: the one whose T_eff on these very held-out completions is T, found by a search that
-  needs samples of p and their log p for every new prompt (its cost is that search);
+- token temperature tuned once: the one whose T_eff on samples of p of 32 *training* prompts is T, applied
+  unchanged to the held-out prompts (the baseline a user builds: its cost is that one search);
+- for reference only, the oracle: the token temperature whose T_eff on these very held-out completions is T (chosen
+  on the figure it is then scored on: not a baseline);
 - the trained adapter (one forward pass per token, as plain sampling);
 - the adapter as SMC's proposal with N = 4 particles and no resampling before the end (importance resampling): the
   base model p weighs the adapter's particles, two forward passes per token. Its answer law has no closed form, so
   its log-likelihood of each held-out completion is estimated from a pool of the adapter's own draws
   ([`~hf_seqtemp.measure.importance_resampling_logps`]).
 
-Each gets T_eff / τ / NLL on the held-out completions of p, its τ per prompt (paired between routes, bootstrap over
-prompts: [`PAIRS`]), and its measured cost per answer (sequential model calls, token-forwards, seconds) when it
+Each gets T_eff / τ / NLL on the held-out completions of p, its per-prompt T_eff error (mean over prompts of
+|T_eff(c) − T| / T) and its τ per prompt (both paired between routes, bootstrap over prompts: [`PAIRS`]), and its measured cost per answer (sequential model calls, token-forwards, seconds) when it
 draws an answer to each of the same prompts; the SMC route also its particles' ESS.
 """
 
@@ -35,19 +37,22 @@ from datasets import Dataset
 from hf_seqtemp import kendall_tau
 from hf_seqtemp.data import eos_ids_of, sample_completions, tokenize_prompt
 from hf_seqtemp.measure import dataset_groups, importance_resampling_logps, score_dataset, temperature_report
+from hf_seqtemp.metrics import per_prompt_effective_temperature
 
 PARTICLES, POOL = 4, 16  # the SMC route's particles; adapter draws per prompt that estimate its answer law
-ROUTES = ("myopic", "tuned_myopic", "tempered", "smc_adapter")
+ROUTES = ("myopic", "tuned_once", "tempered", "smc_adapter", "tuned_myopic")
 
 
-def route_names(temperature: float, tuned_t: float | None) -> dict[str, str]:
-    best = f"best token temperature {tuned_t:.3g}" if tuned_t is not None else "best token temperature"
+def route_names(temperature: float, tuned_t: float | None, once_t: float | None = None) -> dict[str, str]:
+    oracle = f"oracle: token temp {tuned_t:.3g}" if tuned_t is not None else "oracle token temperature"
+    once = f"token temp {once_t:.3g} tuned once" if once_t is not None else "token temperature tuned once"
     return {
         "base": "base model p",
         "myopic": f"token temperature {temperature:g}",
-        "tuned_myopic": best,
+        "tuned_once": once,
+        "tuned_myopic": oracle,
         "tempered": "adapter",
-        "smc_adapter": f"adapter as SMC's proposal, N = {PARTICLES}",
+        "smc_adapter": f"adapter-proposal SMC, N = {PARTICLES}",
     }
 
 
@@ -99,10 +104,14 @@ def _smc_sampler(temperature: float, ess: list[float]):
 
 
 @torch.no_grad()
-def route_costs(model, tokenizer, prompts: list[str], temperature: float, tuned_t, max_new_tokens: int, seed: int):
+def route_costs(
+    model, tokenizer, prompts: list[str], temperature: float, tuned_t, max_new_tokens: int, seed: int, once_t=None
+):
     """Per route, one answer drawn to every prompt (one batch): sequential model calls per answer, token positions
     forwarded per answer, seconds per answer; for the SMC route also its particles' final ESS / N per answer."""
     samplers = {"myopic": (ancestral(temperature), True), "tempered": (ancestral(1.0), False)}
+    if once_t is not None:
+        samplers["tuned_once"] = (ancestral(once_t), True)
     if tuned_t is not None:
         samplers["tuned_myopic"] = (ancestral(tuned_t), True)
     ess: list[float] = []
@@ -149,20 +158,45 @@ def paired_interval(differences: list[float], seed: int = 0, replicates: int = 2
     return statistics.fmean(differences), means[int(0.025 * replicates)], means[int(0.975 * replicates) - 1]
 
 
-PAIRS = (("tempered", "tuned_myopic"), ("tempered", "myopic"), ("smc_adapter", "tempered"), ("tuned_myopic", "myopic"))
+PAIRS = (("tempered", "tuned_once"), ("tempered", "myopic"), ("smc_adapter", "tempered"), ("tuned_once", "myopic"))
 """The comparisons a "which route?" question needs, each (route, against), τ paired over the prompts."""
+ERROR_PAIRS = (("tempered", "tuned_once"), ("smc_adapter", "tuned_once"), ("tempered", "myopic"))
+"""The per-prompt T_eff error compared, each (route, against): positive differences mean the route is closer to T."""
 
 
-def measure_routes(reports: dict, logps: dict, smc_logps: torch.Tensor) -> tuple[dict, dict]:
-    """`(rows, pairs)`: `reports` with the SMC route's T_eff / τ / NLL added, and for each pair of [`PAIRS`] whose
-    routes were both measured the mean difference of their τ per prompt with its 95 % interval (mean, low, high)."""
+def per_prompt_errors(ref: torch.Tensor, policy: torch.Tensor, groups: list, temperature: float) -> list[float]:
+    """|T_eff(c) − T| / T of every prompt, in the order prompts first appear."""
+    values = per_prompt_effective_temperature(ref, policy, groups).values()
+    return [abs(value - temperature) / temperature for value in values]
+
+
+def measure_routes(reports: dict, logps: dict, smc_logps: torch.Tensor, temperature: float) -> tuple[dict, dict]:
+    """`(rows, pairs)`: `reports` with the SMC route's T_eff / τ / NLL added and every route's per-prompt T_eff error
+    (its mean and the per-prompt values), and for each pair of [`PAIRS`] whose routes were both measured the mean
+    difference of their τ per prompt with its 95 % interval (mean, low, high); for [`ERROR_PAIRS`] (keys ending in
+    ` (per-prompt error)`) the against-route's per-prompt error minus the route's (positive: the route is closer)."""
     groups = list(logps["groups"])
     rows = {**reports, "smc_adapter": temperature_report(logps["base"], smc_logps, logps["lengths"], groups)}
     policy = {**logps, "smc_adapter": smc_logps}
-    tau = {name: per_prompt_tau(logps["base"], policy[name], groups) for name in ROUTES if name in rows}
+    measured = [name for name in ("base", *ROUTES) if name in rows]
+    tau = {name: per_prompt_tau(logps["base"], policy[name], groups) for name in measured}
+    errors = {name: per_prompt_errors(logps["base"], policy[name], groups, temperature) for name in measured}
+    for name in measured:
+        rows[name] = {
+            **rows[name],
+            "per_prompt_t_eff_error": statistics.fmean(errors[name]),
+            "per_prompt_t_eff": list(per_prompt_effective_temperature(logps["base"], policy[name], groups).values()),
+        }
     pairs = {
         f"{a} vs {b}": paired_interval([x - y for x, y in zip(tau[a], tau[b])])
         for a, b in PAIRS
         if a in tau and b in tau
     }
+    pairs.update(
+        {
+            f"{a} vs {b} (per-prompt error)": paired_interval([y - x for x, y in zip(errors[a], errors[b])])
+            for a, b in ERROR_PAIRS
+            if a in errors and b in errors
+        }
+    )
     return rows, pairs
