@@ -58,20 +58,17 @@ def one_time_costs(args, reports: dict, totals: dict, prompts: int, train_prompt
         "smc_adapter": {**adapter, "what": f"the adapter's: {trained}"},
     }
     tuned_once = reports.get("tuned_once")
-    if tuned_once is not None:  # its search's passes over the tuning samples, in the measurement's passes
-        held = prompts * args.held_out_generations
-        passes = 2 + reports.get("tuned_myopic", {}).get("scoring_passes", 0) + 2  # p, T, oracle, adapter, tuned once
-        work = tuned_once["scoring_passes"] * tuned_once["tuning_sequences"]
-        share = work / (work + passes * held)
+    if tuned_once is not None:  # its search, timed where it ran, and the samples of p it was searched on
         sampling = totals["training: sampling"]
         drawn = tuned_once["tuning_prompts"] / max(1, train_prompts)  # its samples of p: a share of the training's
+        tokens = sampling[1] / max(1, args.num_generations * train_prompts) * tuned_once["tuning_sequences"]
         once["tuned_once"] = {
-            "seconds": share * totals["measurement"][0] + drawn * sampling[0],
-            "token_forwards": share * totals["measurement"][1] + drawn * sampling[1],
+            "seconds": tuned_once["seconds"] + drawn * sampling[0],
+            "token_forwards": tuned_once["forward_passes"] * tokens + drawn * sampling[1],
             "per_prompt": False,
             "what": (
                 f"{tuned_once['tuning_sequences']} samples of p of {tuned_once['tuning_prompts']} training prompts "
-                f"scored in {tuned_once['scoring_passes']} passes, once"
+                f"scored once, then {tuned_once['scoring_passes'] - 1} steps of the search on their head inputs"
             ),
         }
     tuned = reports.get("tuned_myopic")

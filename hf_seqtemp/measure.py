@@ -16,7 +16,6 @@ from datasets import Dataset
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from .audit.grid import tune_token_temperature
 from .data import GROUP_ID, SeqTempCollator, prepare_dataset
 from .likelihood import AutoregressiveScorer, SequenceScorer
 from .metrics.core import effective_temperature, kendall_tau, sequence_nll
@@ -24,6 +23,7 @@ from .models.fit import check_prepared_fits, check_tokenizer_fits
 from .models.validation import check_model_kind
 from .peft_compat import is_peft_model
 from .progress import progress_disabled
+from .token_tuning import TokenTemperatureScores, tune_myopic, tuned_once  # noqa: F401 (this module's API too)
 
 MEASURED_MODELS = ("base", "myopic", "tempered")
 """The rows of a held-out measurement: the base model p, the myopic baseline (p at token temperature T) and the
@@ -136,43 +136,6 @@ def _quiet_preparation():
         yield
     finally:
         log.setLevel(level)
-
-
-def tune_myopic(
-    ref_model,
-    dataset,
-    target_temperature: float,
-    ref_logps,
-    groups,
-    known=None,
-    rel_tol: float = 0.005,
-    search_record: dict | None = None,
-    **kwargs,
-) -> tuple[float, torch.Tensor]:
-    """The *tuned myopic* baseline: the token temperature t whose sequence T_eff (within prompts, against
-    `ref_logps`) on `dataset` equals `target_temperature`, and the log-likelihoods at t.
-
-    Token temperature T does not temper whole sequences at T (its T_eff is usually nearer 1); the best a user can do
-    without training is to pick t so that T_eff hits T, and then the question is τ and NLL. Found by
-    [`~hf_seqtemp.audit.tune_token_temperature`] (one scoring pass per step; `known` maps token temperatures to
-    log-likelihoods already scored). `search_record`, when given, is updated with the search's result
-    (`evaluations`: the scoring passes it ran, `points`: every `{t: T_eff}` seen): what the tuning cost. Keyword
-    arguments go to [`score_dataset`].
-    """
-    scored = dict(known or {})
-
-    def t_eff_at(t: float) -> float:
-        if t not in scored:
-            scorer = AutoregressiveScorer(token_temperature=t)
-            scored[t], _ = score_dataset(ref_model, dataset, scorer, desc=f"Tuning myopic (t={t:.3g})", **kwargs)
-        return effective_temperature(ref_logps, scored[t], groups=groups)
-
-    high = max(4.0, 4.0 * target_temperature)
-    seen = {t: t_eff_at(t) for t in list(scored)}
-    search = tune_token_temperature(t_eff_at, target_temperature, known=seen, high=high, rel_tol=rel_tol)
-    if search_record is not None:
-        search_record.update(search)
-    return search["token_temperature"], scored[search["token_temperature"]]
 
 
 def importance_resampling_logps(
@@ -335,7 +298,7 @@ def measure_held_out(
                 warnings.warn(f"no tuned myopic row: {error}", UserWarning, stacklevel=2)
         once = None
         if tune_on is not None:
-            once = _tuned_once(ref_model, tune_on, groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs)
+            once = tuned_once(ref_model, tune_on, groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs)
             if once is not None and once["token_temperature"] != target_temperature:
                 at_once = AutoregressiveScorer(token_temperature=once["token_temperature"])
                 once["logps"], _ = score_dataset(ref_model, prepared, at_once, desc="Scoring tuned once", **kwargs)
@@ -356,41 +319,6 @@ def measure_held_out(
         logps["tuned_once"] = once.pop("logps")
         reports["tuned_once"] = {**temperature_report(ref_logps, logps["tuned_once"], lengths, groups), **once}
     return reports, logps
-
-
-def _tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs):
-    """The token temperature tuned once on `tune_on` (samples of p on prompts that are not held out), with what it
-    cost: `{"token_temperature", "tuned_on", "tuning_prompts", "tuning_sequences", "scoring_passes"}` and, when it
-    is T itself, the held-out `logps` already scored at T. `None`, with a warning, when no token temperature reaches
-    T on them."""
-    tuning = prepare_dataset(tune_on, tokenizer, "text", kwargs["max_length"], "tune_on")
-    tuning_groups = tuning[GROUP_ID]
-    shared = (set(tuning_groups) & set(held_out_groups)) - {0}  # 0: an unconditional corpus, held out by sequence
-    if shared:
-        raise ValueError(
-            f"`tune_on` holds {len(shared)} of the {len(set(held_out_groups))} held-out prompts: the token "
-            "temperature tuned on them would be chosen on the prompts it is scored on (an oracle, not a baseline). "
-            "Tune on samples of the training prompts only."
-        )
-    ref, _ = score_dataset(ref_model, tuning, scorer, desc="Scoring base (tuning prompts)", **kwargs)
-    search: dict = {}
-    try:
-        t, _ = tune_myopic(
-            ref_model, tuning, target_temperature, ref, tuning_groups, None, search_record=search, **kwargs
-        )
-    except ValueError as error:
-        warnings.warn(f"no tuned-once row: {error}", UserWarning, stacklevel=3)
-        return None
-    record = {
-        "token_temperature": t,
-        "tuned_on": "training prompts",
-        "tuning_prompts": len(set(tuning_groups)),
-        "tuning_sequences": len(tuning_groups),
-        "scoring_passes": 1 + search["evaluations"],  # log p of the tuning samples, then the search's passes
-    }
-    if t == target_temperature:
-        record["logps"] = myopic_logps
-    return record
 
 
 def format_table(

@@ -189,7 +189,8 @@ def test_one_time_costs_come_from_the_counted_phases(demo):
     args = SimpleNamespace(num_generations=8, max_steps=32, held_out_generations=16)
     totals = {"training: sampling": (40.0, 13000, 30.0), "training: steps": (60.0, 14000, 50.0),
               "held-out samples": (14.0, 2800, 10.0), "measurement": (30.0, 15000, 25.0)}  # fmt: skip
-    once_tuned = {"scoring_passes": 6, "tuning_sequences": 256, "tuning_prompts": 32}
+    once_tuned = {"scoring_passes": 6, "tuning_sequences": 256, "tuning_prompts": 32, "seconds": 5.0}
+    once_tuned["forward_passes"] = 2
     reports = {"tuned_myopic": {"scoring_passes": 2}, "tuned_once": once_tuned}
     once = costs.one_time_costs(args, reports, totals, 14, 128)
     assert once["tempered"]["seconds"] == 100.0 and once["tempered"]["token_forwards"] == 27000
@@ -197,10 +198,11 @@ def test_one_time_costs_come_from_the_counted_phases(demo):
     tuned = once["tuned_myopic"]  # samples of p, then 4 of the measurement's 5 passes, per prompt
     assert tuned["per_prompt"] and tuned["seconds"] == pytest.approx((14 + 0.8 * 30) / 14)
     assert tuned["token_forwards"] == pytest.approx((2800 + 0.8 * 15000) / 14)
-    share = 6 * 256 / (6 * 256 + 6 * 14 * 16)  # its passes over 256 tuning samples, beside 6 over 224 held out
-    tuned_once = once["tuned_once"]  # paid once: a share of the measurement, and its 32 prompts' samples of p
+    tuned_once = once["tuned_once"]  # paid once: its timed search, and its 32 prompts' samples of p
     assert not tuned_once["per_prompt"] and "256 samples of p of 32 training prompts" in tuned_once["what"]
-    assert tuned_once["seconds"] == pytest.approx(share * 30 + 32 / 128 * 40)
+    assert tuned_once["seconds"] == pytest.approx(5.0 + 32 / 128 * 40)
+    tokens = 13000 / (8 * 128) * 256  # the sampled tokens of its 256 sequences, forwarded twice
+    assert tuned_once["token_forwards"] == pytest.approx(2 * tokens + 32 / 128 * 13000)
 
 
 def test_tau_per_prompt_and_its_paired_interval(routes):

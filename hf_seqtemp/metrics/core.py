@@ -144,8 +144,9 @@ def per_prompt_t_eff_error(
 
     Example:
     ```python
-    >>> per_prompt_t_eff_error([-1.0, -2.0, -1.0, -3.0], [-2.0, -4.0, -1.0, -5.0], ["a", "a", "b", "b"], 0.5)
-    0.25
+    >>> # prompt a tempered at T = 0.5 (error 0), prompt b not at all (T_eff 1: error 1)
+    >>> per_prompt_t_eff_error([-1.0, -2.0, -1.0, -3.0], [-2.0, -4.0, -1.0, -3.0], ["a", "a", "b", "b"], 0.5)
+    0.5
     ```
     """
     target = check_temperature(target_temperature, "target_temperature")

@@ -16,6 +16,7 @@ from ..peft_compat import is_peft_model
 # training prompts the once-tuned token temperature is searched on (their samples of p, each scored at every step of
 # the search): the baseline a user builds once, measured on the held-out prompts beside the adapter
 TUNING_PROMPTS = 32
+TUNING_SEQUENCES = 256  # the same for an unconditional corpus (one group, held out by sequence)
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -128,14 +129,17 @@ class HubMixin:
         if data is None or not {"input_ids", "completion_mask", GROUP_ID} <= set(data.column_names):
             return None
         held = set(measure.dataset_groups(held_out, tokenizer)) if held_out is not None else set()
+        groups = data[GROUP_ID]
+        if set(groups) == {0}:  # an unconditional corpus, held out by sequence: its first training sequences
+            return data.select(range(min(len(data), TUNING_SEQUENCES))) if len(data) > 1 else None
         counts: dict = {}
-        for group in data[GROUP_ID]:
+        for group in groups:
             counts[group] = counts.get(group, 0) + 1
         chosen = [g for g, n in counts.items() if n > 1 and g not in held][:TUNING_PROMPTS]
         if not chosen:
             return None
         keep = set(chosen)
-        return data.select([i for i, group in enumerate(data[GROUP_ID]) if group in keep])
+        return data.select([i for i, group in enumerate(groups) if group in keep])
 
     def _first_eval_dataset(self):
         """The `eval_dataset`, or the first of a dict of them: what the card's figures are measured on."""

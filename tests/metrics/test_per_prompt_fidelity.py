@@ -98,3 +98,25 @@ def test_the_evaluate_module_reports_the_per_prompt_error_given_the_target():
     assert out["per_prompt_t_eff_error"] == pytest.approx(0.2, abs=1e-9)
     with pytest.raises(ValueError, match="needs `groups`"):
         metric.compute(base_logp=ref.tolist(), tempered_logp=tempered.tolist(), target_temperature=0.5)
+
+
+def test_the_card_gives_its_verdict_against_the_once_tuned_token_temperature_and_defines_its_figures():
+    from hf_seqtemp.card import ROW_NAMES, _evaluation_section
+
+    row = {"t_eff": 0.5, "kendall_tau": 0.9, "nll_per_token": 4.0}
+    reports = {
+        "base": {"t_eff": 1.0, "kendall_tau": 1.0, "nll_per_token": 3.0},
+        "myopic": {**row, "t_eff": 0.56},
+        "tuned_once": {**row, "t_eff": 0.48, "kendall_tau": 0.88, "token_temperature": 0.422, "tuning_prompts": 32},
+        "tempered": {**row, "t_eff": 0.51},
+        "tuned_myopic": {**row, "token_temperature": 0.444},
+    }
+    text = _evaluation_section(reports, 224, None, None, "held out", None, prompts=14)
+    assert f"| {ROW_NAMES['tuned_once']} | 0.4800 |" in text
+    assert (
+        text.index(ROW_NAMES["tuned_once"]) < text.index(ROW_NAMES["tempered"]) < text.index(ROW_NAMES["tuned_myopic"])
+    )
+    assert "a user would tune once (0.422, searched on samples of p of 32 training prompts" in text
+    assert "T_eff 0.510 for the adapter and 0.480 for it, Kendall τ +0.020 for the adapter" in text
+    assert "T_eff: the within-prompt least-squares slope" in text and "NLL / token:" in text
+    assert "not as a baseline" in text
