@@ -197,7 +197,7 @@ class GenerateArguments(RemoteCodeArguments, ModelArguments):
             "help": "'auto' ('adapter' with --adapter_path, else 'smc': plain sampling's model calls per answer, where "
             "'mcmc' takes 5-6x as many), 'adapter' (needs --adapter_path), 'mcmc' "
             "(power sampling), 'glauber' or 'smc' (sequential Monte Carlo: --num_particles, --ess_threshold, "
-            "--alpha_ramp_tokens, --resampling, --proposal, --return_particles).",
+            "--alpha_ramp_tokens, --resampling, --pimh_steps, --proposal, --return_particles).",
             "choices": list(GENERATE_STRATEGIES),
         },
     )
@@ -229,6 +229,13 @@ class GenerateArguments(RemoteCodeArguments, ModelArguments):
     resampling: str = field(
         default="systematic",
         metadata={"help": "Resampling scheme (smc).", "choices": ["systematic", "multinomial"]},
+    )
+    pimh_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Steps of a particle independent Metropolis-Hastings chain over K + 1 SMC runs (smc): exact "
+            "p^(1/T) answers for any --num_particles; 0 returns one run's answer, biased at few particles."
+        },
     )
     proposal: str | None = field(
         default=None,

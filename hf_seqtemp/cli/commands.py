@@ -370,7 +370,16 @@ def _generate_temperature(args: GenerateArguments) -> float:
 SMC_FLAGS = {
     f.name: f.default
     for f in fields(GenerateArguments)
-    if f.name in ("num_particles", "ess_threshold", "alpha_ramp_tokens", "resampling", "proposal", "return_particles")
+    if f.name
+    in (
+        "num_particles",
+        "ess_threshold",
+        "alpha_ramp_tokens",
+        "resampling",
+        "pimh_steps",
+        "proposal",
+        "return_particles",
+    )
 }
 """The `generate` flags of `--strategy smc` and their defaults."""
 

@@ -33,6 +33,7 @@ from ..checks import check_int, check_temperature
 from ..engine.client import EngineClient
 from .answers import resolve_eos_and_pad
 from .engine_rollout import EngineProposal, prompts_of, seed_stream
+from .pimh import pimh_sample
 from .smc import RESAMPLING, SMCOutput, effective_sample_size, resample_indices
 
 
@@ -118,6 +119,7 @@ def engine_smc_sample(
     pad_token_id: int | None = None,
     adapter: str | None = None,
     proposal_client: EngineClient | None = None,
+    pimh_steps: int = 0,
 ) -> SMCOutput | torch.LongTensor:
     """Samples answers approximately from `p(answer | prompt)^(1/T)` by SMC on an engine server (see the module
     docstring): the same target, weights and [`SMCOutput`] as [`~hf_seqtemp.generation.smc.smc_sample`], with
@@ -144,12 +146,28 @@ def engine_smc_sample(
             target's `p` is the base model without it); `None`: token temperature `T` of `p`.
         proposal_client ([`~hf_seqtemp.engine.EngineClient`], *optional*): the server of `adapter` when it is
             another one (on vLLM's CPU build a server with LoRA cannot score, so the adapter has its own).
+        pimh_steps (`int`, *optional*, defaults to `0`): as in [`~hf_seqtemp.generation.smc.smc_sample`]: `K > 0`
+            sends `K + 1` runs of every prompt in the same requests and returns the answer of a particle independent
+            Metropolis-Hastings chain over them ([`~hf_seqtemp.generation.pimh.pimh_sample`]), exact for any N.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or an [`SMCOutput`] whose
         `model_calls` counts the sequential engine requests and whose `ess` has one column per round.
     """
     _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, block_size, resampling)
+    check_int(pimh_steps, "pimh_steps", 0, fix="0 returns one run's answer; 32 gives exact answers on small models.")
+    if pimh_steps > 0:
+        options = {"max_new_tokens": max_new_tokens, "seq_temperature": seq_temperature, "resampling": resampling}
+        options.update(num_particles=num_particles, ess_threshold=ess_threshold, block_size=block_size)
+        options.update(generator=generator, eos_token_id=eos_token_id, pad_token_id=pad_token_id, adapter=adapter)
+        options.update(proposal_client=proposal_client, return_dict_in_generate=True, return_particles=True)
+        run = lambda ids, mask: engine_smc_sample(client, ids, mask, **options)
+        out = pimh_sample(run, input_ids, attention_mask, pimh_steps, generator)
+        if not return_dict_in_generate:
+            return out.sequences
+        if not return_particles:
+            out = SMCOutput(**{k: getattr(out, k) for k in out.__dataclass_fields__ if not k.startswith("particle")})
+        return out
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
     eos, pad = resolve_eos_and_pad(None, eos_token_id, pad_token_id)
     prompts = prompts_of(input_ids, attention_mask)

@@ -115,6 +115,7 @@ def engine_smc_strategy(call, proposal: str, local_adapter: str | None):
         pad_token_id=pad,
         adapter=adapter,
         proposal_client=proposer,
+        pimh_steps=call.options.get("pimh_steps", 0),
     )
 
 

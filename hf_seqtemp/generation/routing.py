@@ -74,6 +74,7 @@ def seqtemp_generate(
     proposal: str | None = None,
     ess_threshold: float = 0.5,
     resampling: str = "systematic",
+    pimh_steps: int = 0,
     generator: torch.Generator | None = None,
     allow_active_adapters: bool = False,
     engine=None,
@@ -147,6 +148,10 @@ def seqtemp_generate(
             their effective sample size falls below this fraction of `num_particles` (0: never, i.e. importance
             sampling from the proposal).
         resampling (`str`, *optional*, defaults to `"systematic"`): `"smc"` only: `"systematic"` or `"multinomial"`.
+        pimh_steps (`int`, *optional*, defaults to `0`): `"smc"` only: `K > 0` returns the answer of a particle
+            independent Metropolis-Hastings chain over `K + 1` SMC runs drawn in one batch (exact p^(1/T) answers
+            for any `num_particles`, its acceptance rate in `pimh_acceptance`); `0` returns one run's answer, biased
+            at small `num_particles` ([`~hf_seqtemp.generation.pimh`]).
         generator (`torch.Generator`, *optional*): randomness of `"mcmc"`, `"glauber"` and `"smc"` (other
             strategies use the global RNG).
         allow_active_adapters (`bool`, *optional*, defaults to `False`): `"mcmc"` / `"glauber"` on a model with an
@@ -211,7 +216,7 @@ def seqtemp_generate(
     options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
     options.update(num_candidates=num_candidates, generator=generator, num_particles=num_particles)
     options.update(alpha_ramp_tokens=alpha_ramp_tokens, return_particles=return_particles)
-    options.update(proposal=proposal, ess_threshold=ess_threshold, resampling=resampling)
+    options.update(proposal=proposal, ess_threshold=ess_threshold, resampling=resampling, pimh_steps=pimh_steps)
     options.update(allow_active_adapters=allow_active_adapters)
     options.update(engine=engine, proposal_engine=proposal_engine, engine_adapter=engine_adapter)
     streamer = streamer if streamer is not None else seqtemp_streamer

@@ -22,6 +22,11 @@ event, whose probability is that of its tokens, so the target is `p^alpha` over 
 probability proportional to its final weight; the estimate is consistent, i.e. exact as `num_particles` grows (with
 finite `N` the answer's law is biased by O(1/N)).
 
+**Three answer laws.** The weighted particles are consistent and `Z_hat` is unbiased; one run's drawn answer is biased
+by O(1/N) (chi-square p 1e-5 to 1e-33 at N = 4 on an enumerable toy); with `pimh_steps=K` the answer is the state of a
+particle independent Metropolis-Hastings chain over `K + 1` runs drawn in one batch ([`~hf_seqtemp.generation.pimh`]),
+exactly `p^alpha` for any N, with its acceptance rate in `SMCOutput.pimh_acceptance`.
+
 The optional ramp (`alpha_ramp_tokens=K`) tempers the early steps less: the intermediate target after `t` tokens is
 `p(x_<=t)^alpha_t` with `alpha_t = 1 + (alpha - 1) min(1, (t + 1) / K)`, the proposal is `p^alpha_t / Z_t(alpha_t)`,
 and the weight carries the change of target on the prefix, `(alpha_t - alpha_{t-1}) log p(x_<t) + log Z_t(alpha_t)`
@@ -41,6 +46,7 @@ from transformers.utils import ModelOutput
 
 from ..checks import check_generator_device, check_int, check_temperature
 from .answers import resolve_eos_and_pad
+from .pimh import pimh_sample
 from .smc_proposals import AdapterProposal, SMCProposal, TokenTemperatureProposal
 
 RESAMPLING = ("systematic", "multinomial")
@@ -74,6 +80,12 @@ class SMCOutput(ModelOutput):
         particle_log_weights (`torch.FloatTensor` of shape `(batch, num_particles)`, *optional*): their normalised
             log-weights (`logsumexp` 0 per prompt).
         particle_logps (`torch.FloatTensor` of shape `(batch, num_particles)`, *optional*): their `log p(answer)`.
+        pimh_acceptance (`torch.FloatTensor` of shape `(batch,)`, *optional*): with `pimh_steps > 0`, the fraction of
+            proposed runs each prompt's chain accepted.
+
+    With `pimh_steps > 0`, `sequences`, `sequence_logps` and the particles are those of the run the chain ended on,
+    `log_normalizer` is the log of the mean of every run's `Z_hat` (unbiased in `Z`), `num_resamples` counts every
+    run's resampling steps and `ess` is the mean over the runs.
     """
 
     sequences: torch.LongTensor | None = None
@@ -85,6 +97,7 @@ class SMCOutput(ModelOutput):
     particles: torch.LongTensor | None = None
     particle_log_weights: torch.FloatTensor | None = None
     particle_logps: torch.FloatTensor | None = None
+    pimh_acceptance: torch.FloatTensor | None = None
 
 
 def ramp_exponent(step: int, alpha: float, ramp_tokens: int) -> float:
@@ -281,6 +294,7 @@ def smc_sample(
     pad_token_id: int | None = None,
     proposal: str = "token",
     adapter_name: str | None = None,
+    pimh_steps: int = 0,
 ) -> SMCOutput | torch.LongTensor:
     """Samples answers approximately from `p(answer | prompt)^(1/T)` by sequential Monte Carlo (Power-SMC).
 
@@ -317,6 +331,10 @@ def smc_sample(
             adapter off).
         adapter_name (`str`, *optional*): the proposing adapter with `proposal="adapter"`; defaults to the one active
             adapter.
+        pimh_steps (`int`, *optional*, defaults to `0`): steps of the particle independent Metropolis-Hastings chain
+            over whole runs (see the module docstring): `K > 0` draws `K + 1` runs per prompt in one batch and returns
+            the chain's answer, exactly `p^alpha` distributed as `K` grows for any `num_particles`; `0` returns one
+            run's answer, biased at small `num_particles`.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or an [`SMCOutput`].
@@ -333,6 +351,7 @@ def smc_sample(
     ```
     """
     _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, alpha_ramp_tokens, resampling)
+    check_int(pimh_steps, "pimh_steps", 0, fix="0 returns one run's answer; 32 gives exact answers on small models.")
     check_generator_device(generator, input_ids.device)
     if proposal not in PROPOSALS:
         raise ValueError(f"`proposal` must be one of {list(PROPOSALS)}, got {proposal!r}.")
@@ -341,29 +360,51 @@ def smc_sample(
     eos = eos.to(input_ids.device)
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
-    batch, prompt_length = input_ids.shape
     settings = (alpha, alpha_ramp_tokens, logits_processor, resampling, ess_threshold, eos, pad)
     sampler = AdapterProposal(model, adapter_name) if proposal == "adapter" else TokenTemperatureProposal(model)
+
+    def run(ids: torch.Tensor, mask: torch.Tensor) -> SMCOutput:
+        return _one_run(sampler, ids, mask, settings, num_particles, max_new_tokens, generator, pimh_steps == 0)
+
+    out = (
+        run(input_ids, attention_mask)
+        if pimh_steps == 0
+        else pimh_sample(run, input_ids, attention_mask, pimh_steps, generator)
+    )
+    if not return_dict_in_generate:
+        return out.sequences
+    if not return_particles:
+        fields = {name: getattr(out, name) for name in out.__dataclass_fields__ if not name.startswith("particle")}
+        out = SMCOutput(**fields)
+    return out
+
+
+def _one_run(
+    sampler, input_ids, attention_mask, settings, num_particles, max_new_tokens, generator, warn
+) -> SMCOutput:
+    """One SMC run of every prompt of the batch: its drawn answers, normaliser estimates and particles."""
+    pad = settings[-1]
+    batch, prompt_length = input_ids.shape
     state, logits = _start(sampler, input_ids, attention_mask, num_particles)
     calls, resamples, ess = _run(sampler, state, logits, settings, max_new_tokens, generator)
     ids = state.ids
     if ids.shape[1] < prompt_length + max_new_tokens:  # every answer ended early
         ids = torch.cat([ids, ids.new_full((ids.shape[0], prompt_length + max_new_tokens - ids.shape[1]), pad)], 1)
     ids = ids.view(batch, num_particles, -1)
-    _warn_if_degenerate(ess[:, -1], num_particles)
+    if warn:
+        _warn_if_degenerate(ess[:, -1], num_particles)
     log_weights = state.log_weights - state.log_weights.logsumexp(dim=1, keepdim=True)
     chosen = torch.multinomial(log_weights.exp().double(), 1, generator=generator)[:, 0]
     rows = torch.arange(batch, device=ids.device)
-    sequences, logp = ids[rows, chosen], state.logp.view(batch, num_particles)
-    if not return_dict_in_generate:
-        return sequences
-    extra = {"particles": ids, "particle_log_weights": log_weights, "particle_logps": logp} if return_particles else {}
+    logp = state.logp.view(batch, num_particles)
     return SMCOutput(
-        sequences=sequences,
+        sequences=ids[rows, chosen],
         sequence_logps=logp[rows, chosen],
         log_normalizer=state.log_weights.logsumexp(dim=1) - math.log(num_particles),
         num_resamples=resamples,
         model_calls=calls,
         ess=ess,
-        **extra,
+        particles=ids,
+        particle_log_weights=log_weights,
+        particle_logps=logp,
     )

@@ -260,6 +260,7 @@ def _smc_strategy(call: GenerateCall):
             pad_token_id=pad_token_id,
             proposal=proposal,
             adapter_name=name,
+            pimh_steps=call.options.get("pimh_steps", 0),
         )
 
 

@@ -1,0 +1,91 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Particle independent Metropolis-Hastings (Andrieu, Doucet & Holenstein 2010) over whole SMC runs: exact answers.
+
+One SMC run's answer (a particle drawn by its final weights) is biased at small N. The chain's state is (answer,
+Z_hat); a proposal is an independent run and the answer it draws; it is accepted with probability
+`min(1, Z_hat_new / Z_hat_current)`. Since `Z_hat` is unbiased, the chain's stationary law over answers is exactly
+`p^alpha`, for any number of particles and any proposal. The runs do not depend on the chain's state, so a caller
+draws all of them at once (`smc_sample(..., pimh_steps=K)`: `K + 1` runs per prompt in one batch, on either backend)
+and only the accept/reject steps below, on numbers, are sequential.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+STUCK_PROBABILITY = 0.05
+"""With `pimh_steps = K > 0`, [`smc_sample`] warns when a chain with its prompt's acceptance rate `a` would still be
+at its first run after `K` steps with probability `(1 - a)^K` above this, averaged over the prompts: its answers then
+keep part of one run's bias for want of steps. (The ESS of N particles under-reads the weights' tail at small N; the
+acceptance rate of whole runs does not. With `pimh_steps=0` there is one run per prompt and no such estimate: the
+low-ESS warning is all there is.)"""
+
+
+def pimh_chain(log_normalizers: torch.Tensor, generator: torch.Generator | None = None):
+    """Particle independent Metropolis-Hastings over independent SMC runs: `log_normalizers` `(batch, K + 1)` are
+    each run's `log Z_hat`; the chain starts at run 0 and moves to run `k` with probability
+    `min(1, Z_hat_k / Z_hat_current)`. Returns the run each chain ends on `(batch,)` and its acceptance rate.
+
+    Example:
+    ```python
+    >>> final, rate = pimh_chain(torch.tensor([[0.0, 5.0, -50.0]]), torch.Generator().manual_seed(0))
+    >>> final.tolist(), rate.tolist()  # run 1 is always accepted, run 2 almost never
+    ([1], [0.5])
+    ```
+    """
+    batch, runs = log_normalizers.shape
+    where = generator.device if generator is not None else log_normalizers.device
+    uniforms = torch.rand(batch, max(runs - 1, 0), generator=generator, dtype=torch.float64, device=where)
+    uniforms = uniforms.to(log_normalizers.device)
+    log_z = log_normalizers.double()
+    current = torch.zeros(batch, dtype=torch.long, device=log_z.device)
+    accepted = torch.zeros(batch, dtype=torch.float64, device=log_z.device)
+    rows = torch.arange(batch, device=log_z.device)
+    for k in range(1, runs):
+        move = uniforms[:, k - 1].log() < log_z[:, k] - log_z[rows, current]
+        current = torch.where(move, torch.full_like(current, k), current)
+        accepted += move.double()
+    return current, accepted / max(runs - 1, 1)
+
+
+def warn_if_stuck(acceptance: torch.Tensor, steps: int) -> None:
+    """The warning of [`STUCK_PROBABILITY`]."""
+    stuck = float(((1.0 - acceptance) ** steps).mean())  # host sync: once per call
+    if stuck > STUCK_PROBABILITY:
+        rate = float(acceptance.mean())
+        warnings.warn(
+            f"smc_sample: the PIMH chains accepted {rate:.2f} of their {steps} proposed runs (mean over the prompts): "
+            f"a chain is still at its first run with probability {stuck:.2f} (above {STUCK_PROBABILITY}), so the "
+            "answers keep part of one run's bias away from p^(1/T). Use more `pimh_steps`, more particles "
+            "(`num_particles`) or a proposal closer to p^(1/T). `SMCOutput.pimh_acceptance` holds each prompt's rate.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def pimh_sample(run, input_ids: torch.Tensor, attention_mask: torch.Tensor, pimh_steps: int, generator=None):
+    """The chain's answers for every prompt: `run(ids, mask)` is one SMC run of every row (any backend's, returning
+    an `SMCOutput` with its particles), called once on `pimh_steps + 1` copies of each prompt (rows
+    `prompt * (K + 1) + k`); the output is that of the run each chain ended on, with `log_normalizer` the log of the
+    mean `Z_hat` of all runs (unbiased in `Z`), `num_resamples` summed and `ess` averaged over the runs, and the
+    chain's `pimh_acceptance`."""
+    prompts, runs = input_ids.shape[0], pimh_steps + 1
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    out = run(input_ids.repeat_interleave(runs, 0), attention_mask.repeat_interleave(runs, 0))
+    log_z = out.log_normalizer.view(prompts, runs)
+    final, acceptance = pimh_chain(log_z, generator)
+    warn_if_stuck(acceptance, pimh_steps)
+    keep = torch.arange(prompts, device=out.sequences.device) * runs + final.to(out.sequences.device)
+    fields = {name: getattr(out, name) for name in out.__dataclass_fields__}
+    for name in ("sequences", "sequence_logps", "particles", "particle_log_weights", "particle_logps"):
+        if fields.get(name) is not None:
+            fields[name] = fields[name][keep]
+    fields["log_normalizer"] = (log_z.double().logsumexp(dim=1) - math.log(runs)).to(out.log_normalizer.dtype)
+    fields["num_resamples"] = out.num_resamples.view(prompts, runs).sum(dim=1)
+    fields["ess"] = out.ess.view(prompts, runs, -1).mean(dim=1)
+    fields["pimh_acceptance"] = acceptance.to(out.log_normalizer.device).float()
+    return type(out)(**fields)
