@@ -50,6 +50,8 @@ ANSWER_LEVEL = ("task_table_cpu_{}_answer_level.json",)
 SMC_ESS = "task_table_cpu_{}_smc_ess.json"
 ROUTES = (
     ("token", "token temperature 0.25", "token T=0.25", (FULL,), ("samplers", "token_temperature")),
+    ("tuned", "token temperature tuned once (T_eff 0.25 on training prompts)", "token tuned once T=0.25",
+     ("task_table_cpu_{}_tuned_once.json",), None),
     ("ratio", "trained adapter (ratio loss)", "ours T=0.25", TRAINED, None),
     ("distill", "trained adapter (SMC distillation)", "distill T=0.25", DISTILLED, None),
     ("smc_adapter", "adapter as SMC's proposal, N = 4", "smc-adapter α=4 N=4", DISTILLED, ("smc_proposals", "adapter_N4")),
@@ -69,7 +71,7 @@ ESS_ROWS = {"smc8": "smc α=4 N=8", "smc_adapter": "smc-adapter α=4 N=4"}
 # sample of p per answer (majority vote or sharpening over N = 1 sample is that sample: p itself, or token T), SMC-8
 # and the adapter as SMC's proposal with N = 4 cost about four
 COMPARISONS = (
-    *[(a, b) for a in ("ratio", "distill") for b in ("ancestral", "token")],
+    *[(a, b) for a in ("ratio", "distill") for b in ("ancestral", "token", "tuned")],
     *[(a, b) for a in ("smc8", "smc_adapter") for b in ("vote_p4", "sharpen_p4", "vote_t4", "sharpen_t4")],
 )
 

@@ -6,7 +6,8 @@ addition, capital cities, yes/no comparisons), as chat prompts, split BY PROMPT 
 (training never sees a held-out question; `tests/test_benchmark_tasks.py`). Rows, all on the held-out prompts:
 
 - `greedy`; `ancestral` (exact sampling of p, token temperature 1); `token T=1/α` (every next-token distribution
-  sharpened by α);
+  sharpened by α); `token tuned once T=1/α` (the token temperature a user tunes once: the t whose within-prompt T_eff
+  on samples of p of the family's *training* prompts is T, applied unchanged to the held-out prompts);
 - `mcmc α` (MH power sampling of p^α, `strategy="mcmc"`); `smc α N=n` (`strategy="smc"`, token-temperature
   proposal, n particles; when this build has it, else the row says "not available in this build");
 - `ours T`: a LoRA adapter trained on the training prompts ONLY (no answers, no reward) with the prompt-only
@@ -60,7 +61,7 @@ from _tasks import FAMILIES, conversation, get_family, split_family
 
 from hf_seqtemp import load_default_model, pass_at_k, sample_dataset
 from hf_seqtemp.likelihood import AutoregressiveScorer
-from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report
+from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report, tune_myopic
 
 MODES = {
     "quick": {
@@ -84,7 +85,7 @@ MODES = {
 TRAINING = {"learning_rate": 1e-3, "nll_weight": 0.1, "lora_r": 16, "train_seed": 0}
 PROBE = {"prompts": 16, "samples": 8, "max_new_tokens": 24, "seed": 0}
 BOOTSTRAP = 2000
-SAMPLER_KINDS = ("greedy", "ancestral", "token", "mcmc", "smc", "answer")
+SAMPLER_KINDS = ("greedy", "ancestral", "token", "tuned", "mcmc", "smc", "answer")
 TRAINED_KINDS = ("ours", "distill", "smc-adapter", "rloo")
 ROW_KINDS = SAMPLER_KINDS + TRAINED_KINDS
 
@@ -235,7 +236,22 @@ class HeldOutScores:
         return {"t_eff": report["t_eff"], "kendall_tau": report["kendall_tau"]}
 
 
-def sampler_rows(base, tokenizer, family, held_out, settings, scores) -> list[dict]:
+def tuned_once(base, tokenizer, train: list, settings: dict, temperature: float) -> dict:
+    """The token temperature tuned once on samples of p of the training prompts (`samples` each), with its cost."""
+    start = time.perf_counter()
+    tuning = sample_dataset(
+        base, tokenizer, [conversation(q) for q, _ in train], num_samples=settings["samples"],
+        max_new_tokens=settings["max_new_tokens"], seed=20_000, batch_size=64,
+    )  # fmt: skip
+    groups = dataset_groups(tuning, tokenizer)
+    ref, _ = score_dataset(base, tuning, AutoregressiveScorer(), batch_size=64, desc="Scoring tuning samples")
+    search: dict = {}
+    t, _ = tune_myopic(base, tuning, temperature, ref, groups, search_record=search, batch_size=64)
+    return {"token_temperature": t, "tuned_on": "training prompts", "tuning_prompts": len(train),
+            "tuning_sequences": len(groups), "tuning_seconds": time.perf_counter() - start}  # fmt: skip
+
+
+def sampler_rows(base, tokenizer, family, held_out, settings, scores, train=()) -> list[dict]:
     """greedy, ancestral, token temperature, MH and SMC power sampling: no training."""
     seeds, n = settings["seeds"], settings["samples"]
 
@@ -256,6 +272,11 @@ def sampler_rows(base, tokenizer, family, held_out, settings, scores) -> list[di
         if "token" in kinds:
             rows.append(row(f"token T={temperature:g}", samplers.ancestral(temperature), temperature))
             rows[-1].update(scores.report(base, temperature))
+        if "tuned" in kinds:
+            once = tuned_once(base, tokenizer, list(train), settings, temperature)
+            t = once["token_temperature"]
+            rows.append(row(f"token tuned once T={temperature:g}", samplers.ancestral(t), temperature, **once))
+            rows[-1].update(scores.report(base, t))
         if "mcmc" in kinds:
             mcmc = samplers.power(alpha, settings["mcmc_steps"], settings["block_size"])
             rows.append(row(f"mcmc α={alpha:g}", mcmc, temperature, mcmc_steps=settings["mcmc_steps"]))
@@ -382,7 +403,7 @@ def main(argv=None) -> None:
         train, held_out = split_family(family, settings["train_prompts"], settings["held_out_prompts"], seed=0)
         print(f"{name}: {len(train)} training prompts, {len(held_out)} held-out prompts", flush=True)
         scores = HeldOutScores(base, tokenizer, held_out, settings)
-        family_rows = sampler_rows(base, tokenizer, family, held_out, settings, scores)
+        family_rows = sampler_rows(base, tokenizer, family, held_out, settings, scores, train)
         if set(settings["rows"]) & set(TRAINED_KINDS):
             family_rows += trained_rows(tokenizer, family, train, held_out, settings, device, scores)
         rows += [{"family": name, **r} for r in family_rows]
