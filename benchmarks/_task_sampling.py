@@ -133,11 +133,13 @@ def smc_available() -> bool:
     return "smc" in STRATEGY_REGISTRY
 
 
-def smc(alpha: float, num_particles: int, proposal: str = "token") -> Callable:
+def smc(alpha: float, num_particles: int, proposal: str = "token", pimh_steps: int = 0) -> Callable:
     """Sequential Monte Carlo power sampling of p^alpha (`strategy="smc"`), `num_particles` particles per answer;
-    `proposal="adapter"`: the model's active adapter proposes, the base (adapter off) is p. The sampler keeps, in
+    `proposal="adapter"`: the model's active adapter proposes, the base (adapter off) is p; `pimh_steps=K`: the answer
+    of a PIMH chain over K + 1 runs (exact answers; K + 1 times the token-forwards). The sampler keeps, in
     `sample.ess_fractions`, the ESS / N of the final weights of every answer it drew (the answer is one particle
-    drawn by them: ESS / N near 1/N means one particle decided it)."""
+    drawn by them: ESS / N near 1/N means one particle decided it), and with `pimh_steps` the chains' acceptance
+    rates in `sample.acceptance`."""
 
     def sample(model, batch, max_new_tokens, seed):
         from hf_seqtemp import seqtemp_generate
@@ -151,6 +153,7 @@ def smc(alpha: float, num_particles: int, proposal: str = "token") -> Callable:
                 model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
                 seq_temperature=1.0 / alpha, num_particles=num_particles, generator=generator, eos_token_id=eos,
                 pad_token_id=eos[0] if eos else 0, proposal="adapter", return_dict_in_generate=True,
+                pimh_steps=pimh_steps,
             )  # fmt: skip
         else:
             out = model.generate(
@@ -160,14 +163,17 @@ def smc(alpha: float, num_particles: int, proposal: str = "token") -> Callable:
                 seq_temperature=1.0 / alpha,
                 strategy="smc",
                 num_particles=num_particles,
+                pimh_steps=pimh_steps,
                 generator=generator,
                 return_dict_in_generate=True,
                 **EXACT,
             )
         sample.ess_fractions += (out.ess[:, -1] / num_particles).tolist()
+        if out.pimh_acceptance is not None:
+            sample.acceptance += out.pimh_acceptance.tolist()
         return out.sequences
 
-    sample.ess_fractions = []
+    sample.ess_fractions, sample.acceptance = [], []
     return sample
 
 

@@ -48,6 +48,7 @@ DISTILLED = tuple(f"task_table_cpu_{{}}_distill_train_seed{seed}.json" for seed 
 # answer-level rows counted "no answer" as an answer, before they followed self-consistency: not read here)
 ANSWER_LEVEL = ("task_table_cpu_{}_answer_level.json",)
 SMC_ESS = "task_table_cpu_{}_smc_ess.json"
+PIMH = "task_table_cpu_{}_pimh.json"  # token-proposal SMC with 4 particles: one run's answer, PIMH chains of 1 and 3 steps
 ROUTES = (
     ("token", "token temperature 0.25", "token T=0.25", (FULL,), ("samplers", "token_temperature")),
     ("tuned", "token temperature tuned once (T_eff 0.25 on training prompts)", "token tuned once T=0.25",
@@ -56,6 +57,9 @@ ROUTES = (
     ("distill", "trained adapter (SMC distillation)", "distill T=0.25", DISTILLED, None),
     ("smc_adapter", "adapter as SMC's proposal, N = 4", "smc-adapter α=4 N=4", DISTILLED, ("smc_proposals", "adapter_N4")),
     ("smc8", "token-proposal SMC, N = 8", "smc α=4", (FULL,), None),
+    ("smc4", "token-proposal SMC, N = 4 (one run's answer)", "smc α=4 N=4", (PIMH,), None),
+    ("smc4_pimh1", "SMC, N = 4, PIMH 1 step (2 runs)", "smc α=4 N=4 pimh=1", (PIMH,), None),
+    ("smc4_pimh3", "SMC, N = 4, PIMH 3 steps (4 runs)", "smc α=4 N=4 pimh=3", (PIMH,), None),
     ("smc64", "token-proposal SMC, N = 64", "smc α=4 N=64", ("task_table_cpu_{}_smc64.json",), ("samplers", "smc")),
     ("mh", "MH power sampling (4 steps / block)", "mcmc α=4", (FULL,), ("samplers", "mh")),
     ("rloo", "RLOO, reward log p (β = 1/3)", "rloo T=0.25", TRAINED, None),
@@ -73,6 +77,8 @@ ESS_ROWS = {"smc8": "smc α=4 N=8", "smc_adapter": "smc-adapter α=4 N=4"}
 COMPARISONS = (
     *[(a, b) for a in ("ratio", "distill") for b in ("ancestral", "token", "tuned")],
     *[(a, b) for a in ("smc8", "smc_adapter") for b in ("vote_p4", "sharpen_p4", "vote_t4", "sharpen_t4")],
+    ("smc4_pimh1", "smc8"),  # 8 particles' token-forwards each: two runs of 4 in a chain, or one run of 8
+    ("smc4_pimh3", "smc4"),
 )
 
 
@@ -141,6 +147,9 @@ def task_figures(route_row: str, patterns: tuple, family: str, rng: random.Rando
         "t_eff": [r["t_eff"] for r in rows if r.get("t_eff") is not None],
         "kendall_tau": [r["kendall_tau"] for r in rows if r.get("kendall_tau") is not None],
     }
+    accepted = [r["pimh_acceptance"] for r in rows if r.get("pimh_acceptance") is not None]
+    if accepted:
+        figures["pimh_acceptance"] = statistics.fmean(accepted)
     return figures, sources
 
 
@@ -249,6 +258,9 @@ def _cost_cells(route: dict) -> list[str]:
         )
     ess = route.get("ess_fraction_per_answer")
     ess_text = _span([figures["mean"] for figures in ess.values()]) if ess else "—"
+    acceptance = [t["pimh_acceptance"] for t in tasks if t.get("pimh_acceptance") is not None]
+    if acceptance:  # a PIMH chain: its acceptance rate, the figure that does not under-read the weights' tail
+        ess_text = f"acceptance {_span(acceptance)}"
     return [calls, forwards, "not measured", f"{_span(train, 0)} s" if train else "none", fit, kl_text, ess_text]
 
 
@@ -318,7 +330,7 @@ def plot(decision: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    markers = "osD^v<>XpP*hH8"
+    markers = "osD^v<>XpP*hH8dx+1"
     # drawn at the size a docs page shows it (about 8 inches wide), with type that stays legible there
     plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11})
     figure, axes = plt.subplots(1, len(FAMILIES), figsize=(11, 8.4), sharey=True, sharex=True)

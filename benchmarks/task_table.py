@@ -112,6 +112,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     )  # fmt: skip
     parser.add_argument("--smc_particles", type=int, nargs="+", help="override the mode's token-proposal SMC sizes")
     parser.add_argument(
+        "--pimh_steps", type=int, nargs="+", help="token-proposal SMC rows per PIMH chain length (0: one run's answer)"
+    )
+    parser.add_argument(
         "--prompts_per_call", type=int, help="sample this many held-out prompts per batch (default: all in one)"
     )
     parser.add_argument("--adapter_particles", type=int, nargs="+", help="override the mode's adapter-proposal sizes")
@@ -146,7 +149,7 @@ def resolve_settings(args) -> dict:
     if args.train_seed is not None:
         settings["train_seed"] = args.train_seed
     for name in ("families", "seeds", "alphas", "held_out_prompts", "train_prompts", "max_steps", "max_new_tokens",
-                 "smc_particles", "adapter_particles", "answer_samples", "prompts_per_call"):  # fmt: skip
+                 "smc_particles", "adapter_particles", "answer_samples", "prompts_per_call", "pimh_steps"):  # fmt: skip
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     if args.mcmc_steps is not None:
@@ -170,6 +173,8 @@ def evaluate(sample, model, tokenizer, family, held_out: list, settings: dict, s
     result = summarise(runs, family, held_out, n)
     if getattr(sample, "ess_fractions", None):
         result.update(ess_summary(sample.ess_fractions))
+    if getattr(sample, "acceptance", None):  # PIMH: the chains' acceptance rates (mean over answers)
+        result["pimh_acceptance"] = statistics.fmean(sample.acceptance)
     return result
 
 
@@ -286,8 +291,10 @@ def sampler_rows(base, tokenizer, family, held_out, settings, scores, train=()) 
             continue
         if samplers.smc_available():
             for particles in settings["smc_particles"]:
-                smc = samplers.smc(alpha, particles)
-                rows.append(row(f"smc α={alpha:g} N={particles}", smc, temperature, num_particles=particles))
+                for steps in settings.get("pimh_steps") or [0]:
+                    smc = samplers.smc(alpha, particles, pimh_steps=steps)
+                    name = f"smc α={alpha:g} N={particles}" + (f" pimh={steps}" if steps else "")
+                    rows.append(row(name, smc, temperature, num_particles=particles, pimh_steps=steps))
         else:
             rows.append({"row": f"smc α={alpha:g}", "target_T": temperature, "note": "not available in this build"})
             print(f"  smc α={alpha:g}: not available in this build", flush=True)

@@ -10,6 +10,8 @@
 - SMC with the token-temperature proposal and with a served LoRA as proposal: `E[Z_hat / Z] = 1` (the normaliser
   estimate is unbiased at any number of particles) and chi-square of the returned answers against the target;
 - MH power sampling: chi-square of its answers against the target;
+- PIMH over SMC runs (`pimh_steps`): one particle per run, whose answer is the proposal's biased draw, corrected by
+  the chain over 17 runs, with either proposal;
 - the proposals' `log r` (the engine's processed log-probs at temperature T, the LoRA's log-probs) against the
   scorer at token temperature T and against the local PEFT adapter.
 """
@@ -149,6 +151,32 @@ def test_adapter_proposal_smc_on_the_engine_is_exact(engine):
         counts = _counts(answers, out.sequences[b * runs : (b + 1) * runs, width:].tolist())
         against_adapter.append(chi_square_pvalue(counts, (ALPHA * logq).softmax(0))[1])
     assert min(against_adapter) < 1e-6, against_adapter
+
+
+@pytest.mark.parametrize("proposal", ["token", "adapter"])
+def test_pimh_answers_on_the_engine_are_exact_where_one_runs_answer_is_not(engine, proposal):
+    """One particle per run: a run's answer is the proposal's own draw (token temperature T, or the random LoRA),
+    whose law is not p^α: chi-square fails. The PIMH chain over 16 such runs (`pimh_steps=16`, all 17 runs in the
+    same requests) accepts by the ratio of their normaliser estimates, and its answers pass on every prompt."""
+    runs = 1000
+    ids, mask = _rows(runs)
+    options = {"max_new_tokens": NEW, "seq_temperature": T, "num_particles": 1, "block_size": NEW}
+    options.update(eos_token_id=EOS, return_dict_in_generate=True)
+    if proposal == "adapter":
+        options.update(adapter="lora", proposal_client=engine.proposer)
+    width = max(len(p) for p in PROMPTS)
+    laws = {}
+    for steps in (0, 16):
+        out = engine_smc_sample(engine.base, ids, mask, generator=torch.Generator().manual_seed(7), pimh_steps=steps,
+                                **options)  # fmt: skip
+        laws[steps] = []
+        for b, prompt in enumerate(PROMPTS):
+            answers, logp = _oracle(engine.model, prompt)
+            counts = _counts(answers, out.sequences[b * runs : (b + 1) * runs, width:].tolist())
+            laws[steps].append(chi_square_pvalue(counts, (ALPHA * logp).softmax(0))[1])
+    print(f"{proposal}: one run's answer p = {laws[0]}, PIMH-16 p = {laws[16]}")
+    assert min(laws[0]) < 1e-3 and min(laws[16]) > 1e-3
+    assert out.pimh_acceptance.shape == (len(PROMPTS) * runs,) and 0.1 < float(out.pimh_acceptance.mean()) < 1.0
 
 
 def test_mh_power_sampling_on_the_engine_is_exact(engine):
