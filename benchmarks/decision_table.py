@@ -48,18 +48,18 @@ DISTILLED = tuple(f"task_table_cpu_{{}}_distill_train_seed{seed}.json" for seed 
 # answer-level rows counted "no answer" as an answer, before they followed self-consistency: not read here)
 ANSWER_LEVEL = ("task_table_cpu_{}_answer_level.json",)
 SMC_ESS = "task_table_cpu_{}_smc_ess.json"
-PIMH = "task_table_cpu_{}_pimh.json"  # token-proposal SMC with 4 particles: one run's answer, PIMH chains of 1 and 3 steps
+TUNED_PIMH = "task_table_cpu_{}_tuned_pimh.json"  # the once-tuned token temperature; SMC-4 and its PIMH chains
 ROUTES = (
     ("token", "token temperature 0.25", "token T=0.25", (FULL,), ("samplers", "token_temperature")),
     ("tuned", "token temperature tuned once (T_eff 0.25 on training prompts)", "token tuned once T=0.25",
-     ("task_table_cpu_{}_tuned_once.json",), None),
+     (TUNED_PIMH,), None),
     ("ratio", "trained adapter (ratio loss)", "ours T=0.25", TRAINED, None),
     ("distill", "trained adapter (SMC distillation)", "distill T=0.25", DISTILLED, None),
     ("smc_adapter", "adapter as SMC's proposal, N = 4", "smc-adapter α=4 N=4", DISTILLED, ("smc_proposals", "adapter_N4")),
     ("smc8", "token-proposal SMC, N = 8", "smc α=4", (FULL,), None),
-    ("smc4", "token-proposal SMC, N = 4 (one run's answer)", "smc α=4 N=4", (PIMH,), None),
-    ("smc4_pimh1", "SMC, N = 4, PIMH 1 step (2 runs)", "smc α=4 N=4 pimh=1", (PIMH,), None),
-    ("smc4_pimh3", "SMC, N = 4, PIMH 3 steps (4 runs)", "smc α=4 N=4 pimh=3", (PIMH,), None),
+    ("smc4", "token-proposal SMC, N = 4 (one run's answer)", "smc α=4 N=4", (TUNED_PIMH,), None),
+    ("smc4_pimh1", "SMC, N = 4, PIMH 1 step (2 runs)", "smc α=4 N=4 pimh=1", (TUNED_PIMH,), None),
+    ("smc4_pimh3", "SMC, N = 4, PIMH 3 steps (4 runs)", "smc α=4 N=4 pimh=3", (TUNED_PIMH,), None),
     ("smc64", "token-proposal SMC, N = 64", "smc α=4 N=64", ("task_table_cpu_{}_smc64.json",), ("samplers", "smc")),
     ("mh", "MH power sampling (4 steps / block)", "mcmc α=4", (FULL,), ("samplers", "mh")),
     ("rloo", "RLOO, reward log p (β = 1/3)", "rloo T=0.25", TRAINED, None),
