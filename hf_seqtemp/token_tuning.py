@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader
 
 from .audit.grid import tune_token_temperature
 from .data import GROUP_ID, SeqTempCollator, prepare_dataset
+from .dataset_scores import score_dataset
 from .likelihood import AutoregressiveScorer
 from .likelihood.autoregressive import (
     _accepts_logits_to_keep,
@@ -29,13 +30,6 @@ from .likelihood.autoregressive import (
 from .likelihood.chunked_head import gather_token_logps_from_hidden, plain_output_head
 from .likelihood.shared_prompt import prompt_learning
 from .metrics.core import effective_temperature
-
-
-def _score_dataset(*args, **kwargs):
-    """[`~hf_seqtemp.measure.score_dataset`] (imported at call time: `measure` imports this module's baselines)."""
-    from .measure import score_dataset
-
-    return score_dataset(*args, **kwargs)
 
 
 class TokenTemperatureScores:
@@ -55,7 +49,6 @@ class TokenTemperatureScores:
     >>> data = Dataset.from_dict({"input_ids": [[1, 2, 3, 4], [1, 2, 5]], "completion_mask": [[0, 0, 1, 1], [0, 0, 1]]})
     >>> cached = TokenTemperatureScores(model, data)
     >>> scorer = AutoregressiveScorer(token_temperature=0.5)
-    >>> from hf_seqtemp.measure import score_dataset
     >>> torch.allclose(cached.logps(0.5), score_dataset(model, data, scorer)[0], atol=1e-5)
     True
     ```
@@ -140,7 +133,7 @@ def tune_myopic(
             scored[t] = cache.logps(t).to(ref_logps.device if isinstance(ref_logps, torch.Tensor) else "cpu")
         elif t not in scored:
             scorer = AutoregressiveScorer(token_temperature=t)
-            scored[t], _ = _score_dataset(ref_model, dataset, scorer, desc=f"Tuning myopic (t={t:.3g})", **kwargs)
+            scored[t], _ = score_dataset(ref_model, dataset, scorer, desc=f"Tuning myopic (t={t:.3g})", **kwargs)
         return effective_temperature(ref_logps, scored[t], groups=groups)
 
     high = max(4.0, 4.0 * target_temperature)
@@ -166,7 +159,7 @@ def tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenize
             "Tune on samples of the training prompts only."
         )
     started = time.perf_counter()
-    ref, _ = _score_dataset(ref_model, tuning, scorer, desc="Scoring base (tuning prompts)", **kwargs)
+    ref, _ = score_dataset(ref_model, tuning, scorer, desc="Scoring base (tuning prompts)", **kwargs)
     search: dict = {}
     try:
         t, _ = tune_myopic(

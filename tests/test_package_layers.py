@@ -35,6 +35,8 @@ FLOORS = {
     "metrics": 2,
     "generation": 2,
     "measure": 2,
+    "dataset_scores": 2,
+    "token_tuning": 2,
     "fingerprint": 2,
     "evaluation": 2,
     "audit": 2,

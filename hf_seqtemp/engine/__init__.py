@@ -18,9 +18,10 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "Completion": "client",
     "EngineClient": "client",
-    "EngineError": "client",
+    "EngineError": "replies",
     "EngineMismatchError": "agreement",
     "EngineProbe": "agreement",
+    "EngineReplyError": "replies",
     "EngineServer": "server",
     "EngineSettings": "server",
     "SeedStream": "sampling",

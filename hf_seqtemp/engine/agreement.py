@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import torch
 
 from ..likelihood.autoregressive import AutoregressiveScorer
-from .client import EngineClient, position_logp
+from .client import EngineClient
+from .replies import position_logp
 from .sampling import SeedStream
 
 
@@ -176,7 +177,7 @@ def measured_logprobs_mode(
             if t < len(prompt):
                 continue
             engine_value = sample[0].logps[t - len(prompt)]
-            logp = position_logp(entry, (prompt + sample[0].tokens)[t])
+            logp = position_logp(entry, (prompt + sample[0].tokens)[t], f"the engine server at {client.base_url}")
             raw_gap, informative = max(raw_gap, abs(engine_value - logp)), informative or logp < -1e-3
             if abs(_logsumexp(values)) < 1e-6:  # the listed tokens are the whole distribution: log p_tau is exact
                 tempered = logp / temperature - _logsumexp([v / temperature for v in values])

@@ -19,20 +19,38 @@ sampled event). Two kinds of request:
 
 Each prompt of a sampling round is its own HTTP request with its own seed (a list of prompts in one request would
 share one seed, hence one noise stream), sent concurrently so that the engine batches them.
+
+The client fails fast and by name: a refused connection is an [`EngineError`] at once; a server that answers none
+of the requests in flight for `timeout` seconds is reported then, whatever the number of requests (the ones not
+yet sent are dropped); every malformed reply ([`~hf_seqtemp.engine.replies`]) is an [`EngineError`] naming the
+server and what was wrong.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from tqdm.auto import tqdm
 
 from ..progress import progress_disabled
+from .replies import (
+    EngineError,
+    EngineReplyError,
+    checked_choices,
+    checked_models,
+    checked_prompt_logprobs,
+    excerpt,
+    malformed,
+    position_logp,
+    sampled_tokens,
+)
 
 NEUTRAL_SAMPLING = {
     "top_p": 1.0,
@@ -56,11 +74,6 @@ MAX_N = 4096
 """Completions per request at most (vLLM refuses `n` above 16384); a larger `n` is split into several requests."""
 
 
-class EngineError(ConnectionError):
-    """The engine server did not answer as it should: refused the connection (it died, or was never started), timed
-    out, or failed inside (an HTTP 5xx). The message names the server, the request and what to do."""
-
-
 @dataclass
 class Completion:
     """One sampled completion: its token ids, the engine's log-probability of each, and whether it ended at one of
@@ -71,23 +84,15 @@ class Completion:
     stopped: bool
 
 
-def position_logp(entry: dict | None, token: int) -> float:
-    """The log-probability of `token` in one position of `prompt_logprobs` (`{"<id>" or "token_id:<id>": ...}`)."""
-    if not entry:
-        raise EngineError(f"the engine returned no prompt log-probability for token {token}.")
-    for key, value in entry.items():
-        if key.rsplit(":", 1)[-1] == str(token):
-            return float(value["logprob"])
-    raise EngineError(f"the engine's prompt log-probabilities do not name token {token}: {sorted(entry)}.")
-
-
 class EngineClient:
     """A vLLM server's `/v1/completions`, for exact sampling and scoring with token ids.
 
     Args:
         base_url (`str`): the server, e.g. `"http://127.0.0.1:8000"` (a trailing `/v1` is accepted).
-        timeout (`float`, *optional*, defaults to `600.0`): seconds one request may take before the run stops with an
-            [`EngineError`] (a server that hangs, or a request far too large for it).
+        timeout (`float`, *optional*, defaults to `600.0`): seconds to wait for an answer before the run stops with
+            an [`EngineError`] (a server that hangs, or a request far too large for it). The concurrent requests of
+            one call share it: when none of those in flight is answered for `timeout` seconds the call fails then,
+            whatever the number of prompts, and the requests not yet sent are dropped.
         model (`str`, *optional*): the served name of the base model; defaults to the one model `/v1/models` lists
             without a parent (LoRA adapters list the base as their parent).
         max_concurrency (`int`, *optional*, defaults to `64`): requests in flight at once (one per prompt).
@@ -124,7 +129,7 @@ class EngineClient:
         timeout = self.timeout if timeout is None else timeout
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
-                return json.load(response)
+                raw = response.read()
         except urllib.error.HTTPError as error:
             detail = error.read().decode(errors="replace")[:2000]
             if error.code >= 500:
@@ -135,32 +140,61 @@ class EngineClient:
             raise ValueError(
                 f"the engine server at {self.base_url} refused {path} (HTTP {error.code}): {detail}"
             ) from None
-        except TimeoutError:
+        except http.client.IncompleteRead as error:
+            total = len(error.partial) + (error.expected or 0)
+            raise malformed(
+                self.base_url, path, f"its body was cut short ({len(error.partial)} of {total} bytes)"
+            ) from None
+        except http.client.RemoteDisconnected:
             raise EngineError(
-                f"the engine server at {self.base_url} gave no answer to {path} within {timeout:g} s: it hangs or is "
-                "overloaded. Raise the timeout (`vllm_server_timeout` / `timeout=`) or send smaller batches."
+                f"the engine server at {self.base_url} closed the connection without replying to {path}: it crashed "
+                "or restarted mid-request (its log says why). Restart it (`hf-seqtemp serve ...`), then retry; "
+                "checkpoints already written are complete."
+            ) from None
+        except http.client.HTTPException as error:
+            raise malformed(
+                self.base_url, path, f"the HTTP reply broke off ({type(error).__name__}: {error})"
             ) from None
         except (urllib.error.URLError, ConnectionError, OSError) as error:
             reason = getattr(error, "reason", error)
+            if isinstance(error, TimeoutError) or isinstance(reason, TimeoutError):
+                raise EngineError(
+                    f"the engine server at {self.base_url} gave no answer to {path} within {timeout:g} s: it hangs "
+                    "or is overloaded. Raise the timeout (`vllm_server_timeout` / `timeout=`) or send smaller "
+                    "batches."
+                ) from None
             raise EngineError(
-                f"the engine server at {self.base_url} does not answer ({reason}): it died or was never started. "
-                "Start it with `hf-seqtemp serve MODEL_FOLDER` (or `python -m hf_seqtemp.engine.serve`), then retry; "
-                "checkpoints already written are complete."
+                f"the engine server at {self.base_url} does not answer ({reason}): it died or was never started, "
+                "or it is still loading its model (vLLM accepts connections once it is ready). Start it with "
+                "`hf-seqtemp serve MODEL` (or `python -m hf_seqtemp.engine.serve`) and wait for its `serving ... at "
+                "URL` line, then retry; checkpoints already written are complete."
             ) from None
+        try:
+            reply = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            text = raw.decode(errors="replace")
+            raise malformed(
+                self.base_url, path, f"its body is not JSON ({error}); it begins {excerpt(text, 200)!r}"
+            ) from None
+        if not isinstance(reply, dict):
+            raise malformed(self.base_url, path, "its body is not a JSON object", reply)
+        return reply
 
     def models(self, timeout: float | None = None) -> list[dict]:
         """What `/v1/models` lists: the base model and the LoRA adapters served by name (their `parent` is the
         base)."""
-        return self._request("/v1/models", timeout=timeout)["data"]
+        return checked_models(self.base_url, self._request("/v1/models", timeout=timeout))
 
     def wait_until_up(self, timeout: float) -> None:
         """Polls `/v1/models` until the server answers, at most `timeout` seconds (a server that is still loading
-        its model refuses connections), then raises an [`EngineError`]."""
+        its model refuses connections), then raises an [`EngineError`]; a malformed reply raises at once."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 self.models(timeout=min(10.0, self.timeout))
                 return
+            except EngineReplyError:
+                raise
             except EngineError as error:
                 if time.monotonic() >= deadline:
                     raise EngineError(f"no engine server answered within {timeout:g} s: {error}") from None
@@ -192,16 +226,47 @@ class EngineClient:
 
     def _concurrently(self, bodies: list[dict], desc: str | None = None) -> list[dict]:
         """The answers to `bodies`, sent at most `max_concurrency` at a time; a progress bar labelled `desc` counts
-        the answered requests (none without `desc`, or when progress bars are off)."""
-        if len(bodies) <= 1:
-            return [self._request("/v1/completions", body) for body in bodies]
+        the answered requests (none without `desc`, or when progress bars are off).
+
+        One deadline for all: when no request in flight is answered for `timeout` seconds, or one fails, the call
+        raises at once; the requests not yet sent are dropped and those in flight left to their own timeout."""
+        if not bodies:
+            return []
         answers: list = [None] * len(bodies)
+        stop = threading.Event()  # set at the first failure: no further request is sent
+
+        def send(body: dict) -> dict | None:
+            if stop.is_set():
+                return None
+            try:
+                return self._request("/v1/completions", body)
+            except BaseException:
+                stop.set()
+                raise
+
         bar = tqdm(total=len(bodies), desc=desc, disable=desc is None or progress_disabled(), leave=False)
-        with bar, ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(bodies))) as pool:
-            futures = {pool.submit(self._request, "/v1/completions", body): i for i, body in enumerate(bodies)}
-            for future in as_completed(futures):
-                answers[futures[future]] = future.result()
-                bar.update(1)
+        pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(bodies)))
+        try:
+            futures = {pool.submit(send, body): i for i, body in enumerate(bodies)}
+            pending = set(futures)
+            with bar:
+                while pending:
+                    done, pending = wait(pending, timeout=self.timeout, return_when=FIRST_COMPLETED)
+                    if not done:
+                        stop.set()
+                        running = sum(future.running() for future in pending)
+                        raise EngineError(
+                            f"the engine server at {self.base_url} gave no answer to /v1/completions within "
+                            f"{self.timeout:g} s ({bar.n} of {len(bodies)} requests answered, {running} in flight): it "
+                            f"hangs or is overloaded; the {len(pending) - running} requests not yet sent are dropped. "
+                            "Raise the timeout (`vllm_server_timeout` / `timeout=`) or send smaller batches."
+                        )
+                    for future in done:
+                        answers[futures[future]] = future.result()  # the first failed request's error
+                        bar.update(1)
+        finally:
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
         return answers
 
     # ------------------------------------------------------------------ sampling and scoring
@@ -250,19 +315,10 @@ class EngineClient:
                 owners.append(index)
         out: list[list[Completion]] = [[] for _ in prompts]
         for owner, body, answer in zip(owners, bodies, self._concurrently(bodies, desc)):
-            choices = sorted(answer["choices"], key=lambda choice: choice["index"])
-            if len(choices) != body["n"]:
-                raise EngineError(f"the engine returned {len(choices)} completions where {body['n']} were asked.")
-            out[owner] += [self._completion(choice, stop) for choice in choices]
+            for choice in checked_choices(self.base_url, answer, body["n"]):
+                tokens, logps = sampled_tokens(self.base_url, choice)
+                out[owner].append(Completion(tokens, logps, bool(tokens) and tokens[-1] in stop))
         return out
-
-    @staticmethod
-    def _completion(choice: dict, stop: list[int]) -> Completion:
-        tokens = [int(t) for t in choice["token_ids"]]
-        logps = [float(v) for v in choice["logprobs"]["token_logprobs"]]
-        if len(logps) != len(tokens):
-            raise EngineError(f"the engine returned {len(logps)} log-probabilities for {len(tokens)} tokens.")
-        return Completion(tokens, logps, bool(tokens) and tokens[-1] in stop)
 
     def prompt_logprobs(self, sequences: list[list[int]], top: int = 0) -> list[list[dict | None]]:
         """The engine's `prompt_logprobs` of each sequence: per position, `{token: {"logprob": ...}}` for the
@@ -279,10 +335,8 @@ class EngineClient:
         body = {**NEUTRAL_SAMPLING, "model": self.model, "temperature": 1.0, "max_tokens": 1, "prompt_logprobs": top}
         body.update(prompt=[list(map(int, seq)) for seq in sequences], return_token_ids=True)
         body["return_tokens_as_token_ids"] = True
-        choices = sorted(self._request("/v1/completions", body)["choices"], key=lambda choice: choice["index"])
-        if len(choices) != len(sequences):
-            raise EngineError(f"the engine scored {len(choices)} sequences where {len(sequences)} were sent.")
-        return [choice["prompt_logprobs"] for choice in choices]
+        choices = checked_choices(self.base_url, self._request("/v1/completions", body), len(sequences))
+        return [checked_prompt_logprobs(self.base_url, c, len(seq)) for c, seq in zip(choices, sequences)]
 
     def score(self, sequences: list[list[int]], starts: list[int]) -> list[list[float]]:
         """`log p(x_t | x_<t)` of the tokens `sequence[start:]` of each sequence, under the base model (no adapter),
@@ -291,8 +345,8 @@ class EngineClient:
             raise ValueError("each scored span must start after the first token of its sequence.")
         distinct = list(dict.fromkeys(tuple(int(t) for t in seq) for seq in sequences))
         positions = dict(zip(distinct, self.prompt_logprobs([list(seq) for seq in distinct])))
-        out = []
+        out, where = [], f"the engine server at {self.base_url}"
         for seq, start in zip(sequences, starts):
             entries = positions[tuple(int(t) for t in seq)]
-            out.append([position_logp(entries[t], int(seq[t])) for t in range(start, len(seq))])
+            out.append([position_logp(entries[t], int(seq[t]), where) for t in range(start, len(seq))])
         return out

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from . import supervise
 from .client import EngineClient, EngineError
+from .replies import EngineReplyError
 from .supervise import group_alive
 
 LOGPROBS_MODES = ("processed_logprobs", "raw_logprobs")
@@ -271,6 +272,8 @@ class EngineServer:
             try:
                 client.models(timeout=5.0)
                 return
+            except EngineReplyError:
+                raise  # it answers, not as vLLM does: waiting does not help
             except EngineError:
                 time.sleep(1.0)
         raise EngineError(

@@ -162,8 +162,10 @@ class SeqTempConfig(TrainingArguments):
         vllm_server_port (`int`, *optional*, defaults to `8000`):
             Port of the server, when `vllm_server_base_url` is `None`.
         vllm_server_timeout (`float`, *optional*, defaults to `240.0`):
-            Seconds to wait for the server to answer at the first draw, and the longest any one request may take
-            before the run stops with an error (raise it for large draws on a slow engine). Must be > 0.
+            Seconds the server may leave every request of a draw unanswered before the run stops with an error
+            naming it (one timeout whatever the number of prompts; raise it for large draws on a slow engine). A
+            refused connection (no server, or one still loading its model) stops the run at once: start training
+            once `hf-seqtemp serve` prints its URL. Must be > 0.
         vllm_logprob_tolerance (`float`, *optional*, defaults to `1e-3`):
             Largest accepted difference per token between the engine's log p of the first batch of samples and the
             scorer's (float32 servers of the same weights agree to ~3e-5; a bfloat16 server needs more). Must be > 0.
@@ -338,7 +340,10 @@ class SeqTempConfig(TrainingArguments):
     vllm_server_host: str = field(default="0.0.0.0", metadata={"help": "Host of the vLLM server (without base URL)."})
     vllm_server_port: int = field(default=8000, metadata={"help": "Port of the vLLM server (without base URL)."})
     vllm_server_timeout: float = field(
-        default=240.0, metadata={"help": "Seconds to wait for the server to answer, and for any one request; > 0."}
+        default=240.0,
+        metadata={
+            "help": "Seconds the server may leave a draw's requests unanswered (a refused connection fails at once); > 0."
+        },
     )
     vllm_logprob_tolerance: float = field(
         default=1e-3,

@@ -35,10 +35,10 @@ class EngineDraws:
         self.args, self.client, self.checked = args, None, False
 
     def connect(self) -> EngineClient:
-        """The client, once the server answers (waiting at most `vllm_server_timeout` seconds)."""
+        """The client, once the server answers: a refused connection is an [`EngineError`] at once, a server that
+        gives no answer one after `vllm_server_timeout` seconds."""
         if self.client is None:
             client = EngineClient(engine_url(self.args), timeout=self.args.vllm_server_timeout)
-            client.wait_until_up(self.args.vllm_server_timeout)
             logger.info(f"sampling completions of p from the engine server at {client.base_url} ({client.model})")
             self.client = client
         return self.client
