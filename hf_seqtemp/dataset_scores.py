@@ -14,6 +14,7 @@ from .models.validation import check_model_kind
 from .progress import progress_disabled
 
 
+@torch.no_grad()
 def score_dataset(
     model,
     dataset: Dataset,

@@ -50,7 +50,6 @@ def sequences_digest(dataset: Dataset, tokenizer=None, max_length: int = 4096) -
     return digest.hexdigest()
 
 
-@torch.no_grad()
 def temperature_report(
     ref_logps: torch.Tensor, policy_logps: torch.Tensor, lengths: torch.Tensor, groups=None
 ) -> dict[str, float]:

@@ -120,3 +120,15 @@ def test_the_card_gives_its_verdict_against_the_once_tuned_token_temperature_and
     assert "T_eff 0.510 for the adapter and 0.480 for it, Kendall τ +0.020 for the adapter" in text
     assert "T_eff: the within-prompt least-squares slope" in text and "NLL / token:" in text
     assert "not as a baseline" in text
+
+
+def test_scoring_a_dataset_under_a_trainable_adapter_keeps_no_graph():
+    """`score_dataset` scores without gradients: the card's plot turns its figures into numpy arrays (a moved
+    decorator once left a graph on them, and `save_for_hub` of a just-trained adapter crashed in matplotlib)."""
+    from datasets import Dataset
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(conditional_lm(VOCAB), LoraConfig(r=2, target_modules=["q_proj"])).train()
+    rows = {"input_ids": [[0, 1, 2, 3], [0, 1, 3, 2]], "completion_mask": [[0, 0, 1, 1], [0, 0, 1, 1]]}
+    logps, _ = score_dataset(model, Dataset.from_dict(rows))
+    assert not logps.requires_grad and logps.grad_fn is None and torch.isfinite(logps).all()
