@@ -188,8 +188,8 @@ def measure_held_out(
             `scoring_passes` the search ran); left
             out, with a warning, when no token temperature reaches T. Searched on the held-out sequences
             themselves, it is an oracle (the figure it is then scored on chose it), not a baseline.
-        tune_on ([`~datasets.Dataset`], *optional*): samples of p on *other* prompts (the training prompts): the
-            baseline a user would build, the token temperature tuned once on them ([`tune_myopic`]) and applied
+        tune_on (`datasets.Dataset`, *optional*): samples of p on other prompts, the training ones. The
+            baseline a user would build is the token temperature tuned once on them ([`tune_myopic`]) and applied
             unchanged to every held-out prompt, reported as `"tuned_once"` (with its `token_temperature`,
             `tuned_on` and the `scoring_passes` of the search, paid once). A prompt of `held_out_dataset` in it is
             refused: the search must never see a held-out prompt.

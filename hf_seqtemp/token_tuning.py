@@ -97,7 +97,7 @@ class TokenTemperatureScores:
     @torch.no_grad()
     def logps(self, token_temperature: float) -> torch.Tensor:
         """`(n,)` float32 sequence log-likelihoods at token temperature `token_temperature` (on the CPU)."""
-        out = torch.zeros(self.count, dtype=torch.float32)
+        out = torch.zeros(self.count, dtype=torch.float32, device="cpu")
         for hidden, targets, rows in zip(self.hidden, self.targets, self.rows):
             token = gather_token_logps_from_hidden(hidden[None], self.head, targets[None], token_temperature)[0]
             out.index_add_(0, rows.cpu(), token.float().cpu())

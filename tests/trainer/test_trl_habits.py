@@ -135,7 +135,9 @@ def test_gradient_accumulation_weighs_tokens_as_one_big_batch(tmp_path):
     whole = _one_sgd_step(tmp_path / "a", 4, 1)
     accumulated = _one_sgd_step(tmp_path / "b", 2, 2)
     assert whole.norm() > 1e-3
-    assert ((accumulated - whole).norm() / whole.norm()).item() < 1e-5  # was 8 % (2.224 against 2.415)
+    assert (
+        (accumulated - whole).norm() / whole.norm()
+    ).item() < 5e-5  # was 8 % (2.224 against 2.415); float32 sums: 1.00002e-5 on AVX2
 
 
 @pytest.mark.parametrize("loss_type", ["ratio", "ssts", "c_div", "trunc_r", "lambda_pr"])
@@ -147,7 +149,9 @@ def test_gradient_accumulation_is_one_big_batch_for_the_recall_losses(tmp_path, 
     whole = _one_sgd_step(tmp_path / "a", 4, 1, loss_type=loss_type, **extra)
     accumulated = _one_sgd_step(tmp_path / "b", 2, 2, loss_type=loss_type, **extra)
     assert whole.norm() > 1e-3
-    assert ((accumulated - whole).norm() / whole.norm()).item() < 1e-5
+    assert (
+        (accumulated - whole).norm() / whole.norm()
+    ).item() < 5e-5  # float32 sums in another order (AVX2 kernels: 1.00002e-5)
 
 
 # ---------------------------------------------------------------------------------------------------- the Hub
