@@ -207,10 +207,9 @@ def test_a_full_disk_while_checkpointing_is_named_and_the_run_resumes_from_the_l
         assert resolve_resume(True, str(out)) == str(out / "checkpoint-1")
 
 
-def test_a_full_disk_at_the_first_checkpoint_advises_what_then_works(tmp_path, monkeypatch):
-    """With no complete checkpoint yet, the error used to advise resuming with `True`, which then refused ("nothing to
-    resume"). Now it advises starting again with `overwrite_output_dir`, which does."""
-    out, real_save = tmp_path / "out", torch.save
+def _fill_the_disk_at_the_first_checkpoint(monkeypatch) -> None:
+    """`torch.save` into `checkpoint-1` fails as a full disk does (ENOSPC); every other save works."""
+    real_save = torch.save
 
     def disk_full_at_the_first_checkpoint(obj, path, *args, **kwargs):
         if "checkpoint-1" in str(path):
@@ -218,6 +217,13 @@ def test_a_full_disk_at_the_first_checkpoint_advises_what_then_works(tmp_path, m
         return real_save(obj, path, *args, **kwargs)
 
     monkeypatch.setattr(torch, "save", disk_full_at_the_first_checkpoint)
+
+
+def test_a_full_disk_at_the_first_checkpoint_advises_what_then_works(tmp_path, monkeypatch):
+    """With no complete checkpoint yet, the error used to advise resuming with `True`, which then refused ("nothing to
+    resume"). Now it advises starting again with `overwrite_output_dir`, which does."""
+    out = tmp_path / "out"
+    _fill_the_disk_at_the_first_checkpoint(monkeypatch)
     with pytest.raises(OSError, match=r"checkpoint-1 failed: \[ENOSPC\] .* MiB free") as raised:
         _trainer(out).train()
     assert "resume_from_checkpoint` True" not in str(raised.value)
@@ -272,14 +278,8 @@ def test_a_real_file_size_limit_while_checkpointing_is_named_and_the_run_resumes
 def test_a_checkpoint_cut_by_a_full_disk_is_said_to_be_still_there(tmp_path, monkeypatch):
     """The error used to say the partial folder "is deleted" while it was still on disk: now it names it, says it is
     there and which run deletes it."""
-    out, real_save = tmp_path / "out", torch.save
-
-    def disk_full_at_the_first_checkpoint(obj, path, *args, **kwargs):
-        if "checkpoint-1" in str(path):
-            raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        return real_save(obj, path, *args, **kwargs)
-
-    monkeypatch.setattr(torch, "save", disk_full_at_the_first_checkpoint)
+    out = tmp_path / "out"
+    _fill_the_disk_at_the_first_checkpoint(monkeypatch)
     with pytest.raises(OSError) as raised:
         _trainer(out).train()
     message = str(raised.value)
