@@ -9,19 +9,17 @@ proposal and with a poor adapter proposal (a random LoRA). The acceptance rate i
 chain's answers are still biased, and is quiet where they pass.
 """
 
-import itertools
 import warnings
 
 import pytest
 import torch
 from distribution_checks import cell_counts, chi_square_pvalue
+from generation.test_smc import _oracle as smc_oracle
 from peft import LoraConfig, get_peft_model
 from tiny_models import tiny_llama
 
-from hf_seqtemp.generation.answers import answer_mask, pad_after_answer
 from hf_seqtemp.generation.pimh import pimh_chain
 from hf_seqtemp.generation.smc import smc_sample
-from hf_seqtemp.likelihood import AutoregressiveScorer
 
 V, EOS, PAD, NEW, T, N, ANSWERS = 8, 7, 0, 3, 0.5, 4, 2000
 PROMPTS = torch.tensor([[0, 1], [2, 3], [0, 4]])
@@ -41,22 +39,9 @@ def adapted():
     return get_peft_model(model, config).eval()
 
 
-@torch.no_grad()
 def _oracle(model):
-    """Per prompt: every padded answer and the exact p^(1/T) over them (p: the model with adapters off)."""
-    tails = torch.tensor(list(itertools.product(range(V), repeat=NEW)))
-    answers, targets = [], []
-    for prompt, mask in zip(PROMPTS, PROMPT_MASK):
-        strings = torch.cat([prompt.expand(len(tails), -1), tails], dim=1)
-        completion = torch.zeros_like(strings, dtype=torch.bool)
-        completion[:, 2:] = True
-        unique = torch.unique(pad_after_answer(strings, completion, torch.tensor([EOS]), PAD), dim=0)
-        in_answer = answer_mask(unique, completion[: len(unique)], torch.tensor([EOS]))
-        attention = torch.cat([mask.expand(len(unique), -1), torch.ones(len(unique), NEW, dtype=torch.long)], 1)
-        logp = AutoregressiveScorer()(model, unique, attention, in_answer).double()
-        answers.append(unique)
-        targets.append((logp / T).softmax(0))
-    return answers, targets
+    """Per prompt: every padded answer and the exact p^(1/T) over them (`test_smc`'s oracle on this toy)."""
+    return smc_oracle(model, V, EOS, NEW, PROMPTS, PROMPT_MASK, T)
 
 
 def _answers(model, pimh_steps, seed=0, **kwargs):

@@ -34,8 +34,10 @@ def model():
 
 
 @torch.no_grad()
-def _oracle(model):
-    """Per prompt: the 40 padded answers `(40, 2 + NEW)` and the exact target `p^(1/T) / Z` over them."""
+def _oracle(model, vocab=V, eos=EOS, new=NEW, prompts=PROMPTS, prompt_mask=PROMPT_MASK, temperature=T):
+    """Per prompt: every padded answer (the 40 of this toy, `(40, 2 + NEW)`) and the exact target `p^(1/T) / Z`
+    over them (`p` the model as called: pass it with its adapters off for a base target)."""
+    V, EOS, NEW, PROMPTS, PROMPT_MASK, T = vocab, eos, new, prompts, prompt_mask, temperature
     tails = torch.tensor(list(itertools.product(range(V), repeat=NEW)))
     answers, targets = [], []
     for prompt, mask in zip(PROMPTS, PROMPT_MASK):
