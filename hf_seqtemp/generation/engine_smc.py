@@ -34,7 +34,7 @@ from ..engine.client import EngineClient
 from .answers import resolve_eos_and_pad
 from .engine_rollout import EngineProposal, prompts_of, seed_stream
 from .pimh import pimh_sample
-from .smc import RESAMPLING, SMCOutput, effective_sample_size, resample_indices
+from .smc import RESAMPLING, SMCOutput, diagnose_one_run, effective_sample_size, resample_indices
 
 
 def _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, block_size, resampling):
@@ -156,28 +156,35 @@ def engine_smc_sample(
     """
     _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, block_size, resampling)
     check_int(pimh_steps, "pimh_steps", 0, fix="0 returns one run's answer; 32 gives exact answers on small models.")
-    if pimh_steps > 0:
-        options = {"max_new_tokens": max_new_tokens, "seq_temperature": seq_temperature, "resampling": resampling}
-        options.update(num_particles=num_particles, ess_threshold=ess_threshold, block_size=block_size)
-        options.update(generator=generator, eos_token_id=eos_token_id, pad_token_id=pad_token_id, adapter=adapter)
-        options.update(proposal_client=proposal_client, return_dict_in_generate=True, return_particles=True)
-        run = lambda ids, mask: engine_smc_sample(client, ids, mask, **options)
-        out = pimh_sample(run, input_ids, attention_mask, pimh_steps, generator)
-        if not return_dict_in_generate:
-            return out.sequences
-        if not return_particles:
-            out = SMCOutput(**{k: getattr(out, k) for k in out.__dataclass_fields__ if not k.startswith("particle")})
-        return out
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
     eos, pad = resolve_eos_and_pad(None, eos_token_id, pad_token_id)
-    prompts = prompts_of(input_ids, attention_mask)
     proposal = EngineProposal(client, alpha, eos.tolist(), adapter, proposal_client)
+    options = (proposal, max_new_tokens, num_particles, ess_threshold, block_size, resampling, generator, pad)
+    run = lambda ids, mask: _one_run(ids, mask, *options)
+    if pimh_steps > 0:
+        out = pimh_sample(run, input_ids, attention_mask, pimh_steps, generator)
+    else:
+        out = diagnose_one_run(run(input_ids, attention_mask), input_ids, attention_mask, num_particles)
+    if not return_dict_in_generate:
+        return out.sequences
+    if not return_particles:
+        out = SMCOutput(**{k: getattr(out, k) for k in out.__dataclass_fields__ if not k.startswith("particle")})
+    return out
+
+
+def _one_run(
+    input_ids, attention_mask, proposal, max_new_tokens, num_particles, ess_threshold, block_size, resampling,
+    generator, pad,
+) -> SMCOutput:  # fmt: skip
+    """One SMC run of every prompt of the batch on the engine, particles included."""
+    prompts = prompts_of(input_ids, attention_mask)
     proposal.check(prompts, max_new_tokens, "SMC")
     device = input_ids.device
     seeds = seed_stream(generator, device)
     state = _Particles(prompts, num_particles, device)
     resamples = torch.zeros(len(prompts), dtype=torch.long, device=device)
     ess = []
+    rounds = proposal.rounds
     for start in range(0, max_new_tokens, block_size):
         _round(state, proposal, min(block_size, max_new_tokens - start), seeds)
         ess.append(effective_sample_size(state.log_weights).float())
@@ -189,19 +196,15 @@ def engine_smc_sample(
     log_weights = state.log_weights - state.log_weights.logsumexp(dim=1, keepdim=True)
     chosen = torch.multinomial(log_weights.exp(), 1, generator=generator)[:, 0]
     rows = torch.arange(len(prompts), device=device)
-    sequences = particles[rows, chosen]
-    if not return_dict_in_generate:
-        return sequences
     logp = torch.tensor(state.logp, dtype=torch.float32, device=device).view(len(prompts), num_particles)
-    extra = {}
-    if return_particles:
-        extra = {"particles": particles, "particle_log_weights": log_weights.float(), "particle_logps": logp}
     return SMCOutput(
-        sequences=sequences,
+        sequences=particles[rows, chosen],
         sequence_logps=logp[rows, chosen],
         log_normalizer=(state.log_weights.logsumexp(dim=1) - math.log(num_particles)).float(),
         num_resamples=resamples,
-        model_calls=proposal.rounds,
+        model_calls=proposal.rounds - rounds,
         ess=torch.stack(ess, dim=1),
-        **extra,
+        particles=particles,
+        particle_log_weights=log_weights.float(),
+        particle_logps=logp,
     )

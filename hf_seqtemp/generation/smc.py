@@ -46,17 +46,17 @@ from transformers.utils import ModelOutput
 
 from ..checks import check_generator_device, check_int, check_temperature
 from .answers import resolve_eos_and_pad
-from .pimh import pimh_sample
+from .pimh import one_run_bias_bound, pimh_sample, warn_if_one_run_biased
 from .smc_proposals import AdapterProposal, SMCProposal, TokenTemperatureProposal
 
 RESAMPLING = ("systematic", "multinomial")
 PROPOSALS = ("token", "adapter")
 LOW_ESS_FRACTION = 0.5
-"""[`smc_sample`] warns when the answers of a call were drawn from weights whose ESS / N, averaged over the prompts,
-is below this: the particles' weights are then dominated by a few, and the returned answer's law is biased away
-from p^alpha (measured: with the adapter as proposal at N = 4, total variation 0.25-0.67 to the enumerated p^alpha
-where the proposal's ESS / N was 0.07-0.21; at N = 64 the same law passes chi-square). More particles, or a proposal
-closer to p^alpha (an adapter trained toward it), fix it."""
+"""With one run per prompt in the batch (nothing to estimate [`~hf_seqtemp.generation.pimh.ONE_RUN_BIAS_BOUND`]
+from), [`smc_sample`] warns when the answers were drawn from weights whose ESS / N, averaged over the prompts, is
+below this. It is a weak signal: the ESS of a few particles under-reads the weights' tail (measured on an enumerable
+toy at N = 4: ESS / N 0.60-0.79 where the answers were at total variation 0.39-0.51 from p^alpha), so it fires only
+where the weights have collapsed. `num_return_sequences > 1` gives the truthful bound; `pimh_steps` exact answers."""
 
 
 @dataclass
@@ -82,6 +82,9 @@ class SMCOutput(ModelOutput):
         particle_logps (`torch.FloatTensor` of shape `(batch, num_particles)`, *optional*): their `log p(answer)`.
         pimh_acceptance (`torch.FloatTensor` of shape `(batch,)`, *optional*): with `pimh_steps > 0`, the fraction of
             proposed runs each prompt's chain accepted.
+        answer_bias_bound (`torch.FloatTensor` of shape `(batch,)`, *optional*): with `pimh_steps=0`, the estimated
+            bound on the total variation between one run's answer law and `p^alpha` for the row's prompt
+            ([`~hf_seqtemp.generation.pimh.one_run_bias_bound`]; NaN for a prompt with one run in the batch).
 
     With `pimh_steps > 0`, `sequences`, `sequence_logps` and the particles are those of the run the chain ended on,
     `log_normalizer` is the log of the mean of every run's `Z_hat` (unbiased in `Z`), `num_resamples` counts every
@@ -98,6 +101,7 @@ class SMCOutput(ModelOutput):
     particle_log_weights: torch.FloatTensor | None = None
     particle_logps: torch.FloatTensor | None = None
     pimh_acceptance: torch.FloatTensor | None = None
+    answer_bias_bound: torch.FloatTensor | None = None
 
 
 def ramp_exponent(step: int, alpha: float, ramp_tokens: int) -> float:
@@ -257,6 +261,17 @@ def _run(proposal: SMCProposal, state, logits, settings, max_new_tokens, generat
     return calls, resamples, torch.stack(ess, dim=1)
 
 
+def diagnose_one_run(out: SMCOutput, input_ids, attention_mask, num_particles: int) -> SMCOutput:
+    """One run's answers (`pimh_steps=0`): their bias bound where a prompt has several runs in the batch, warned on
+    ([`~hf_seqtemp.generation.pimh.ONE_RUN_BIAS_BOUND`]); else the low-ESS warning ([`LOW_ESS_FRACTION`])."""
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    out.answer_bias_bound = one_run_bias_bound(out.log_normalizer, input_ids, attention_mask)
+    if not warn_if_one_run_biased(out.answer_bias_bound, input_ids, attention_mask):
+        _warn_if_degenerate(out.ess[:, -1], num_particles)
+    return out
+
+
 def _warn_if_degenerate(final_ess: torch.Tensor, num_particles: int) -> None:
     """The warning of [`LOW_ESS_FRACTION`]: `final_ess` `(batch,)` is each prompt's ESS of the weights its answer is
     drawn from (before any resampling of the last step)."""
@@ -364,10 +379,10 @@ def smc_sample(
     sampler = AdapterProposal(model, adapter_name) if proposal == "adapter" else TokenTemperatureProposal(model)
 
     def run(ids: torch.Tensor, mask: torch.Tensor) -> SMCOutput:
-        return _one_run(sampler, ids, mask, settings, num_particles, max_new_tokens, generator, pimh_steps == 0)
+        return _one_run(sampler, ids, mask, settings, num_particles, max_new_tokens, generator)
 
     out = (
-        run(input_ids, attention_mask)
+        diagnose_one_run(run(input_ids, attention_mask), input_ids, attention_mask, num_particles)
         if pimh_steps == 0
         else pimh_sample(run, input_ids, attention_mask, pimh_steps, generator)
     )
@@ -379,9 +394,7 @@ def smc_sample(
     return out
 
 
-def _one_run(
-    sampler, input_ids, attention_mask, settings, num_particles, max_new_tokens, generator, warn
-) -> SMCOutput:
+def _one_run(sampler, input_ids, attention_mask, settings, num_particles, max_new_tokens, generator) -> SMCOutput:
     """One SMC run of every prompt of the batch: its drawn answers, normaliser estimates and particles."""
     pad = settings[-1]
     batch, prompt_length = input_ids.shape
@@ -391,8 +404,6 @@ def _one_run(
     if ids.shape[1] < prompt_length + max_new_tokens:  # every answer ended early
         ids = torch.cat([ids, ids.new_full((ids.shape[0], prompt_length + max_new_tokens - ids.shape[1]), pad)], 1)
     ids = ids.view(batch, num_particles, -1)
-    if warn:
-        _warn_if_degenerate(ess[:, -1], num_particles)
     log_weights = state.log_weights - state.log_weights.logsumexp(dim=1, keepdim=True)
     chosen = torch.multinomial(log_weights.exp().double(), 1, generator=generator)[:, 0]
     rows = torch.arange(batch, device=ids.device)
