@@ -14,6 +14,7 @@ from typing import Any
 
 from .card_plot import plot_log_likelihoods, within_prompt_points  # noqa: F401  (the card's plot)
 from .config import SequenceTemperatureConfig
+from .generation.custom_generate import package_source
 from .manifest import weights_digest
 
 CARD_NAME = "README.md"
@@ -350,6 +351,7 @@ def render_model_card(
         "base_model_url": f"https://huggingface.co/{base}" if config.base_model_id else "#",
         "temperature": f"{config.target_temperature:g}",
         "repo_id": repo_id or "<user>/<repo>",
+        "install": package_source(),
         "tokenizer_id": (repo_id if tokenizer_in_repo else config.base_model_id) or repo_id or "<user>/<repo>",
         "peft_usage": _peft_usage(config, repo_id or "<user>/<repo>"),
         "custom_generate_usage": _custom_generate_usage(repo_id or "<user>/<repo>", config, custom_generate),

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 
 from .card import CARD_NAME, PLOT_NAME, ROW_NAMES, plot_log_likelihoods, render_model_card, write_card  # noqa: F401
 from .config import SequenceTemperatureConfig
@@ -269,6 +270,40 @@ def check_can_push(token: str | None = None) -> None:
         )
 
 
+_USAGE_NAME = re.compile(r'load_tempered\("([^"]+)"\)')
+
+
+@contextlib.contextmanager
+def _card_naming(folder: str, repo_id: str):
+    """The folder to upload, whose card's usage loads `repo_id`: `folder` itself when its card already names it (or
+    it has no card of ours), else a temporary copy (hard links, the card rewritten as a new file) whose card names
+    `repo_id` wherever it named the folder it was saved as."""
+    card = os.path.join(folder, CARD_NAME)
+    try:
+        with open(card, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        text = ""
+    shown = _USAGE_NAME.search(text)
+    if shown is None or shown.group(1) == repo_id:
+        yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix=".seqtemp-push-") as scratch:
+        staged = os.path.join(scratch, "folder")
+
+        def link(source, target):
+            try:
+                os.link(source, target)
+            except OSError:  # another file system, or links refused: a plain copy
+                shutil.copy2(source, target)
+
+        shutil.copytree(folder, staged, copy_function=link, ignore=shutil.ignore_patterns(*UPLOAD_IGNORED))
+        os.remove(os.path.join(staged, CARD_NAME))  # a new file: the linked original stays as saved
+        with open(os.path.join(staged, CARD_NAME), "w", encoding="utf-8") as handle:
+            handle.write(text.replace(f'"{shown.group(1)}"', f'"{repo_id}"'))
+        yield staged
+
+
 def push_to_hub(
     folder: str | os.PathLike,
     repo_id: str,
@@ -315,13 +350,14 @@ def push_to_hub(
     before = _listing(source)
     api = HfApi(token=token)
     api.create_repo(repo_id, private=private, exist_ok=True)
-    info = api.upload_folder(
-        repo_id=repo_id,
-        folder_path=source,
-        commit_message=commit_message,
-        revision=revision,
-        ignore_patterns=list(UPLOAD_IGNORED),  # a copy: huggingface_hub appends its defaults to the list
-    )
+    with _card_naming(source, repo_id) as uploaded:
+        info = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=uploaded,
+            commit_message=commit_message,
+            revision=revision,
+            ignore_patterns=list(UPLOAD_IGNORED),  # a copy: huggingface_hub appends its defaults to the list
+        )
     if _listing(source) != before:
         raise RuntimeError(
             f"{folder} changed while it was uploaded to {repo_id} (a save was published into it meanwhile): the "

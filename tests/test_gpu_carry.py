@@ -41,7 +41,7 @@ def test_the_record_holds_every_listed_wheel_and_the_package_itself():
     assert len(wheels) == len(wanted) + 1
     for requirement in wanted:
         assert any(w.startswith(_wheel_name(requirement)) for w in wheels), requirement
-    assert any(w.startswith("hf_seqtemp-") for w in wheels)  # custom_generate/requirements.txt asks for it
+    assert any(w.startswith("hf_seqtemp-") for w in wheels)  # custom_generate/generate.py imports it
 
 
 def test_the_wheel_list_carries_the_locks_transformers_stack():

@@ -99,7 +99,6 @@ def test_uploaded_folder_contents(pushed):
         "README.md",
         hub.PLOT_NAME,
         "custom_generate/generate.py",
-        "custom_generate/requirements.txt",
     }
     assert expected <= files
     assert not [f for f in files if f.endswith((".bin", ".pt", ".pkl", ".pth"))]  # no pickles
@@ -286,3 +285,36 @@ def test_errors(tmp_path):
         hub.push_to_hub(tmp_path, " ")
     with pytest.raises(ValueError, match="`folder` must be an existing folder"):
         hub.push_to_hub(tmp_path / "missing", "me/x")
+
+
+def test_a_folder_saved_without_a_repo_id_is_pushed_with_a_card_that_loads_the_repository(pushed, monkeypatch):
+    """`save_for_hub(..., folder)` without `repo_id` writes a card whose usage loads the folder (right locally);
+    `hub.push_to_hub(folder, repo_id)` uploads a card that loads `repo_id` instead, leaves the local card as saved,
+    and the card says where hf_seqtemp comes from (never a bare package name)."""
+    import huggingface_hub
+
+    trainer = pushed[0]
+    folder = os.path.join(trainer.args.output_dir, "plain-save")
+    hub.save_for_hub(trainer, folder)
+    with open(os.path.join(folder, "README.md"), encoding="utf-8") as handle:
+        saved = handle.read()
+    shown = re.search(r'load_tempered\("([^"]+)"\)', saved).group(1)  # the trainer's hub_model_id, else the folder
+    assert shown != "me/pushed-later" and "not on PyPI" in saved and "install it from " in saved
+    uploaded = {}
+
+    def upload_folder(self, *, repo_id, folder_path, **kwargs):
+        with open(os.path.join(folder_path, "README.md"), encoding="utf-8") as handle:
+            uploaded["card"] = handle.read()
+        uploaded["files"] = sorted(os.listdir(folder_path))
+        return "commit"
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", lambda self, *a, **k: None)
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", upload_folder)
+    monkeypatch.setattr(hub, "check_can_push", lambda token=None: None)
+    assert hub.push_to_hub(folder, "me/pushed-later") == "commit"
+    card = uploaded["card"]
+    assert 'load_tempered("me/pushed-later")' in card and f'"{shown}"' not in card
+    assert card == saved.replace(f'"{shown}"', '"me/pushed-later"')
+    assert uploaded["files"] == sorted(os.listdir(folder))  # every file of the save, nothing else
+    with open(os.path.join(folder, "README.md"), encoding="utf-8") as handle:
+        assert handle.read() == saved  # the local card is untouched

@@ -12,13 +12,23 @@ from .call_kwargs import seqtemp_call_kwargs
 
 GENERATE_PY = '''# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Sequence-temperature sampling: `model.generate(..., custom_generate=<this repo>, trust_remote_code=True,
-seq_temperature=0.5)`. All logic lives in the `hf_seqtemp` package; this file only delegates to it."""
+seq_temperature=0.5)`. All logic lives in the `hf_seqtemp` package; this file only delegates to it.
+
+hf_seqtemp is not on PyPI (a package of that name there is not this one), so this folder ships no
+`requirements.txt` that would tell you to `pip install` a bare name: install it from {source}."""
 
 from transformers.generation import GenerationMixin
 
-from hf_seqtemp.generation.call_kwargs import seqtemp_call_kwargs
-from hf_seqtemp.generation.custom_generate import stop_strings_as_criteria
-from hf_seqtemp.generation.routing import seqtemp_generate
+try:  # transformers lists a file's imports outside try blocks as requirements to pip install
+    from hf_seqtemp.generation.call_kwargs import seqtemp_call_kwargs
+    from hf_seqtemp.generation.custom_generate import stop_strings_as_criteria
+    from hf_seqtemp.generation.routing import seqtemp_generate
+except ImportError as error:
+    _MISSING = error
+else:
+    _MISSING = None
+
+INSTALL = "{source}"
 
 
 def generate(model, *args, **kwargs):
@@ -32,6 +42,12 @@ def generate(model, *args, **kwargs):
     model with an active PEFT adapter that hf_seqtemp does not know is refused (it may be this repository's
     tempered adapter, which would be tempered twice).
     """
+    if _MISSING is not None:
+        raise ImportError(
+            "This repository's custom_generate needs the hf_seqtemp package, which is not installed here "
+            f"({{_MISSING}}). It is not on PyPI (a package named hf-seqtemp there is not this one): install it from "
+            f"{{INSTALL}}, then call generate again."
+        ) from _MISSING
     kwargs.pop("custom_generate", None)
     kwargs.pop("trust_remote_code", None)
     seqtemp_call_kwargs(kwargs)  # options on a GenerationConfig, sampling on, the streamer handed over
@@ -40,11 +56,39 @@ def generate(model, *args, **kwargs):
         return GenerationMixin.generate(model, *args, custom_generate=seqtemp_generate, **kwargs)
 '''
 
-REQUIREMENTS_TXT = "hf-seqtemp\n"
+SOURCE_URL_LABELS = ("repository", "source", "source code", "homepage")
+
+
+def package_source() -> str:
+    """Where hf_seqtemp is installed from, in words: its source repository as the installed package's metadata
+    names it (`[project.urls]` of `pyproject.toml`: `Repository`, `Source` or `Homepage`), as a pip command; else a
+    checkout of its source. Never a bare package name, which anyone could register on PyPI.
+
+    Example:
+    ```python
+    >>> "pip install" in package_source()
+    True
+    ```
+    """
+    import importlib.metadata
+
+    try:
+        urls = importlib.metadata.metadata("hf-seqtemp").get_all("Project-URL") or []
+    except importlib.metadata.PackageNotFoundError:
+        urls = []
+    named = {}
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        named[label.strip().lower()] = url.strip()
+    for label in SOURCE_URL_LABELS:
+        if named.get(label, "").startswith("https://"):
+            return f"its source repository {named[label]} (`pip install git+{named[label]}`)"
+    return "a checkout of its source (`pip install -e .` in the checkout)"
 
 
 def write_custom_generate(folder: str | os.PathLike) -> str:
-    """Writes `custom_generate/generate.py` and `custom_generate/requirements.txt` into a saved model folder.
+    """Writes `custom_generate/generate.py` into a saved model folder (no `requirements.txt`: see
+    [`package_source`]; one left by an earlier save is removed).
 
     After `push_to_hub`, users sample at sequence temperature with
     `model.generate(**inputs, custom_generate="<repo>", trust_remote_code=True, seq_temperature=0.5)`.
@@ -60,7 +104,7 @@ def write_custom_generate(folder: str | os.PathLike) -> str:
     >>> import tempfile, os
     >>> path = write_custom_generate(tempfile.mkdtemp())
     >>> sorted(os.listdir(path))
-    ['generate.py', 'requirements.txt']
+    ['generate.py']
     ```
     """
     if not os.path.isdir(folder):
@@ -68,9 +112,10 @@ def write_custom_generate(folder: str | os.PathLike) -> str:
     target = os.path.join(folder, "custom_generate")
     os.makedirs(target, exist_ok=True)
     with open(os.path.join(target, "generate.py"), "w") as handle:
-        handle.write(GENERATE_PY)
-    with open(os.path.join(target, "requirements.txt"), "w") as handle:
-        handle.write(REQUIREMENTS_TXT)
+        handle.write(GENERATE_PY.format(source=package_source()))
+    stale = os.path.join(target, "requirements.txt")
+    if os.path.isfile(stale):  # an earlier hf_seqtemp's: a bare name a stranger could register
+        os.remove(stale)
     return target
 
 

@@ -11,6 +11,8 @@ import itertools
 from pathlib import Path
 from types import SimpleNamespace
 
+import os
+
 import pytest
 import torch
 from distribution_checks import cell_counts, chi_square_pvalue
@@ -231,13 +233,36 @@ def test_generate_tempered_routes_diffusion_models_to_imh():
     assert out.acceptance_rate is not None and out.num_model_calls == 3
 
 
+def test_custom_generate_names_no_bare_package_and_says_where_hf_seqtemp_comes_from(tmp_path, monkeypatch):
+    """transformers reads `custom_generate/requirements.txt` and a file's imports outside try blocks as packages to
+    `pip install`: neither names hf_seqtemp, which is not on PyPI (anyone could register the name). Without the
+    package, `generate` says where it comes from; a stale requirements file of an earlier save is removed."""
+    import importlib.util
+    import sys
+
+    from transformers.dynamic_module_utils import check_python_requirements, get_imports
+
+    Path(tmp_path, "custom_generate").mkdir()
+    Path(tmp_path, "custom_generate", "requirements.txt").write_text("hf-seqtemp\n")
+    folder = write_custom_generate(tmp_path)
+    assert os.listdir(folder) == ["generate.py"]
+    assert not [name for name in get_imports(os.path.join(folder, "generate.py")) if "seqtemp" in name]
+    check_python_requirements(str(tmp_path), requirements_file="custom_generate/requirements.txt")  # nothing asked
+    monkeypatch.setitem(sys.modules, "hf_seqtemp.generation.call_kwargs", None)  # as if not installed
+    spec = importlib.util.spec_from_file_location("hub_generate", os.path.join(folder, "generate.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ImportError, match=r"not on PyPI .*install it from (its source repository|a checkout)"):
+        module.generate(tiny_llama(vocab_size=8), PROMPT)
+
+
 def test_hub_custom_generate_folder(tmp_path):
     model = tiny_llama(vocab_size=8)
     model.save_pretrained(tmp_path)
     folder = write_custom_generate(tmp_path)
     source = Path(folder, "generate.py").read_text()
     assert "from hf_seqtemp.generation.routing import seqtemp_generate" in source
-    assert Path(folder, "requirements.txt").read_text().strip() == "hf-seqtemp"
+    assert not Path(folder, "requirements.txt").exists()  # a bare "hf-seqtemp" anyone could register on PyPI
     torch.manual_seed(0)
     hub = model.generate(
         PROMPT,
