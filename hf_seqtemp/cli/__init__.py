@@ -54,6 +54,14 @@ def _check_output_dir(rest: list[str], parser) -> None:
         )
 
 
+def train_short_help(parser) -> str:
+    """`hf-seqtemp train --help`: the flags a first run needs, in their groups, and how to list every one."""
+    from .parser import TRAIN_SHORT_HELP
+
+    more = f"{len(parser._actions) - len(TRAIN_SHORT_HELP)} more flags (LoRA, quantisation, logging, every "
+    return parser.format_short_help(TRAIN_SHORT_HELP, more + "TrainingArguments field): `hf-seqtemp train --help-all`")
+
+
 def _run(command: str, rest: list[str]) -> int:
     from huggingface_hub.errors import LocalTokenNotFoundError, OfflineModeIsEnabled
 
@@ -66,17 +74,20 @@ def _run(command: str, rest: list[str]) -> int:
     rest = ["--help" if arg == "--help-all" else arg for arg in rest]
     if command == "train":
         _check_train_flags(rest, prog)
+        # the short `--help` and a bad value answer from the fields' source, before the trainer (torch) is imported
+        from .light import light_train_types
+
+        light = light_train_types()
+        if light is not None:
+            light_parser = SeqTempArgumentParser(light, prog=prog, description=COMMANDS[command])
+            if {"-h", "--help"} & set(rest) and not full_help:
+                print(train_short_help(light_parser))
+                return 0
+            light_parser.parse_known_args(rest)  # exits on a value of the wrong type or outside the choices
     types = _dataclass_types(command)
     parser = SeqTempArgumentParser(types, prog=prog, description=COMMANDS[command])
     if command == "train" and {"-h", "--help"} & set(rest) and not full_help:
-        from .parser import TRAIN_SHORT_HELP
-
-        more = f"{len(parser._actions) - len(TRAIN_SHORT_HELP)} more flags (LoRA, quantisation, logging, every "
-        print(
-            parser.format_short_help(
-                TRAIN_SHORT_HELP, more + "TrainingArguments field): `hf-seqtemp train --help-all`"
-            )
-        )
+        print(train_short_help(parser))
         return 0
     try:
         parsed = parser.parse_flags(rest)

@@ -123,13 +123,6 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
 
     if not 0.0 <= script_args.eval_fraction < 1.0:
         raise ValueError(f"`--eval_fraction` must be in [0, 1), got {script_args.eval_fraction}.")
-    if script_args.eval_fraction == 0:
-        print(
-            "hf-seqtemp train: nothing will be measured after training (`--eval_fraction` is 0): pass "
-            "`--eval_fraction 0.25` to hold out a quarter of the prompts (2 prompts at least), or measure later with "
-            "`hf-seqtemp eval` on other prompts.",
-            file=sys.stderr,
-        )
     check_int(script_args.lora_r, "lora_r")
     prompts_only = script_args.sample_prompts_file is not None
     if not prompts_only:  # read and check the data before loading a model
@@ -172,6 +165,13 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
     trainer = SeqTempTrainer(
         model, training_args, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
     )
+    if held_out is None:  # told once every flag is checked: a flag error shows only its own message
+        print(
+            "hf-seqtemp train: nothing will be measured after training (`--eval_fraction` is 0): pass "
+            "`--eval_fraction 0.25` to hold out a quarter of the prompts (2 prompts at least), or measure later with "
+            "`hf-seqtemp eval` on other prompts.",
+            file=sys.stderr,
+        )
     trainer.train(resume_from_checkpoint=_resume_value(training_args.resume_from_checkpoint))
     if held_out is not None:
         trainer.evaluate()
