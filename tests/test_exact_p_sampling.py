@@ -181,3 +181,32 @@ def test_exact_sampling_makes_generate_warn_nothing():
     with CaptureLogger(hf_logging.get_logger("transformers.generation.utils")) as captured:
         sample_completions(model, [[BOS, 1], [BOS, 2]], NEW, set(EOS_IDS), desc=None)
     assert "seem to have been set" not in captured.out, captured.out
+
+
+def test_many_prompts_share_a_sampling_call_sized_in_tokens(tmp_path, monkeypatch):
+    """Before training, the completions of many prompts are drawn in one `generate` call (`sampling_batch_tokens`),
+    not one prompt's `num_generations` per call: 30 prompts × 8 completions of at most 3 tokens take one call by
+    default (30 calls before, at `per_device_eval_batch_size` 8), and 4 calls when the budget holds 60 rows."""
+    import hf_seqtemp.trainer.prompt_only as prompt_only
+
+    calls = []
+    original = prompt_only.sample_completions
+
+    def counted(model, chunk, *args, **kwargs):
+        calls.append(len(chunk))
+        return original(model, chunk, *args, **kwargs)
+
+    monkeypatch.setattr(prompt_only, "sample_completions", counted)
+    words = ["a", "b", "a b", "b a", "a a", "b b"]
+    prompts = [" ".join([w] * (1 + i // 6)) for i, w in enumerate(words * 5)][:30]
+    data = Dataset.from_dict({"prompt": prompts})
+    options = {"output_dir": str(tmp_path), "max_completion_length": NEW, "per_device_train_batch_size": 8}
+    options.update(precompute_ref_log_probs=False, save_strategy="no", use_cpu=True, disable_tqdm=True)
+    SeqTempTrainer(_distorted_model(), SeqTempConfig(**options), train_dataset=data, processing_class=_tokenizer())
+    assert calls == [240]
+    longest = max(len(_tokenizer()(p)["input_ids"]) for p in prompts)
+    calls.clear()
+    budget = 60 * (longest + NEW)
+    SeqTempTrainer(_distorted_model(), SeqTempConfig(**options, sampling_batch_tokens=budget), train_dataset=data,
+                   processing_class=_tokenizer())  # fmt: skip
+    assert calls == [60, 60, 60, 60]

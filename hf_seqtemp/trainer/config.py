@@ -110,6 +110,10 @@ class SeqTempConfig(TrainingArguments):
         max_completion_length (`int`, *optional*, defaults to `64`):
             Longest completion sampled for a prompt-only dataset (a completion also ends at EOS). Sampling is exact:
             token temperature 1, no top-k / top-p, from the reference p (the adapter disabled).
+        sampling_batch_tokens (`int`, *optional*, defaults to `8192`):
+            Prompt-only data: the size of one sampling call before training, in tokens: as many rows as fit
+            `rows × (longest prompt + max_completion_length)`, so that many prompts share a `generate` call (at least
+            one row). The completions do not depend on it being the same across processes: every process uses it.
         sample_every_steps (`int` or `None`, *optional*, defaults to `None`):
             Fresh samples of p during training, for a prompt-only `train_dataset`: `None` samples once, before
             training; an integer k samples again every k optimisation steps.
@@ -296,6 +300,13 @@ class SeqTempConfig(TrainingArguments):
     max_completion_length: int = field(
         default=64, metadata={"help": "Longest completion sampled for a prompt-only dataset (also ends at EOS)."}
     )
+    sampling_batch_tokens: int = field(
+        default=8192,
+        metadata={
+            "help": "Prompt-only data: tokens per sampling call, rows × (longest prompt + max_completion_length): "
+            "many prompts are sampled in one `generate` call (raise it on a GPU with memory to spare)."
+        },
+    )
     sample_every_steps: int | None = field(
         default=None,
         metadata={
@@ -476,7 +487,7 @@ class SeqTempConfig(TrainingArguments):
                 f"`likelihood_method` must be 'exact', 'mc' or None (pick by model family),"
                 f" got {self.likelihood_method!r}."
             )
-        for name in ("num_generations", "max_completion_length", "num_orders"):
+        for name in ("num_generations", "max_completion_length", "num_orders", "sampling_batch_tokens"):
             check_int(getattr(self, name), name)
         check_trl_names(self)
         check_engine_settings(self)

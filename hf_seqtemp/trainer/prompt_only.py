@@ -65,6 +65,21 @@ def warn_cut(cut: int, total: int, max_length: int, where: str) -> None:
         )
 
 
+def rows_per_sampling_call(args, prompt_ids) -> int:
+    """Rows of one sampling call: as many as `args.sampling_batch_tokens` holds at `longest prompt +
+    max_completion_length` tokens each (at least one), so that many prompts share a `generate` call.
+
+    Example:
+    ```python
+    >>> from types import SimpleNamespace
+    >>> rows_per_sampling_call(SimpleNamespace(sampling_batch_tokens=8192, max_completion_length=64), [[1] * 32] * 500)
+    85
+    ```
+    """
+    longest = max((len(ids) for ids in prompt_ids), default=0)
+    return max(1, args.sampling_batch_tokens // (longest + args.max_completion_length))
+
+
 def complete_prompts(
     reference,
     prompts: Dataset,
@@ -80,7 +95,7 @@ def complete_prompts(
     token temperature 1, no top-k / top-p, ending at EOS or after `args.max_completion_length` tokens), each cut
     to fit `args.max_length` tokens with its prompt ([`sampled_row`], warned once with their number).
 
-    The rows are drawn in chunks of `args.per_device_eval_batch_size`, chunk `i` from its own stream seeded by
+    The rows are drawn in chunks of [`rows_per_sampling_call`] rows, chunk `i` from its own stream seeded by
     `args.seed`, the split and `i` (forked, so the training run's own randomness is untouched). Under several
     processes ([`accelerate.Accelerator`] `accelerator`) the chunks are divided across ranks and gathered, so the
     work is divided and the completions are those one process draws.
@@ -102,7 +117,7 @@ def complete_prompts(
     prompt_ids = [ids for ids in prompts[PROMPT_IDS] for _ in range(repeats)]
     groups = [g for g in prompts[GROUP_ID] for _ in range(repeats)]
     rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator is not None else (0, 1)
-    size = args.per_device_eval_batch_size if draw is None else max(1, -(-len(prompt_ids) // world))
+    size = rows_per_sampling_call(args, prompt_ids) if draw is None else max(1, -(-len(prompt_ids) // world))
     chunks = list(range(0, len(prompt_ids), size))
     was_training = reference.training
     reference.eval()
