@@ -16,6 +16,7 @@ from .card_plot import plot_log_likelihoods, within_prompt_points  # noqa: F401 
 from .config import SequenceTemperatureConfig
 from .generation.custom_generate import package_source
 from .manifest import weights_digest
+from .measure import MIN_HELD_OUT_PROMPTS, few_held_out_prompts
 
 CARD_NAME = "README.md"
 PLOT_NAME = "seqtemp_loglik.png"
@@ -198,6 +199,8 @@ def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source
         r = reports[key]
         lines.append(f"| {ROW_NAMES[key]} | {r['t_eff']:.4f} | {r['kendall_tau']:.4f} | {r['nll_per_token']:.4f} |")
     lines += ["", _verdict_against_tuned_once(reports)] if "tuned_once" in reports else []
+    if prompts and prompts < MIN_HELD_OUT_PROMPTS:
+        lines += ["", few_held_out_prompts(prompts)]
     if "token_temperature" in reports.get("tuned_myopic", {}):
         lines += [
             "",

@@ -14,7 +14,7 @@ import warnings
 import torch
 from datasets import Dataset
 
-from .data import GROUP_ID, prepare_dataset
+from .data import GROUP_ID, detect_format, prepare_dataset
 from .dataset_scores import dataset_groups, score_dataset  # noqa: F401 (this module's API too)
 from .likelihood import AutoregressiveScorer
 from .metrics.core import effective_temperature, kendall_tau, sequence_nll
@@ -156,6 +156,23 @@ def importance_resampling_logps(
     return out
 
 
+MIN_HELD_OUT_PROMPTS = 8
+"""Held-out prompts below which [`measure_held_out`] warns (and the card says) that T_eff and τ are indicative only:
+a rule of thumb, not a derived bound (`hf-seqtemp train` says the same before it trains). The figures are taken
+within each prompt and pooled, and prompts differ, so they are a mean over prompts; below 8 a 95 % bootstrap
+interval over the prompts rests on too few to be read, and one prompt more or less can move a figure by as much as
+the differences it is meant to show."""
+
+
+def few_held_out_prompts(prompts: int) -> str:
+    """The caveat for held-out figures on `prompts` distinct prompts (fewer than [`MIN_HELD_OUT_PROMPTS`])."""
+    return (
+        f"These figures rest on {prompts} held-out prompt{'' if prompts == 1 else 's'}, fewer than "
+        f"{MIN_HELD_OUT_PROMPTS}: one prompt more or less can move them by as much as the differences they are meant "
+        "to show, so read them as indicative only; measure on more unseen prompts to rely on them."
+    )
+
+
 def measure_held_out(
     model,
     held_out_dataset,
@@ -227,6 +244,11 @@ def measure_held_out(
     check_tokenizer_fits(model, tokenizer, recorded, f"the adapter {getattr(model, 'seqtemp_source', '')}".strip())
     check_prepared_fits(model, prepared, 0, "held_out_dataset")
     groups = prepared[GROUP_ID]
+    columns = held_out_dataset.column_names
+    layout = detect_format(columns, "text", "held_out_dataset")
+    prompted = "prompt_id" in columns or layout not in ("text", "input_ids") or "completion_mask" in columns
+    if prompted and len(set(groups)) < MIN_HELD_OUT_PROMPTS:
+        warnings.warn(f"measure_held_out: {few_held_out_prompts(len(set(groups)))}", UserWarning, stacklevel=2)
     kwargs = {"batch_size": batch_size, "max_length": max_length}
     myopic_scorer = AutoregressiveScorer(token_temperature=target_temperature)
     tuned = None

@@ -132,3 +132,25 @@ def test_scoring_a_dataset_under_a_trainable_adapter_keeps_no_graph():
     rows = {"input_ids": [[0, 1, 2, 3], [0, 1, 3, 2]], "completion_mask": [[0, 0, 1, 1], [0, 0, 1, 1]]}
     logps, _ = score_dataset(model, Dataset.from_dict(rows))
     assert not logps.requires_grad and logps.grad_fn is None and torch.isfinite(logps).all()
+
+
+def test_held_out_figures_on_few_prompts_are_said_to_be_indicative(tmp_path):
+    """The Python API warns, as the command line does, when the held-out figures rest on fewer than 8 prompts (the
+    quick start printed "Kendall tau 1.000 over 8 completions of 2 unseen prompts" without a word), and the card
+    says it; on 8 prompts or more nothing is said."""
+    import warnings
+
+    from hf_seqtemp import SequenceTemperatureConfig
+    from hf_seqtemp.card import write_card
+
+    model = conditional_lm(VOCAB)
+    few = _samples(model, PROMPTS[:2], seed=1)
+    with pytest.warns(UserWarning, match=r"rest on 2 held-out prompts, fewer than 8: .* indicative only"):
+        measurement = measure_held_out(model, few, 0.5, base_model=model)
+    write_card(tmp_path, SequenceTemperatureConfig(0.5, base_model_id="my/base"), measurement)
+    assert "rest on 2 held-out prompts, fewer than 8" in (tmp_path / "README.md").read_text()
+    eight = tuple((a, b) for a in range(2) for b in range(VOCAB))
+    many = as_prompted_dataset(sample_completions(model, 12, LENGTH, prompts=eight, seed=1), 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        measure_held_out(model, many, 0.5, base_model=model)
