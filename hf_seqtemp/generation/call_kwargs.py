@@ -42,3 +42,22 @@ def seqtemp_call_kwargs(kwargs: dict) -> dict:
     if kwargs.get("streamer") is not None:
         kwargs["seqtemp_streamer"] = kwargs.pop("streamer")
     return kwargs
+
+
+def reading_own_generation_config(model) -> None:
+    """Makes `model.generate` (as [`~hf_seqtemp.generation.custom_generate.enable_seq_temperature_generate`] set
+    it) read the options of [`SEQTEMP_OPTIONS`] from the model's own `generation_config` too, as transformers reads
+    its own fields from it: `model.generation_config.seq_temperature = 0.5` then samples as the keyword does, where
+    it used to be ignored (greedy answers, the same for every seed). A passed `generation_config` or keyword wins."""
+    generate = model.generate
+
+    def generate_with_own_config(*args, **kwargs):
+        own = getattr(model, "generation_config", None)
+        if kwargs.get("generation_config") is None and any(
+            getattr(own, name, None) is not None for name in SEQTEMP_OPTIONS
+        ):
+            kwargs["generation_config"] = own
+        return generate(*args, **kwargs)
+
+    generate_with_own_config._reads_own_generation_config = True
+    model.generate = generate_with_own_config
