@@ -11,6 +11,7 @@ import torch
 from .config import CONFIG_NAME, SequenceTemperatureConfig, looks_like_local_path, resolve_hub_file
 from .fingerprint import warn_if_base_differs
 from .generation.adapters import register_tempered_adapter
+from .generation.call_kwargs import reading_own_generation_config
 from .generation.custom_generate import enable_seq_temperature_generate
 from .manifest import file_sha256
 from .models.default import DEFAULT_MODEL_ID, load_default_model
@@ -103,7 +104,10 @@ def _resolve_base(config: SequenceTemperatureConfig, base_model, dtype):
             f"the adapter is for a {config.model_family} model: load the base model yourself and pass it as "
             "`base_model=`."
         )
-    return AutoModelForCausalLM.from_pretrained(base_id, dtype=dtype)
+    from .offline import named_when_offline
+
+    with named_when_offline(base_id, "base model"):
+        return AutoModelForCausalLM.from_pretrained(base_id, dtype=dtype)
 
 
 def load_tempered(
@@ -167,6 +171,9 @@ def load_tempered(
                 model = PeftModel.from_pretrained(base, folder, adapter_name=name)
     register_tempered_adapter(model, config, name)
     enable_seq_temperature_generate(model)
+    inner = model.get_base_model()
+    if not getattr(inner.generate, "_reads_own_generation_config", False):  # once, however many adapters
+        reading_own_generation_config(inner)
     model.seqtemp_config = config
     model.seqtemp_source = str(path)  # where it came from: `save_for_hub` takes the tokenizer and plot from there
     return model.eval()
@@ -206,8 +213,23 @@ def _check_adapter_folder(path: str) -> None:
         hint = f"; the adapter is in its subfolder {inside[0]!r}: pass that folder" if inside else ""
         raise ValueError(f"`path` {str(path)!r} is a folder without `adapter_config.json`{hint}.")
     if not os.path.lexists(os.path.join(path, CONFIG_NAME)):
-        SequenceTemperatureConfig.from_pretrained(path)  # names the missing config
+        raise FileNotFoundError(plain_peft_message(str(path)))
     adapter_folder(source)  # pickles only, or no weights: named before anything is read
+
+
+def plain_peft_message(path: str) -> str:
+    """Why a PEFT adapter folder without `seqtemp_config.json` is not loaded here, and how to use it."""
+    return (
+        f"`path` {path!r} is a plain PEFT adapter (adapter_config.json and weights) without a "
+        f"SequenceTemperatureConfig ({CONFIG_NAME}): nothing says which sequence temperature it samples at, so "
+        "`load_tempered` cannot route `generate(seq_temperature=...)` to it. Load it with PEFT: "
+        f"`PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(BASE), {path!r})`. To use it here, measure "
+        "the temperature it reaches against its base (`hf_seqtemp.measure.measure_held_out(peft_model, "
+        "held_out_samples_of_the_base, target_temperature=T)` reports its T_eff), then attach it: "
+        f"`SequenceTemperatureConfig(target_temperature=T, base_model_id=BASE).save_pretrained({path!r})` and call "
+        "`load_tempered` again. (A folder saved by `SeqTempTrainer.save_model` whose save was killed before "
+        f"{CONFIG_NAME} was written: save the model again.)"
+    )
 
 
 def _checked(path: str, config: SequenceTemperatureConfig, folder: str) -> SequenceTemperatureConfig:

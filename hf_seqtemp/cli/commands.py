@@ -28,12 +28,22 @@ def _flagged(message: str, dataclass_types) -> str:
     return re.sub(r"`(\w+)`", lambda m: f"`--{m.group(1)}`" if m.group(1) in names else m.group(0), message)
 
 
-def _load_base(model_args: ModelArguments, required: bool = True, trust_remote_code=None, quantization=None):
+def _load_base(
+    model_args: ModelArguments, required: bool = True, trust_remote_code=None, quantization=None, init_kwargs=None
+):
     """(model, tokenizer) for --default_model / --model_name_or_path, or (None, None) when neither is given; with
-    TRL's --model_revision, --attn_implementation, --trust_remote_code and a quantisation config."""
+    TRL's --model_revision, --attn_implementation, --trust_remote_code, a quantisation config and `train`'s
+    --model_init_kwargs (`from_pretrained` keywords, which win)."""
     if model_args.default_model and model_args.model_name_or_path:
         raise ValueError("pass either `--default_model` or `--model_name_or_path`, not both.")
     dtype = _dtype(model_args.dtype)
+    if init_kwargs and model_args.default_model:
+        if set(init_kwargs) - {"dtype"}:
+            raise ValueError(
+                f"`--model_init_kwargs` {sorted(init_kwargs)} with `--default_model`: the embedded model takes only "
+                "`dtype` (or `--dtype`); pass `--model_name_or_path` for other `from_pretrained` keywords."
+            )
+        dtype = _dtype(init_kwargs["dtype"]) if isinstance(init_kwargs["dtype"], str) else init_kwargs["dtype"]
     if model_args.default_model:
         from ..models.default import load_default_model
 
@@ -51,8 +61,13 @@ def _load_base(model_args: ModelArguments, required: bool = True, trust_remote_c
         options["attn_implementation"] = model_args.attn_implementation
     if quantization is not None:
         options["quantization_config"] = quantization
-    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, **options)
-    return model, AutoTokenizer.from_pretrained(model_args.model_name_or_path, **shared)
+    options.update(init_kwargs or {})  # `--model_init_kwargs` (train): TRL's name for these keywords, which win
+    shared.update({key: options[key] for key in ("revision", "trust_remote_code")})
+    from ..offline import named_when_offline
+
+    with named_when_offline(model_args.model_name_or_path, "`--model_name_or_path`"):
+        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, **options)
+        return model, AutoTokenizer.from_pretrained(model_args.model_name_or_path, **shared)
 
 
 def _quantization(args: TrainScriptArguments):
@@ -105,7 +120,7 @@ def _dtype(name: str | None):
         return name
     import torch
 
-    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
+    return getattr(torch, name)
 
 
 # ---------------------------------------------------------------------------------------------------- commands
@@ -132,7 +147,9 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         data = read_source(script_args, script_args.dataset_train_split)
         detect_format(data.column_names, training_args.dataset_text_field, "--dataset_path")
     quantization = _quantization(script_args)
-    model, tokenizer = _load_base(script_args, True, training_args.trust_remote_code, quantization)
+    init_kwargs = training_args.model_init_kwargs  # the CLI loads the model: TRL's keywords apply to that load
+    model, tokenizer = _load_base(script_args, True, training_args.trust_remote_code, quantization, init_kwargs)
+    training_args.model_init_kwargs = None
     if prompts_only:
         # prompt only: the trainer samples `--num_generations` completions per prompt from the base model
         from datasets import Dataset
