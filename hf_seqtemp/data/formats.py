@@ -205,7 +205,10 @@ def _split_messages(messages: list[dict]) -> tuple[list[dict], list[dict]]:
     if not messages or messages[-1].get("role") != "assistant":
         roles = [m.get("role") for m in messages]
         raise ValueError(
-            f"a `messages` example must end with an assistant turn (the completion that is scored), got roles {roles}."
+            f"a `messages` example must end with an assistant turn (the completion that is scored), got roles {roles}. "
+            "For prompts without completions (sampled from the base model, `num_generations` per prompt) use TRL's "
+            "prompt-only conversational format: a `prompt` column of message lists, e.g. "
+            '`dataset.rename_column("messages", "prompt")` or `{"prompt": [{"role": "user", "content": "..."}]}`.'
         )
     return list(messages[:-1]), [messages[-1]]
 

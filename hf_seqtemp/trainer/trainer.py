@@ -43,6 +43,7 @@ from .model_setup import add_adapter, default_args, load_processing_class, prepa
 from .particles import SMC_LOG_WEIGHT, check_particle_setup, draw_particles
 from .prompt_only import CompletionPool, FreshCollator, FreshSamples, pad_token_id_of
 from .reference import ReferenceMixin
+from .trl_names import refusing_trainer_arguments
 
 
 class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin, TokenAccumulationMixin, Trainer):
@@ -101,6 +102,7 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         "authors": "Hannah Scheufele, Peter Blohm, Vikas Garg",
     }
 
+    @refusing_trainer_arguments
     def __init__(
         self,
         model,
@@ -134,6 +136,8 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         model_eos = eos_ids_of(model) if self.family.samples_completions else set()
         self._completion_eos = eos_ids_of(model, processing_class)  # what `completions/clipped_ratio` counts
         check_tokenizer_fits(model, processing_class)
+        # TRL's prompt-completion data (trl-lib/tldr) is trained on its completions: said if no group is then whole
+        self._completion_column = "completion" in (getattr(train_dataset, "column_names", None) or [])
         train_dataset = self._prepare_dataset(train_dataset, processing_class, args, "train_dataset", model_eos)
         check_prepared_fits(model, train_dataset, args.max_completion_length, "train_dataset")
         if eval_dataset is not None:
@@ -235,7 +239,17 @@ class SeqTempTrainer(HubMixin, CheckpointMixin, ReferenceMixin, EvaluationMixin,
         if not self.objective.needs_groups:
             return super()._get_train_sampler(train_dataset)
         groups = dataset.group_ids if isinstance(dataset, CompletionPool) else dataset[GROUP_ID]
-        return GroupSampler(groups, self.args.num_generations, shuffle=True, seed=self.args.seed)
+        try:
+            return GroupSampler(groups, self.args.num_generations, shuffle=True, seed=self.args.seed)
+        except ValueError as error:
+            if not getattr(self, "_completion_column", False) or "No prompt group" not in str(error):
+                raise
+            raise ValueError(
+                f"{error} The `train_dataset` has a `completion` column (TRL's prompt-completion format, e.g. "
+                "trl-lib/tldr), so its given completions are what is trained on. To have `num_generations` "
+                "completions of each prompt sampled from the base model instead, keep only the prompts: "
+                '`train_dataset=dataset.select_columns(["prompt"])`.'
+            ) from None
 
     # ------------------------------------------------------------------ loss
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):

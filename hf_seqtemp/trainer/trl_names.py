@@ -46,6 +46,57 @@ def check_trl_names(config) -> None:
         config.model_init_kwargs = json.loads(config.model_init_kwargs)
     if config.model_init_kwargs is not None and not isinstance(config.model_init_kwargs, dict):
         raise TypeError(f"`model_init_kwargs` must be a dict (or its JSON), got {config.model_init_kwargs!r}.")
+    for key in ("dtype", "torch_dtype"):
+        check_dtype((config.model_init_kwargs or {}).get(key), f"model_init_kwargs['{key}']")
+
+
+DTYPE_NAMES = ("auto", "bfloat16", "float16", "float32")
+
+
+def check_dtype(value, name: str) -> None:
+    """Refuses a dtype that `from_pretrained` cannot take (`"bf16"` would fail as `module 'torch' has no attribute
+    'bf16'`), naming `name`, the value and the accepted ones; `None`, `"auto"`, a `torch.dtype` or the name of one
+    pass."""
+    import torch
+
+    if value is None or isinstance(value, torch.dtype) or value == "auto":
+        return
+    if isinstance(value, str) and isinstance(getattr(torch, value, None), torch.dtype):
+        return
+    raise ValueError(
+        f"Invalid dtype: `{name}` is {value!r}; pass one of {', '.join(repr(v) for v in DTYPE_NAMES)} or a "
+        "`torch.dtype` (e.g. `torch.bfloat16`)."
+    )
+
+
+REFUSED_TRAINER_ARGUMENTS = {
+    "reward_funcs": "there is no reward here: sequence temperature needs none. The objective is the distance of the "
+    "trained model to p^(1/T), the base model tempered per prompt, set by `SeqTempConfig(target_temperature=T)`; "
+    "drop `reward_funcs`",
+    "reward_processing_classes": "there is no reward model here: the objective is the distance to p^(1/T) per "
+    "prompt (`SeqTempConfig(target_temperature=T)`); drop it",
+    "model_init": "SeqTempTrainer prepares its model once, at construction (the adapter added, the reference p and "
+    "the datasets scored with it), so `Trainer.hyperparameter_search` cannot rebuild it per trial. Pass the model "
+    "itself (`model=model_init()`), and for a search build one SeqTempTrainer per trial, e.g. in an Optuna "
+    "objective: `trainer = SeqTempTrainer(model_init(), SeqTempConfig(..., learning_rate=trial.suggest_float(...)), "
+    "...)`, `trainer.train()`, then return a figure of `trainer.evaluate()`",
+}
+"""Arguments of TRL's or transformers' trainers that `SeqTempTrainer` does not take, with why and what to do."""
+
+
+def refusing_trainer_arguments(init):
+    """`init` (`SeqTempTrainer.__init__`) naming a TRL / transformers trainer argument it does not take
+    ([`REFUSED_TRAINER_ARGUMENTS`]), with why and what to do, rather than Python's bare "unexpected keyword
+    argument"."""
+
+    @functools.wraps(init)
+    def checked(self, *args, **kwargs):
+        for name, why in REFUSED_TRAINER_ARGUMENTS.items():
+            if name in kwargs:
+                raise TypeError(f"`{name}` is not an argument of SeqTempTrainer: {why}.")
+        init(self, *args, **kwargs)
+
+    return checked
 
 
 def refuse_grpo_only(names) -> None:
