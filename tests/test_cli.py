@@ -2,6 +2,7 @@
 import dataclasses
 import json
 import os
+import re
 import random
 
 import pytest
@@ -227,10 +228,21 @@ def test_train_from_sampled_prompts_and_push(workspace, tmp_path, monkeypatch, c
     assert f"| tempered (this adapter) | {config.eval_t_eff:.4f} |" in card
     # and `train` says what it measured, as recorded beside the adapter
     saved = SequenceTemperatureConfig.from_pretrained(out)
+    printed = capsys.readouterr().out
     assert (
         f"measured within prompts on 8 completions of 1 held-out prompt, never trained on: T_eff "
         f"{saved.eval_t_eff:.4f} (target 0.5), Kendall tau {saved.eval_kendall_tau:.4f}"
-    ) in capsys.readouterr().out
+    ) in printed
+    # before any of it, the plan: the work and its estimated time on this machine
+    plan = re.search(
+        r"the plan: sample 8 completions of at most 3 tokens for each of 1 training prompts and 8 of each of 1 "
+        r"held-out prompts \(16 completions, 2 sampling calls\), then 6 optimisation steps of 16 rows, then measure "
+        r"the adapter on the held-out prompts\. Estimated on this machine \(a probe of the loaded model, \d+ s\): "
+        r"sampling at most \d+ s, training about \d+ s, measuring about \d+ s: about \d+ s in all",
+        printed,
+    )
+    assert plan is not None, printed
+    assert printed.index("the plan:") < printed.index("measured within prompts")
 
 
 def test_train_without_a_held_out_set_says_that_nothing_was_measured(trained):

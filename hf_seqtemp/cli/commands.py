@@ -178,6 +178,7 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
             data, script_args.eval_fraction, training_args.seed, training_args.dataset_text_field
         )
     announce_split(train, held_out, prompts_only, training_args.num_generations, training_args.dataset_text_field)
+    _announce_plan(model, tokenizer, training_args, train, held_out)
     lora = _lora(script_args)
     trainer = SeqTempTrainer(
         model, training_args, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
@@ -199,6 +200,32 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
         trainer.push_to_hub(dataset_names=script_args.dataset_names or None)
         print(f"pushed to https://huggingface.co/{trainer.hub_model_id}")
     return 0
+
+
+def _announce_plan(model, tokenizer, args, train, held_out) -> None:
+    """Prints the work of a run on prompt-only data (prompts × completions × tokens, sampling calls, steps) and its
+    estimated time on this machine, before any of it starts ([`~hf_seqtemp.trainer.plan`])."""
+    from ..data import prepare_dataset
+    from ..data.prepare import PROMPT_IDS, is_prompt_only
+    from ..trainer.plan import estimate_seconds, work_plan
+
+    prepared = prepare_dataset(train, tokenizer, args.dataset_text_field, args.max_length, "--dataset_path")
+    if not is_prompt_only(prepared):
+        return
+    held = None
+    if held_out is not None:
+        held = prepare_dataset(held_out, tokenizer, args.dataset_text_field, args.max_length, "held-out prompts")
+    prompts = list(prepared[PROMPT_IDS]) + (list(held[PROMPT_IDS]) if held is not None and is_prompt_only(held) else [])
+    longest = max(len(ids) for ids in prompts)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    held_prompts = len(set(held["group_id"])) if held is not None and is_prompt_only(held) else 0
+    plan = work_plan(args, len(set(prepared["group_id"])), held_prompts, longest, world)
+    device = next(model.parameters()).device
+    if world == 1 and not args.use_vllm and device.type == args.device.type:  # timed where it will run
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        plan.seconds = estimate_seconds(model, plan, pad)
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(plan.describe(), flush=True)
 
 
 def _resume_value(value: str | None) -> str | bool | None:
