@@ -9,6 +9,8 @@ puts them in the README). Run it on an idle machine: other jobs' load inflates e
 - `venv`: `git clone` of the commit, then `make venv` (the CPU torch wheel, the locked versions, the embedded model);
 - `quickstart`: the README's quick-start block saved as `quick_start.py` in an empty folder and run with the clone's
   Python, torch's default threads (as written: no `OMP_NUM_THREADS`, unless this run's environment sets it);
+- `owndata`: the README's "Your own data" command (its bash block running `hf-seqtemp train`), as written, in the
+  clone, with the clone's `.venv/bin` first on the PATH; its printed plan (the estimate) is recorded beside the time;
 - `demo`: `make demo` in the clone; its `demo.json` (the demo's figures and provenance) is copied to `--demo_json`;
 - `test`: `make test` in the clone (lint, then the default suite).
 
@@ -36,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 from _common import REPO, cores_busy, default_output, device_info, provenance
 
-STEPS = ("venv", "quickstart", "demo", "test")
+STEPS = ("venv", "quickstart", "owndata", "demo", "test")
 
 
 def readme_quick_start(readme: str) -> str:
@@ -50,6 +52,19 @@ def readme_quick_start(readme: str) -> str:
     """
     blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
     return next(block for block in blocks if "SeqTempTrainer(" in block)
+
+
+def readme_own_data(readme: str) -> str:
+    """The README's own-data command: the bash block that runs `hf-seqtemp train`.
+
+    Example:
+    ```python
+    >>> readme_own_data("x\n```bash\nmake demo\n```\n```bash\nhf-seqtemp train --default_model \\\n  --x 1\n```\n")
+    'hf-seqtemp train --default_model \\\n  --x 1\n'
+    ```
+    """
+    blocks = re.findall(r"```bash\n(.*?)```", readme, flags=re.DOTALL)
+    return next(block for block in blocks if "hf-seqtemp train" in block)
 
 
 def _load() -> float:
@@ -95,6 +110,14 @@ def run(args) -> dict:
         (folder / "quick_start.py").write_text(readme_quick_start((clone / "README.md").read_text()), "utf-8")
         steps["quickstart"] = timed("quickstart", [str(python), "quick_start.py"], folder, env, work / "qs.log")
         steps["quickstart"]["threads"] = env.get("OMP_NUM_THREADS", "torch's default (one per core)")
+    if "owndata" in args.steps:
+        command = readme_own_data((clone / "README.md").read_text())
+        own_env = {**env, "PATH": f"{python.parent}{os.pathsep}{env.get('PATH', '')}"}
+        shutil.rmtree(clone / "mine", ignore_errors=True)  # the command's --output_dir: a first run
+        steps["owndata"] = timed("owndata", ["bash", "-c", command], clone, own_env, work / "own_data.log")
+        steps["owndata"]["plan"] = next(
+            (line for line in (work / "own_data.log").read_text().splitlines() if "the plan:" in line), None
+        )
     if "demo" in args.steps:
         steps["demo"] = timed("demo", ["make", "demo"], clone, env, work / "demo.log")
         if args.demo_json:

@@ -182,7 +182,12 @@ def _first_hour_blocks() -> list[tuple[str, str]]:
 
     def setup(lang: str, code: str) -> bool:  # and `hf-seqtemp serve`, a server that runs until it is stopped
         lines = _command_lines(code) if lang == "bash" else []
-        return any(words[0] in ("make", "pip") or words[:2] == ["hf-seqtemp", "serve"] for words in lines)
+        return any(
+            words[0] in ("make", "pip")
+            or words[:2] == ["hf-seqtemp", "serve"]
+            or "examples/my_prompts.jsonl" in words  # the own-data run: minutes, timed by benchmarks/first_hour.py
+            for words in lines
+        )
 
     return [
         (lang, code)
@@ -237,3 +242,17 @@ def test_the_own_data_recipe_of_the_training_page_parses_and_reads_as_prompts(tm
     monkeypatch.chdir(tmp_path)
     script, config = _parsers()["train"].parse_flags(commands[0][2:])
     assert script.dataset_path == "my.jsonl" and script.eval_fraction == 0.25 and config.target_temperature == 0.5
+
+
+def test_the_readmes_own_data_command_parses_and_its_file_holds_prompts(tmp_path, monkeypatch):
+    """The README's own-data command (timed by `benchmarks/first_hour.py`, step `owndata`) parses with `train`'s own
+    flags, and the file it trains on is a prompt-only dataset of enough prompts that a quarter held out is 8."""
+    from hf_seqtemp.data import detect_format
+
+    section = README.read_text(encoding="utf-8").split("### Your own data", 1)[1].split("\n## ", 1)[0]
+    commands = [words for lang, code in _blocks(section) if lang == "bash" for words in _command_lines(code)]
+    assert [words[:2] for words in commands] == [["hf-seqtemp", "train"]]
+    script, config = _parsers()["train"].parse_flags(commands[0][2:])
+    rows = [json.loads(line) for line in (ROOT / script.dataset_path).read_text(encoding="utf-8").splitlines()]
+    assert detect_format(Dataset.from_list(rows).column_names, "text", script.dataset_path) == "prompt_only"
+    assert len({row["prompt"][-1]["content"] for row in rows}) * script.eval_fraction >= 8

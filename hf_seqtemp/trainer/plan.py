@@ -18,6 +18,8 @@ import torch
 
 FORWARDS_PER_STEP = 3.0
 """A training step (forward and backward of the batch) counted as this many forward passes of it."""
+PROBE_ROWS = 16
+"""Rows of the probe's batches; its times are scaled linearly to the plan's batch sizes."""
 MEASURED_MODELS = 3
 """Forward passes over each held-out row when the adapter is measured (base, token temperature, adapter)."""
 
@@ -142,9 +144,10 @@ def estimate_seconds(model, plan: WorkPlan, pad_token_id: int = 0) -> dict:
     was_training = model.training
     model.eval()
     rows = max(1, min(plan.rows_per_call, plan.sampled_rows))
+    probe_rows = min(rows, PROBE_ROWS)  # scaled to `rows` below: linear in rows, an upper bound on a GPU
     vocab = model.get_input_embeddings().weight.shape[0]
     generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, vocab, (rows, plan.prompt_tokens), generator=generator).to(device)
+    ids = torch.randint(0, vocab, (probe_rows, plan.prompt_tokens), generator=generator).to(device)
     mask = torch.ones_like(ids)
 
     def timed(call) -> float:
@@ -157,12 +160,13 @@ def estimate_seconds(model, plan: WorkPlan, pad_token_id: int = 0) -> dict:
     timed(lambda: exact_generate(model, ids[:1], mask[:1], 1, set(), pad_token_id))  # warm-up
     one = timed(lambda: exact_generate(model, ids, mask, 1, set(), pad_token_id))
     five = timed(lambda: exact_generate(model, ids, mask, 5, set(), pad_token_id))
-    per_token = max(five - one, 0.0) / 4
-    prompt = max(one - per_token, 0.0)
+    per_token = max(five - one, 0.0) / 4 * rows / probe_rows
+    prompt = max(one * rows / probe_rows - per_token, 0.0)
     sampling = plan.sampling_calls * (prompt + plan.completion_tokens * per_token)  # a call of the probe's rows
     width = plan.prompt_tokens + plan.completion_tokens
-    step_rows = torch.randint(0, vocab, (max(1, plan.rows_per_step), width), generator=generator).to(device)
-    forward = timed(lambda: model(input_ids=step_rows))
+    step = max(1, plan.rows_per_step)
+    step_rows = torch.randint(0, vocab, (min(step, PROBE_ROWS), width), generator=generator).to(device)
+    forward = timed(lambda: model(input_ids=step_rows)) * step / min(step, PROBE_ROWS)
     training = plan.steps * FORWARDS_PER_STEP * forward
     held_rows = plan.held_out_prompts * plan.held_out_completions_per_prompt
     measuring = MEASURED_MODELS * forward * held_rows / max(1, plan.rows_per_step)
