@@ -216,6 +216,11 @@ class SeqTempConfig(TrainingArguments):
             afresh. Resuming (`trainer.train(resume_from_checkpoint=True)`, or the CLI's `--resume_from_checkpoint`)
             continues from the last complete checkpoint, with the pool of fresh samples and its random stream.
 
+        chat_template_path (`str`, *optional*, defaults to `None`):
+            As TRL's: a Jinja file, or a tokenizer (folder or Hub id) whose chat template the tokenizer takes before
+            the data are rendered (saved with the adapter). A template needing special tokens the tokenizer lacks is
+            refused: TRL would add them and resize the embeddings, which changes the base model p.
+
         > Deprecated parameters
 
         precompute_ref_logps (`bool`, *optional*):
@@ -374,6 +379,13 @@ class SeqTempConfig(TrainingArguments):
         metadata={
             "help": "Set every dropout probability of the model and its adapter to 0 (DPO's default; GRPO's is "
             "False: here dropout would make T_eff and tau read other than 1 at initialisation)."
+        },
+    )
+    chat_template_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "TRL's: a Jinja file, or a tokenizer folder / Hub id, whose chat template the tokenizer takes "
+            "(saved with the adapter)."
         },
     )
     # TRL parameters refused by name

@@ -40,16 +40,57 @@ TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "tokenizer.model",
 
 def load_processing_class(model, processing_class, args: SeqTempConfig):
     """The tokenizer: the one given, or (as TRL's trainers do) the one of a model given by id or path; `None` for a
-    local folder without tokenizer files (pre-tokenised data needs none; text data then says it needs one)."""
-    if processing_class is not None or not isinstance(model, str):
-        return processing_class
-    if os.path.isdir(model) and not any(os.path.isfile(os.path.join(model, n)) for n in TOKENIZER_FILES):
-        return None
+    local folder without tokenizer files (pre-tokenised data needs none; text data then says it needs one). With
+    `args.chat_template_path`, its chat template is set from there ([`apply_chat_template_path`])."""
+    if processing_class is None and isinstance(model, str):
+        if os.path.isdir(model) and not any(os.path.isfile(os.path.join(model, n)) for n in TOKENIZER_FILES):
+            return apply_chat_template_path(None, args.chat_template_path)
+        from transformers import AutoTokenizer
+
+        init = args.model_init_kwargs or {}
+        options = {key: init[key] for key in ("revision", "trust_remote_code") if key in init}
+        processing_class = AutoTokenizer.from_pretrained(
+            model, **{"trust_remote_code": args.trust_remote_code, **options}
+        )
+    return apply_chat_template_path(processing_class, args.chat_template_path)
+
+
+def apply_chat_template_path(tokenizer, path: str | None):
+    """TRL's `chat_template_path`: a Jinja file (`.jinja` / `.j2`, or any file) whose text becomes
+    `tokenizer.chat_template`, or a tokenizer (a local folder or a Hub id) whose template is copied. A template whose
+    special tokens the tokenizer lacks is refused: TRL would add them and resize the embeddings, which changes the
+    model p being tempered."""
+    if path is None:
+        return tokenizer
+    if tokenizer is None:
+        raise ValueError(
+            f"`chat_template_path={path!r}` needs a tokenizer to set the template on: pass `processing_class`."
+        )
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as handle:
+            tokenizer.chat_template = handle.read()
+        return tokenizer
     from transformers import AutoTokenizer
 
-    init = args.model_init_kwargs or {}
-    options = {key: init[key] for key in ("revision", "trust_remote_code") if key in init}
-    return AutoTokenizer.from_pretrained(model, **{"trust_remote_code": args.trust_remote_code, **options})
+    try:
+        source = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as error:
+        raise ValueError(
+            f"`chat_template_path={path!r}` is neither a file nor a tokenizer that loads ({error}): pass a Jinja "
+            "file (`template.jinja`) or a tokenizer folder / Hub id with a chat template."
+        ) from None
+    if not getattr(source, "chat_template", None):
+        raise ValueError(f"`chat_template_path={path!r}`: that tokenizer has no chat template.")
+    vocab = tokenizer.get_vocab()
+    missing = [token for token in source.all_special_tokens if token not in vocab]
+    if missing:
+        raise ValueError(
+            f"`chat_template_path={path!r}`: its template uses special tokens this tokenizer lacks ({missing}). TRL "
+            "would add them and resize the embeddings, which changes the base model p that is tempered: refused. "
+            "Pass a Jinja file written for this tokenizer's own tokens."
+        )
+    tokenizer.chat_template = source.chat_template
+    return tokenizer
 
 
 def prepare_model(model, processing_class, args: SeqTempConfig, quantization_config=None):

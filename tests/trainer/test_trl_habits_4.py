@@ -196,3 +196,38 @@ def test_prompt_completion_data_without_whole_groups_says_to_select_the_prompts(
     assert "trl-lib/tldr" in docs and 'select_columns(["prompt"])' in docs
     scale_out = " ".join((DOCS / "scale_out.md").read_text(encoding="utf-8").split())
     assert "trl vllm-serve" in scale_out and "--dtype float32" in scale_out
+
+
+# ------------------------------------------------------------------------------------- g: chat_template_path
+def test_chat_template_path_sets_the_template_the_data_are_rendered_with_as_in_trl(tmp_path):
+    """TRL's `chat_template_path`: a Jinja file's text becomes the tokenizer's chat template before the data are
+    rendered (two templates give two renderings of the same conversation); a tokenizer folder's template is copied;
+    one whose special tokens this tokenizer lacks is refused by name (TRL would resize the embeddings: another p)."""
+    from conditional_toy import word_tokenizer
+
+    data = Dataset.from_dict(
+        {
+            "prompt": [[{"role": "user", "content": "x"}]] * 4,
+            "completion": [[{"role": "assistant", "content": w}] for w in ("y", "z", "y y", "z y")],
+        }
+    )
+    rendered = {}
+    for name, template in {"plain": "{% for m in messages %}{{ m['content'] }} {% endfor %}",
+                           "twice": "{% for m in messages %}{{ m['content'] }} {{ m['content'] }} {% endfor %}"}.items():
+        (tmp_path / f"{name}.jinja").write_text(template)
+        args = _config(tmp_path, num_generations=4, chat_template_path=str(tmp_path / f"{name}.jinja"))
+        trainer = SeqTempTrainer(tiny_causal_lm(6, seed=3), args, train_dataset=data, processing_class=word_tokenizer())
+        assert trainer.processing_class.chat_template == template
+        rendered[name] = trainer.train_dataset[0]["input_ids"]
+    assert rendered["plain"] != rendered["twice"] and len(rendered["twice"]) > len(rendered["plain"])
+    folder = tmp_path / "tokenizer"
+    source = word_tokenizer()
+    source.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
+    source.save_pretrained(folder)
+    args = _config(tmp_path, num_generations=4, chat_template_path=str(folder))
+    trainer = SeqTempTrainer(tiny_causal_lm(6, seed=3), args, train_dataset=data, processing_class=word_tokenizer())
+    assert trainer.processing_class.chat_template == source.chat_template
+    source.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
+    source.save_pretrained(folder)
+    with pytest.raises(ValueError, match=r"special tokens this tokenizer lacks \(\['<\|im_start\|>'\]\).*refused"):
+        SeqTempTrainer(tiny_causal_lm(6, seed=3), args, train_dataset=data, processing_class=word_tokenizer())
