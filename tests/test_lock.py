@@ -38,10 +38,10 @@ def pins(lock: str) -> dict[str, Version]:
 
 
 def lock_problems(pyproject: str, lock: str) -> list[str]:
-    """What is wrong with `lock` for `pyproject`: direct dependencies (the `dev` and `docs` extras included: `make venv`
-    installs both) missing from it or pinned outside their range."""
+    """What is wrong with `lock` for `pyproject`: direct dependencies (the `dev`, `docs` and `eval` extras included:
+    `make venv` installs all three) missing from it or pinned outside their range."""
     pinned, problems = pins(lock), []
-    for requirement in direct_requirements(pyproject, ("dev", "docs")):
+    for requirement in direct_requirements(pyproject, ("dev", "docs", "eval")):
         version = pinned.get(canonicalize_name(requirement.name))
         if version is None:
             problems.append(f"{requirement.name} is a direct dependency but the lock does not pin it")
@@ -66,6 +66,16 @@ def test_a_lock_missing_a_direct_dependency_is_caught(dropped):
     assert lock_problems(_read("pyproject.toml"), lock) == [
         f"{dropped} is a direct dependency but the lock does not pin it"
     ]
+
+
+def test_the_harness_stays_an_optional_extra():
+    """`pip install hf-seqtemp` does not pull lm-eval: it is the `eval` extra only, pinned at the locked version."""
+    project = tomllib.loads(_read("pyproject.toml"))["project"]
+    core = {canonicalize_name(Requirement(r).name) for r in project["dependencies"]}
+    assert "lm-eval" not in core
+    (harness,) = [Requirement(r) for r in project["optional-dependencies"]["eval"]]
+    assert canonicalize_name(harness.name) == "lm-eval" and harness.extras == {"hf"}
+    assert harness.specifier.contains(pins(_read("requirements/lock.txt"))["lm-eval"])
 
 
 def test_a_pin_outside_the_range_is_caught():
