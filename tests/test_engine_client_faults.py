@@ -209,3 +209,30 @@ def test_a_malformed_reply_is_not_waited_for():
         with pytest.raises(EngineReplyError, match="no `data`"):
             EngineClient(stub.url).wait_until_up(30.0)
     assert time.monotonic() - start < 5.0
+
+
+# ---------------------------------------------------------------- long scoring lists
+
+
+def test_more_sequences_than_vllm_takes_in_one_request_are_scored_in_several():
+    """vLLM refuses a prompt list longer than 1024 (HTTP 400, `VLLM_MAX_COMPLETION_PROMPTS`): PIMH over 33 runs of
+    2000 answers at N = 4 asked it to score 1078 distinct sequences at once. 2500 distinct sequences are scored in
+    three requests of at most 1024, every sequence with its own log-probabilities, in order."""
+
+    def answer(body):
+        prompts = body["prompt"]
+        if len(prompts) > 1024:
+            return 400, json.dumps({"error": {"message": f"prompt list length {len(prompts)} exceeds 1024"}}).encode(), None
+        choices = [
+            {"index": i, "prompt_logprobs": [None] + [{str(t): {"logprob": -0.001 * seq[0] - t}} for t in seq[1:]]}
+            for i, seq in enumerate(prompts)
+        ]
+        return _json({"choices": choices})
+
+    sequences = [[i, 1, 2] for i in range(2500)]
+    with _Stub(answer) as stub:
+        client = EngineClient(stub.url, model="stub")
+        scores = client.score(sequences, [1] * len(sequences))
+        sizes = sorted(len(body["prompt"]) for body in stub.bodies)
+    assert sizes == [452, 1024, 1024]
+    assert scores == [[-0.001 * i - 1, -0.001 * i - 2] for i in range(2500)]

@@ -71,6 +71,9 @@ NEUTRAL_SAMPLING = {
 
 
 MAX_N = 4096
+MAX_PROMPTS = 1024
+"""Prompts per scoring request: vLLM refuses a longer prompt list (HTTP 400, `VLLM_MAX_COMPLETION_PROMPTS`, 1024 by
+default), so [`EngineClient.prompt_logprobs`] sends longer lists as several requests."""
 """Completions per request at most (vLLM refuses `n` above 16384); a larger `n` is split into several requests."""
 
 
@@ -322,7 +325,8 @@ class EngineClient:
 
     def prompt_logprobs(self, sequences: list[list[int]], top: int = 0) -> list[list[dict | None]]:
         """The engine's `prompt_logprobs` of each sequence: per position, `{token: {"logprob": ...}}` for the
-        position's own token and the `top` most likely ones (`None` at position 0). One request, under the base
+        position's own token and the `top` most likely ones (`None` at position 0). One request per
+        [`MAX_PROMPTS`] sequences, under the base
         model (no adapter); they are computed before any sampling processor, so they are the same whatever the
         server's `--logprobs-mode` (raw `log p`, or logits in the logits modes); the one token the request also
         draws is ignored."""
@@ -332,11 +336,15 @@ class EngineClient:
                 "log-probabilities when LoRA is enabled. Score with a server of the base model without adapters "
                 "(and propose with this one)."
             )
-        body = {**NEUTRAL_SAMPLING, "model": self.model, "temperature": 1.0, "max_tokens": 1, "prompt_logprobs": top}
-        body.update(prompt=[list(map(int, seq)) for seq in sequences], return_token_ids=True)
-        body["return_tokens_as_token_ids"] = True
-        choices = checked_choices(self.base_url, self._request("/v1/completions", body), len(sequences))
-        return [checked_prompt_logprobs(self.base_url, c, len(seq)) for c, seq in zip(choices, sequences)]
+        common = {**NEUTRAL_SAMPLING, "model": self.model, "temperature": 1.0, "max_tokens": 1, "prompt_logprobs": top}
+        common.update(return_token_ids=True, return_tokens_as_token_ids=True)
+        chunks = [sequences[start : start + MAX_PROMPTS] for start in range(0, len(sequences), MAX_PROMPTS)]
+        bodies = [{**common, "prompt": [list(map(int, seq)) for seq in chunk]} for chunk in chunks]
+        out = []
+        for chunk, answer in zip(chunks, self._concurrently(bodies, None)):
+            choices = checked_choices(self.base_url, answer, len(chunk))
+            out.extend(checked_prompt_logprobs(self.base_url, c, len(seq)) for c, seq in zip(choices, chunk))
+        return out
 
     def score(self, sequences: list[list[int]], starts: list[int]) -> list[list[float]]:
         """`log p(x_t | x_<t)` of the tokens `sequence[start:]` of each sequence, under the base model (no adapter),
