@@ -2,8 +2,8 @@
 import dataclasses
 import json
 import os
-import re
 import random
+import re
 
 import pytest
 import torch

@@ -222,7 +222,11 @@ def test_more_sequences_than_vllm_takes_in_one_request_are_scored_in_several():
     def answer(body):
         prompts = body["prompt"]
         if len(prompts) > 1024:
-            return 400, json.dumps({"error": {"message": f"prompt list length {len(prompts)} exceeds 1024"}}).encode(), None
+            return (
+                400,
+                json.dumps({"error": {"message": f"prompt list length {len(prompts)} exceeds 1024"}}).encode(),
+                None,
+            )
         choices = [
             {"index": i, "prompt_logprobs": [None] + [{str(t): {"logprob": -0.001 * seq[0] - t}} for t in seq[1:]]}
             for i, seq in enumerate(prompts)

@@ -187,7 +187,7 @@ def test_many_prompts_share_a_sampling_call_sized_in_tokens(tmp_path, monkeypatc
     """Before training, the completions of many prompts are drawn in one `generate` call (`sampling_batch_tokens`),
     not one prompt's `num_generations` per call: 30 prompts × 8 completions of at most 3 tokens take one call by
     default (30 calls before, at `per_device_eval_batch_size` 8), and 4 calls when the budget holds 60 rows."""
-    import hf_seqtemp.trainer.prompt_only as prompt_only
+    from hf_seqtemp.trainer import prompt_only
 
     calls = []
     original = prompt_only.sample_completions

@@ -252,7 +252,7 @@ def test_the_readmes_own_data_command_parses_and_its_file_holds_prompts(tmp_path
     section = README.read_text(encoding="utf-8").split("### Your own data", 1)[1].split("\n## ", 1)[0]
     commands = [words for lang, code in _blocks(section) if lang == "bash" for words in _command_lines(code)]
     assert [words[:2] for words in commands] == [["hf-seqtemp", "train"]]
-    script, config = _parsers()["train"].parse_flags(commands[0][2:])
+    script, _ = _parsers()["train"].parse_flags(commands[0][2:])
     rows = [json.loads(line) for line in (ROOT / script.dataset_path).read_text(encoding="utf-8").splitlines()]
     assert detect_format(Dataset.from_list(rows).column_names, "text", script.dataset_path) == "prompt_only"
     assert len({row["prompt"][-1]["content"] for row in rows}) * script.eval_fraction >= 8

@@ -215,7 +215,9 @@ def _announce_plan(model, tokenizer, args, train, held_out) -> None:
     held = None
     if held_out is not None:
         held = prepare_dataset(held_out, tokenizer, args.dataset_text_field, args.max_length, "held-out prompts")
-    prompts = list(prepared[PROMPT_IDS]) + (list(held[PROMPT_IDS]) if held is not None and is_prompt_only(held) else [])
+    prompts = list(prepared[PROMPT_IDS]) + (
+        list(held[PROMPT_IDS]) if held is not None and is_prompt_only(held) else []
+    )
     longest = max(len(ids) for ids in prompts)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     held_prompts = len(set(held["group_id"])) if held is not None and is_prompt_only(held) else 0

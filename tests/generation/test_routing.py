@@ -8,10 +8,9 @@ Every route is checked against an oracle that involves no switching: the adapter
 """
 
 import itertools
+import os
 from pathlib import Path
 from types import SimpleNamespace
-
-import os
 
 import pytest
 import torch

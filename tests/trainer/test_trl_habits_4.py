@@ -212,11 +212,15 @@ def test_chat_template_path_sets_the_template_the_data_are_rendered_with_as_in_t
         }
     )
     rendered = {}
-    for name, template in {"plain": "{% for m in messages %}{{ m['content'] }} {% endfor %}",
-                           "twice": "{% for m in messages %}{{ m['content'] }} {{ m['content'] }} {% endfor %}"}.items():
+    for name, template in {
+        "plain": "{% for m in messages %}{{ m['content'] }} {% endfor %}",
+        "twice": "{% for m in messages %}{{ m['content'] }} {{ m['content'] }} {% endfor %}",
+    }.items():
         (tmp_path / f"{name}.jinja").write_text(template)
         args = _config(tmp_path, num_generations=4, chat_template_path=str(tmp_path / f"{name}.jinja"))
-        trainer = SeqTempTrainer(tiny_causal_lm(6, seed=3), args, train_dataset=data, processing_class=word_tokenizer())
+        trainer = SeqTempTrainer(
+            tiny_causal_lm(6, seed=3), args, train_dataset=data, processing_class=word_tokenizer()
+        )
         assert trainer.processing_class.chat_template == template
         rendered[name] = trainer.train_dataset[0]["input_ids"]
     assert rendered["plain"] != rendered["twice"] and len(rendered["twice"]) > len(rendered["plain"])
