@@ -22,6 +22,7 @@ draws an answer to each of the same prompts; the SMC route also its particles' E
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import sys
@@ -77,10 +78,30 @@ def smc_route_logps(model, tokenizer, conversations, logps: dict, temperature: f
     pool_proposal = torch.tensor([logp for _, _, logp in kept], dtype=torch.float64)
     with model.disable_adapter():
         pool_ref, _ = score_dataset(model, pool, batch_size=128, desc="Scoring the pool under p")
-    return importance_resampling_logps(
+    route = importance_resampling_logps(
         logps["tempered"], logps["base"], list(logps["groups"]), pool_proposal, pool_ref, dataset_groups(pool),
         temperature, PARTICLES, generator=torch.Generator().manual_seed(seed),
     ).float()  # fmt: skip
+    return route, pool_bias_bounds(pool_proposal, pool_ref.double(), dataset_groups(pool), temperature)
+
+
+def pool_bias_bounds(proposal_logps, ref_logps, groups, temperature: float) -> list[float]:
+    """Per prompt, the bound E|Z_hat / Z - 1| / 2 on the total variation between one SMC run's answer law (N =
+    `PARTICLES`, no resampling: importance resampling) and p^(1/T), from the prompt's pool cut into runs of N draws
+    (`POOL / PARTICLES` runs: a rough, low-reading estimate) ([`~hf_seqtemp.generation.pimh.one_run_bias_bound`])."""
+    from hf_seqtemp.generation.pimh import one_run_bias_bound
+
+    weights = ref_logps / temperature - proposal_logps
+    log_z, owners = [], []
+    for index, group in enumerate(dict.fromkeys(groups)):
+        rows = [i for i, g in enumerate(groups) if g == group]
+        for start in range(0, len(rows) - PARTICLES + 1, PARTICLES):
+            log_z.append(float(weights[rows[start : start + PARTICLES]].logsumexp(0)) - math.log(PARTICLES))
+            owners.append(index)
+    ids = torch.tensor([[owner] for owner in owners])
+    bound = one_run_bias_bound(torch.tensor(log_z, dtype=torch.float64), ids, torch.ones_like(ids))
+    per_prompt = {owner: float(value) for owner, value in zip(owners, bound.tolist())}
+    return [per_prompt[owner] for owner in sorted(per_prompt) if not math.isnan(per_prompt[owner])]
 
 
 def _smc_sampler(temperature: float, ess: list[float]):

@@ -148,10 +148,18 @@ def ess_line(costs: dict, names: dict, particles: int) -> str:
     smc = costs.get("smc_adapter", {})
     if "ess_fraction" not in smc:
         return ""
-    return (
+    bias = ""
+    if smc.get("answer_bias_bound") is not None:
+        bias = (
+            f"Its answers' law is at most {smc['answer_bias_bound']:.2f} in total variation from p^(1/T) (the bound "
+            f"E|Z_hat/Z - 1|/2, mean over {smc['answer_bias_bound_prompts']} prompts, from runs of {particles} of the "
+            "pool's draws; one run's answer is biased at small N, `pimh_steps` makes it exact). "
+        )
+    return bias + (
         f"ESS of {names['smc_adapter']}: mean over its {smc['ess_answers']} answers (one per prompt) of the final "
         f"weights' ESS / N = {smc['ess_fraction']:.2f} (1: the adapter proposes p^(1/T) itself; 1/{particles}: one "
-        "particle carries all the weight; no resampling before the end)."
+        "particle carries all the weight; no resampling before the end; with few particles it under-reads the "
+        "weights' tail, so it reads high)."
     )
 
 

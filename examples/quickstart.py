@@ -241,7 +241,7 @@ def compare_routes(args, trainer, tokenizer, held_prompts, reports, logps, once,
     conversation = lambda p: [{"role": "system", "content": SYSTEM}, {"role": "user", "content": p}]
     beat.to(f"drawing {_routes.POOL} adapter answers per held-out prompt for the SMC route's answer law")
     with counter.measure("SMC route's answer law"):
-        smc_logps = _routes.smc_route_logps(
+        smc_logps, smc_bias = _routes.smc_route_logps(
             trainer.model, tokenizer, [conversation(p) for p in held_prompts], logps, args.temperature,
             args.max_completion_length, args.seed + 2,
         )  # fmt: skip
@@ -254,6 +254,8 @@ def compare_routes(args, trainer, tokenizer, held_prompts, reports, logps, once,
             trainer.model, tokenizer, held_prompts, args.temperature, tuned_t, args.max_completion_length, args.seed,
             once_t=once_t,
         )  # fmt: skip
+    costs["smc_adapter"]["answer_bias_bound"] = sum(smc_bias) / len(smc_bias) if smc_bias else None
+    costs["smc_adapter"]["answer_bias_bound_prompts"] = len(smc_bias)
     names = _routes.route_names(args.temperature, tuned_t, once_t)
     groups = logps["groups"]
     held = (

@@ -285,7 +285,7 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_
     demo_flags += ["--held_out_generations", "4", "--max_completion_length", "3", "--max_steps", "2"]
     demo_flags += ["--batch_size", "8"]
     output = run_ranks([*launch, str(ROOT / "examples" / "quickstart.py"), *demo_flags], timeout=600).stdout
-    starts = ("torch threads", "Held-out:", "Does it reach", "Is each prompt", "Which ranks", "At what cost", "route ", "ESS of",
+    starts = ("torch threads", "Held-out:", "Does it reach", "Is each prompt", "Which ranks", "At what cost", "route ", "Its answers' law",
               "Which route, from these rows?", "- Ship a model", "- Best answers", "- No training")  # fmt: skip
     ours = [line for line in output.splitlines() if line.startswith(starts)]
     assert len(ours) == len(starts) and len(set(ours)) == len(starts), output[-3000:]
@@ -312,3 +312,24 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_
     assert all(phase["token_forwards"] > 0 for phase in record["phases"].values())
     shown = {record["names"][name]: row["t_eff"] for name, row in record["rows"].items() if name != "base"}
     assert {name: round(value, 3) for name, value in shown.items()} == t_eff
+
+
+def test_the_smc_routes_answer_bias_is_bounded_per_prompt_from_its_pool(routes, verdicts):
+    """The demo's SMC route states the bound E|Z_hat/Z - 1|/2 on one run's answer bias, per prompt from runs of
+    `PARTICLES` pool draws, never mixing prompts: a prompt whose adapter is exactly p^(1/T) there (equal weights)
+    reads 0 even beside another prompt with another normaliser; weights 1 and 3 in runs of 4 read by hand."""
+    import torch
+
+    n, t = routes.PARTICLES, 0.5
+    ref = torch.tensor([-2.0] * 8 + [-1.0] * 8, dtype=torch.float64)
+    exact = ref / t - torch.tensor([0.3] * 8 + [-5.0] * 8, dtype=torch.float64)  # log q = log p/T - const, per prompt
+    assert routes.pool_bias_bounds(exact, ref, ["a"] * 8 + ["b"] * 8, t) == [0.0, 0.0]
+    weights = torch.tensor([1.0, 1, 1, 1, 3, 3, 3, 3], dtype=torch.float64).log()  # runs: Z_hat 1 and 3, Z 2
+    bound = routes.pool_bias_bounds(ref[:8] / t - weights, ref[:8], ["a"] * 8, t)
+    assert n == 4 and bound == pytest.approx([0.25])  # (|1/2 - 1| + |3/2 - 1|) / 2 / 2
+    costs = {
+        **COSTS,
+        "smc_adapter": {**COSTS["smc_adapter"], "answer_bias_bound": 0.31, "answer_bias_bound_prompts": 14},
+    }
+    line = verdicts.ess_line(costs, NAMES, 4)
+    assert line.startswith("Its answers' law is at most 0.31 in total variation from p^(1/T)") and "reads high" in line
