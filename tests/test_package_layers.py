@@ -49,6 +49,7 @@ FLOORS = {
     "trl_vocabulary": 0,
     "loading": 3,
     "trainer": 4,
+    "harness": 4,  # lm-evaluation-harness's `seqtemp` model (the `eval` extra): loads with `load_tempered`
     "cli": 5,
     ROOT: 5,  # `hf_seqtemp/__init__.py`: the public API, imported lazily by name
 }

@@ -1,0 +1,248 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""lm-evaluation-harness runs our routes (hf_seqtemp.harness): the `seqtemp` model's answers are `seqtemp_generate`'s
+at the same seed, its likelihoods are the route's density (refused by name without one), its cost lands in the
+results, and the plain `hf` model with `peft=` evaluates a folder our trainer saved. Offline, on a tiny word-level
+model and two local tasks of four rows. Skipped without lm-eval (the `eval` extra), except in CI (`CI` set)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+try:
+    import lm_eval
+except ImportError as error:
+    if os.environ.get("CI"):
+        raise ImportError(f"CI runs the harness tests, and lm-eval (the `eval` extra) is missing: {error}") from error
+    pytest.skip(f"the harness tests need lm-eval: pip install -e '.[eval]' ({error})", allow_module_level=True)
+
+from lm_eval.tasks import TaskManager
+from peft import LoraConfig
+from tiny_models import tiny_llama
+from toy import as_dataset, sample_sequences
+from transformers import AutoModelForCausalLM
+
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_tempered, seqtemp_generate
+from hf_seqtemp.harness import prompt_seed
+
+WORDS = {"<s>": 0, "a": 1, "b": 2, "c": 3, "d": 4, "</s>": 5}
+EOS = 5
+PROMPTS = ["a", "b a", "c", "d c b"]
+NEW = 4  # max_gen_toks
+T = 0.5
+SEED = 7
+
+
+def _tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel(WORDS, unk_token="</s>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="</s>")
+
+
+def _base():
+    """Six words, EOS 5 (also the pad id), conditionals far from uniform."""
+    return tiny_llama(6, seed=3, head_scale=2.0, eos_token_id=EOS, pad_token_id=EOS, max_position_embeddings=64)
+
+
+_GEN_TASK = """task: seqtemp_tiny_gen
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{prompt}}}}"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["</s>"]
+  max_gen_toks: {new}
+  do_sample: false
+metric_list:
+  - metric: exact_match
+"""
+
+_CHOICE_TASK = """task: seqtemp_tiny_choice
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{prompt}}}}"
+doc_to_choice: ["a", "b c", "d"]
+doc_to_target: "{{{{label}}}}"
+metric_list:
+  - metric: acc
+"""
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    """A base folder (model and tokenizer), a tempered adapter our trainer saved (T = 0.5, two steps), the two
+    tasks' YAML and data files, and their `TaskManager`."""
+    root = tmp_path_factory.mktemp("harness")
+    _base().save_pretrained(root / "base")
+    _tokenizer().save_pretrained(root / "base")
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(root / "base")
+    values = {"output_dir": str(root / "run"), "target_temperature": T, "max_steps": 2, "seed": 0, "use_cpu": True}
+    values.update(per_device_train_batch_size=8, learning_rate=1e-2, save_strategy="no", report_to=[])
+    lora = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    data = as_dataset(sample_sequences(_base(), 16, 4, seed=2))
+    trainer = SeqTempTrainer(model, SeqTempConfig(disable_tqdm=True, **values), train_dataset=data, peft_config=lora)
+    trainer.train()
+    trainer.save_model(str(root / "adapter"))
+    tasks = root / "tasks"
+    tasks.mkdir()
+    rows = [{"prompt": p, "answer": "a", "label": i % 3} for i, p in enumerate(PROMPTS)]
+    (tasks / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (tasks / "gen.yaml").write_text(_GEN_TASK.format(data=tasks / "rows.jsonl", new=NEW))
+    (tasks / "choice.yaml").write_text(_CHOICE_TASK.format(data=tasks / "rows.jsonl"))
+    return {
+        "base": str(root / "base"),
+        "adapter": str(root / "adapter"),
+        "tasks": TaskManager(include_path=str(tasks)),
+    }
+
+
+def _evaluate(harness, task: str, model: str = "seqtemp", **model_args):
+    model_args = {"device": "cpu", "batch_size": 1, **model_args}
+    return lm_eval.simple_evaluate(
+        model=model, model_args=model_args, tasks=[task], task_manager=harness["tasks"], log_samples=True
+    )
+
+
+def _responses(results, task: str) -> dict[str, list]:
+    """`{prompt: [response per request]}` of a task's logged samples."""
+    return {s["doc"]["prompt"]: [r[0] for r in s["resps"]] for s in results["samples"][task]}
+
+
+def _direct_answer(model, prompt: str, **route) -> str:
+    """What `model.generate(..., custom_generate=seqtemp_generate)` answers to `prompt` at the harness's seed."""
+    tokenizer = _tokenizer()
+    ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+    seed = prompt_seed(SEED, ids)
+    torch.manual_seed(seed)
+    out = model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=NEW,
+        custom_generate=seqtemp_generate,
+        generator=torch.Generator().manual_seed(seed),
+        pad_token_id=EOS,
+        do_sample=True,
+        top_k=0,
+        **route,
+    )
+    return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+
+
+ROUTES = {
+    "smc-pimh": {"strategy": "smc", "seq_temperature": T, "num_particles": 3, "pimh_steps": 2},
+    "mcmc": {"strategy": "mcmc", "seq_temperature": T, "mcmc_steps": 2},
+    "adapter": {"strategy": "adapter", "seq_temperature": T},
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_generations_are_seqtemp_generates_at_the_same_seed(harness, route):
+    adapter = {"adapter": harness["adapter"]} if route == "adapter" else {}
+    results = _evaluate(harness, "seqtemp_tiny_gen", pretrained=harness["base"], seed=SEED, **adapter, **ROUTES[route])
+    answers = {prompt: responses[0] for prompt, responses in _responses(results, "seqtemp_tiny_gen").items()}
+    model = load_tempered(harness["adapter"]) if adapter else AutoModelForCausalLM.from_pretrained(harness["base"])
+    expected = {prompt: _direct_answer(model, prompt, **ROUTES[route]) for prompt in PROMPTS}
+    assert answers == expected
+    assert len(set(answers.values())) > 1  # the answers depend on the prompt: a comparison that can fail
+    cost = results["config"]["seqtemp"]["cost"]["generate_until"]
+    assert cost["answers"] == len(PROMPTS) and cost["model_calls"] >= len(PROMPTS)
+    assert "exact_match,none" in results["results"]["seqtemp_tiny_gen"]
+
+
+def test_the_cost_is_the_routes_own_count(harness):
+    """SMC's own `model_calls` (its `SMCOutput`) summed over the prompts is what the harness records."""
+    route = ROUTES["smc-pimh"]
+    results = _evaluate(harness, "seqtemp_tiny_gen", pretrained=harness["base"], seed=SEED, **route)
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(harness["base"]), _tokenizer()
+    calls = 0
+    for prompt in PROMPTS:
+        ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+        out = model.generate(
+            ids, max_new_tokens=NEW, custom_generate=seqtemp_generate, return_dict_in_generate=True, **route
+        )
+        calls += out.model_calls
+    recorded = results["config"]["seqtemp"]["cost"]["generate_until"]
+    assert recorded["model_calls"] == calls
+    # a call forwards the particles of the 3 runs (PIMH 2 steps) in one batch: more rows than one run's 3 particles
+    assert recorded["token_forwards"] > 3 * calls
+
+
+def _direct_logps(model, prompt: str, token_temperature: float = 1.0) -> list[float]:
+    tokenizer = _tokenizer()
+    context = tokenizer(prompt)["input_ids"]
+    logps = []
+    for choice in ["a", "b c", "d"]:
+        ids = torch.tensor([tokenizer(f"{prompt} {choice}")["input_ids"]])
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, :-1] / token_temperature
+        tokens = logits.log_softmax(-1).gather(-1, ids[0, 1:, None])[:, 0]
+        logps.append(float(tokens[len(context) - 1 :].sum()))
+    return logps
+
+
+@pytest.mark.parametrize("route", ["p", "token", "adapter"])
+def test_loglikelihoods_are_the_routes_density(harness, route):
+    args = {"pretrained": harness["base"]}
+    base = AutoModelForCausalLM.from_pretrained(harness["base"])
+    if route == "adapter":
+        args.update(adapter=harness["adapter"], strategy="adapter")  # its temperature: the adapter's own
+        model, temperature = load_tempered(harness["adapter"]), 1.0
+    else:
+        model, temperature = base, 0.5 if route == "token" else 1.0
+        args.update(token_temperature=temperature) if route == "token" else None
+    results = _evaluate(harness, "seqtemp_tiny_choice", **args)
+    logps = {
+        prompt: [r[0] for r in responses] for prompt, responses in _responses(results, "seqtemp_tiny_choice").items()
+    }
+    for prompt in PROMPTS:
+        assert logps[prompt] == pytest.approx(_direct_logps(model, prompt, temperature), abs=1e-4)
+    if route != "p":  # another density than p's: the comparison can fail
+        assert logps[PROMPTS[0]] != pytest.approx(_direct_logps(base, PROMPTS[0]), abs=1e-3)
+    assert results["config"]["seqtemp"]["cost"]["loglikelihood"]["answers"] == 3 * len(PROMPTS)
+
+
+@pytest.mark.parametrize(
+    ("route", "name"),
+    [
+        (ROUTES["smc-pimh"], "strategy='smc', PIMH 2 steps"),
+        ({"strategy": "mcmc", "seq_temperature": T}, "strategy='mcmc'"),
+        ({"strategy": "glauber", "seq_temperature": T}, "strategy='glauber'"),
+    ],
+)
+def test_a_route_without_a_density_refuses_loglikelihood_by_name(harness, route, name):
+    with pytest.raises(ValueError, match=f"{name} at sequence temperature 0.5 draws whole answers and has no density"):
+        _evaluate(harness, "seqtemp_tiny_choice", pretrained=harness["base"], **route)
+
+
+def test_plain_hf_with_peft_evaluates_our_folder_as_load_tempered_does(harness):
+    """`lm_eval --model hf --model_args pretrained=BASE,peft=FOLDER` on the trainer's save: greedy answers equal those
+    of `load_tempered(FOLDER)`, and differ from the base's somewhere (the adapter was loaded)."""
+    results = _evaluate(harness, "seqtemp_tiny_gen", model="hf", pretrained=harness["base"], peft=harness["adapter"])
+    answers = {prompt: responses[0] for prompt, responses in _responses(results, "seqtemp_tiny_gen").items()}
+    tokenizer = _tokenizer()
+
+    def greedy(model, prompt):
+        ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+        out = model.generate(ids, max_new_tokens=NEW, do_sample=False, pad_token_id=EOS)
+        return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+
+    tempered = load_tempered(harness["adapter"])
+    assert answers == {prompt: greedy(tempered, prompt) for prompt in PROMPTS}
+    base = AutoModelForCausalLM.from_pretrained(harness["base"])
+    assert answers != {prompt: greedy(base, prompt) for prompt in PROMPTS}
