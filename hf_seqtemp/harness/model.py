@@ -77,7 +77,7 @@ class Route:
         if self.strategy == "adapter":
             return f"the adapter {self.adapter_name!r} (sequence temperature {self.seq_temperature:g})"
         pimh = options.get("pimh_steps") or 0
-        extra = f", PIMH {pimh} steps" if self.strategy == "smc" and pimh else ""
+        extra = f", PIMH {pimh} step{'s' * (pimh != 1)}" if self.strategy == "smc" and pimh else ""
         return f"strategy={self.strategy!r}{extra} at sequence temperature {self.seq_temperature:g}"
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -108,6 +110,7 @@ def harness(tmp_path_factory):
     return {
         "base": str(root / "base"),
         "adapter": str(root / "adapter"),
+        "include_path": str(tasks),
         "tasks": TaskManager(include_path=str(tasks)),
     }
 
@@ -246,3 +249,20 @@ def test_plain_hf_with_peft_evaluates_our_folder_as_load_tempered_does(harness):
     assert answers == {prompt: greedy(tempered, prompt) for prompt in PROMPTS}
     base = AutoModelForCausalLM.from_pretrained(harness["base"])
     assert answers != {prompt: greedy(base, prompt) for prompt in PROMPTS}
+
+
+def test_the_command_line_writes_the_routes_cost_into_the_results_json(harness, tmp_path):
+    """`python -m hf_seqtemp.harness` is lm-eval's command line with `seqtemp` registered: the results JSON it writes
+    holds the route and its cost."""
+    model_args = f"pretrained={harness['base']},strategy=smc,seq_temperature={T},num_particles=3,pimh_steps=1"
+    command = [sys.executable, "-m", "hf_seqtemp.harness", "--model", "seqtemp", "--model_args", model_args]
+    command += ["--tasks", "seqtemp_tiny_gen", "--include_path", harness["include_path"], "--device", "cpu"]
+    command += ["--batch_size", "1", "--output_path", str(tmp_path / "out")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, check=False, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = (tmp_path / "out").rglob("results_*.json")
+    route = json.loads(path.read_text())["config"]["seqtemp"]
+    assert route["route"] == f"strategy='smc', PIMH 1 step at sequence temperature {T:g}"
+    assert route["cost"]["generate_until"]["answers"] == len(PROMPTS)
+    assert route["cost"]["generate_until"]["model_calls_per_answer"] > 0
