@@ -18,6 +18,7 @@ ROOT = PACKAGE.name
 FLOORS = {
     # bottom: checks of user input, shared data and its checks, prompt groups, model wrappers, scorers
     "checks": 0,
+    "offline": 0,
     "manifest": 0,
     "locking": 0,
     "progress": 0,
