@@ -91,6 +91,7 @@ def timed(name: str, command: list[str], cwd: Path, env: dict, log: Path, check:
 
 def run(args) -> dict:
     work = Path(args.workdir or tempfile.mkdtemp(prefix="first_hour_"))
+    work.mkdir(parents=True, exist_ok=True)
     if args.clone is None and "venv" not in args.steps:
         clone, python = REPO, Path(sys.executable)  # this checkout, as it is installed in this environment
     else:
