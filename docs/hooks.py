@@ -142,6 +142,7 @@ def demo_run(record: dict) -> str:
 
 BLOCKS = (
     "README.md",
+    "docs/install.md",
     "docs/routes.md",
     "docs/results/overview.md",
     "docs/measuring.md",
