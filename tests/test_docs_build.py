@@ -2,16 +2,20 @@
 """The documentation site builds offline with `--strict` (any warning, such as a broken link, an unknown anchor or
 an API object that does not resolve, fails it), as `make docs` builds it; and what the build generates is there: the
 results index listing every committed result, the results pages read from `benchmarks/`, the decision tables read
-from `decision.json`, the API reference."""
+from `decision.json`, the API reference; and, in headless chromium, that the math is typeset (KaTeX, vendored) and
+no code block is cut off at 1280 px."""
 
 from __future__ import annotations
 
 import html
+import http.server
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -110,3 +114,160 @@ def test_the_fidelity_page_shows_its_plots_and_the_index_reads(site):
     recorded = json.loads((ROOT / "benchmarks" / "results" / "fidelity.json").read_text(encoding="utf-8"))
     assert f"command: <code>{html.escape(recorded['provenance']['command'], quote=False)}</code>" in index
     assert "provenance <strong>backfilled</strong>" in index and "provenance recorded by the run" in index
+
+
+def test_the_install_page_has_the_readme_commands_and_code():
+    """`docs/install.md` is the README's install and quick start: every code block on it is one of the README's."""
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```\w*\n.*?^```$", page, flags=re.DOTALL | re.MULTILINE)
+    assert len(blocks) >= 4
+    assert [block for block in blocks if block not in readme] == []
+
+
+def _nav_labels(entries: list, labels: list[str]) -> list[str]:
+    for entry in entries:
+        if isinstance(entry, str):  # a page without a label: its first heading names it
+            first = (ROOT / "docs" / entry).read_text(encoding="utf-8").splitlines()[0]
+            labels.append(first.removeprefix("# "))
+            continue
+        ((label, target),) = entry.items()
+        labels.append(label)
+        if isinstance(target, list):
+            _nav_labels(target, labels)
+    return labels
+
+
+def test_every_label_in_the_nav_is_unique():
+    yaml = pytest.importorskip("yaml")
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    labels = _nav_labels(nav, [])
+    assert len(labels) > 20 and sorted({label for label in labels if labels.count(label) > 1}) == []
+    assert labels[:2] == ["Home", "Install and quick start"]
+
+
+def test_the_site_loads_its_scripts_styles_and_fonts_from_itself(site):
+    """No page loads a script or a stylesheet from another host (a CDN), and KaTeX's fonts are in the site."""
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        loaded = re.findall(r'<script[^>]+src="([^"]+)"|<link[^>]+href="([^"]+)"', text)
+        remote = [url for pair in loaded for url in pair if re.match(r"^(https?:)?//", url)]
+        assert remote == [], page
+    concepts = (site / "concepts" / "index.html").read_text(encoding="utf-8")
+    assert 'src="../assets/katex/katex.min.js"' in concepts and '<span class="arithmatex">' in concepts
+    css = (site / "assets" / "katex" / "katex.min.css").read_text(encoding="utf-8")
+    fonts = re.findall(r"url\((fonts/[^)]+\.woff2)\)", css)
+    assert fonts and all((site / "assets" / "katex" / font).is_file() for font in fonts)
+
+
+# The pages' rendering in a real browser (Debian's chromium, headless): the math is typeset by the vendored KaTeX and
+# no code block is wider than its box. One probe page, added to the built site, loads each page in a frame 1280 px
+# wide, measures it once its scripts ran and writes what it found into the DOM that chromium dumps.
+RENDERED = {  # page: (it has math, it has code blocks)
+    "": (True, False),
+    "install": (True, True),
+    "concepts": (True, False),
+    "sampling": (True, True),
+    "training": (True, True),
+    "measuring": (True, True),
+    "evaluate": (True, True),
+    "routes": (True, False),
+    "models": (True, False),
+    "cli": (False, True),
+    "results/overview": (True, True),
+}
+PROBE = """<!doctype html><html><body><pre id="render-probe"></pre><script>
+function measure(doc) {
+  var content = doc.querySelector("article.md-content__inner"), right = content.getBoundingClientRect().right;
+  var visible = content.cloneNode(true);
+  visible.querySelectorAll(".katex, pre, code, script").forEach(function (e) { e.remove(); });
+  return {
+    katex: content.querySelectorAll(".katex").length,
+    unrendered: Array.from(content.querySelectorAll(".arithmatex")).filter(function (e) {
+      return !e.querySelector(".katex"); }).length,
+    errors: content.querySelectorAll(".katex-error").length,
+    raw: visible.textContent.match(/[\\^_]\\{[^}]{0,20}\\}?/g) || [],
+    code: Array.from(content.querySelectorAll("pre > code")).map(function (c) {
+      return [c.scrollWidth, c.clientWidth, c.getBoundingClientRect().right - right]; }),
+  };
+}
+var pages = PAGES, found = {}, pending = pages.length;
+pages.forEach(function (page) {
+  var frame = document.createElement("iframe");
+  frame.style.width = "1280px"; frame.style.height = "900px";
+  frame.onload = function () { setTimeout(function () {
+    try { found[page] = measure(frame.contentDocument); } catch (error) { found[page] = String(error); }
+    if (--pending === 0) document.getElementById("render-probe").textContent = JSON.stringify(found);
+  }, 300); };
+  frame.src = page ? page + "/" : "./";
+  document.body.appendChild(frame);
+});
+</script></body></html>"""
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1280,900",
+    "--virtual-time-budget=5000",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def browser(site, tmp_path_factory):
+    """Runs chromium on a page of the site, served on localhost, and returns what it wrote to stdout."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        reason = "chromium is not installed: `apt-get install -y chromium` (Debian's package; .ci/run installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI renders the docs in it")
+        pytest.skip(reason)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(site), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    profile = tmp_path_factory.mktemp("chromium-profile")
+
+    def run(page: str, *flags: str) -> str:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{page}"
+        command = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *flags, url]
+        result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout
+
+    yield run
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def rendered(site, browser) -> dict:
+    """What the probe measured on each page of `RENDERED` once its scripts ran."""
+    (site / "render-probe.html").write_text(PROBE.replace("PAGES", json.dumps(list(RENDERED))), encoding="utf-8")
+    dom = browser("render-probe.html", "--dump-dom")
+    found = re.search(r'<pre id="render-probe">(.+?)</pre>', dom, flags=re.DOTALL)
+    assert found, f"the probe did not finish\n{dom[-2000:]}"
+    return json.loads(html.unescape(found.group(1)))
+
+
+@pytest.mark.parametrize("page", RENDERED)
+def test_the_math_is_typeset_and_no_code_block_is_cut_off_in_a_browser(rendered, page):
+    found = rendered[page]
+    math, code = RENDERED[page]
+    assert isinstance(found, dict), found
+    assert found["unrendered"] == 0 and found["errors"] == 0 and (found["katex"] > 0) == math, found
+    assert found["raw"] == [], f"{page}: raw TeX shows: {found['raw']}"
+    assert bool(found["code"]) == code, page
+    cut = [box for box in found["code"] if box[0] > box[1] + 1 or box[2] > 1]  # wider than its box, or the page
+    assert cut == [], f"{page}: code blocks cut off (scrollWidth, clientWidth, right edge past the content): {cut}"
+
+
+def test_screenshots_at_1280_px(site, browser, tmp_path_factory):
+    """Screenshots of a page with math and of one with long commands, kept in the test's temporary folder."""
+    shots = tmp_path_factory.mktemp("screenshots")
+    for page in ("concepts", "install"):
+        path = shots / f"{page.replace('/', '_')}.png"
+        browser(f"{page}/", f"--screenshot={path}")
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000, path
