@@ -322,6 +322,15 @@ def _side_by_side(tasks: list[dict | None], close: float = 1.3, step: float = 1.
     return shifts
 
 
+# One colour and one marker per route, in the order of `decision["routes"]`: 17 hues far apart (no light/dark pairs
+# of one hue, as tab20 has), and where two hues are near each other their markers differ in shape and size.
+ROUTE_COLOURS = (
+    "#1f77b4", "#17becf", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#000000",
+    "#bcbd22", "#7f7f7f", "#000080", "#e6ab02", "#008080", "#800000", "#ff00ff", "#66a61e",
+)  # fmt: skip
+ROUTE_MARKERS = (*"osD^v<>XpP*hd8H", (4, 1, 0), (6, 1, 0))  # every one filled, so pass@8 (open) reads as open
+
+
 def plot(decision: dict, path: Path) -> None:
     """pass@1 [95 %] (filled) and pass@8 (open) against token-forwards per answer, one marker per route, one panel
     per family."""
@@ -330,11 +339,10 @@ def plot(decision: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    markers = "osD^v<>XpP*hH8dx+1"
     # drawn at the size a docs page shows it (about 8 inches wide), with type that stays legible there
     plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11})
     figure, axes = plt.subplots(1, len(FAMILIES), figsize=(11, 8.4), sharey=True, sharex=True)
-    colours = plt.get_cmap("tab20").colors  # one colour per route (more routes than the default cycle's ten)
+    colours, markers = ROUTE_COLOURS, ROUTE_MARKERS
     for axis, family in zip(axes, FAMILIES):
         shifts = _side_by_side([route["tasks"].get(family) for route in decision["routes"]])
         for index, (marker, route) in enumerate(zip(markers, decision["routes"])):
@@ -344,9 +352,11 @@ def plot(decision: dict, path: Path) -> None:
             x = figures["token_forwards_per_answer"] * shifts[index]
             low, high = figures["pass@1_ci95"]
             axis.errorbar(x, figures["pass@1"], yerr=[[figures["pass@1"] - low], [high - figures["pass@1"]]],
-                          fmt=marker, color=colours[index], capsize=3, label=route["label"])  # fmt: skip
+                          marker=marker, linestyle="none", color=colours[index], markersize=8, capsize=3,
+                          label=route["label"])  # fmt: skip
             if figures["pass@8"] is not None:
-                axis.plot(x, figures["pass@8"], marker, mfc="none", color=colours[index], alpha=0.7)
+                axis.plot(x, figures["pass@8"], marker=marker, linestyle="none", mfc="none", markersize=8,
+                          color=colours[index], alpha=0.8)  # fmt: skip
         axis.set_xscale("log")
         axis.set_xticks([40, 100, 300, 1000], labels=["40", "100", "300", "1000"])
         axis.set_xlim(25, 1500)
