@@ -146,8 +146,8 @@ def estimate_seconds(model, plan: WorkPlan, pad_token_id: int = 0) -> dict:
     rows = max(1, min(plan.rows_per_call, plan.sampled_rows))
     probe_rows = min(rows, PROBE_ROWS)  # scaled to `rows` below: linear in rows, an upper bound on a GPU
     vocab = model.get_input_embeddings().weight.shape[0]
-    generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, vocab, (probe_rows, plan.prompt_tokens), generator=generator).to(device)
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    ids = torch.randint(0, vocab, (probe_rows, plan.prompt_tokens), generator=generator, device="cpu").to(device)
     mask = torch.ones_like(ids)
 
     def timed(call) -> float:
@@ -165,7 +165,8 @@ def estimate_seconds(model, plan: WorkPlan, pad_token_id: int = 0) -> dict:
     sampling = plan.sampling_calls * (prompt + plan.completion_tokens * per_token)  # a call of the probe's rows
     width = plan.prompt_tokens + plan.completion_tokens
     step = max(1, plan.rows_per_step)
-    step_rows = torch.randint(0, vocab, (min(step, PROBE_ROWS), width), generator=generator).to(device)
+    step_rows = torch.randint(0, vocab, (min(step, PROBE_ROWS), width), generator=generator, device="cpu")
+    step_rows = step_rows.to(device)
     forward = timed(lambda: model(input_ids=step_rows)) * step / min(step, PROBE_ROWS)
     training = plan.steps * FORWARDS_PER_STEP * forward
     held_rows = plan.held_out_prompts * plan.held_out_completions_per_prompt

@@ -92,7 +92,12 @@ def fresh_samples(output_dir: str, steps: int) -> dict:
     tokenized = prepare_dataset(prompts, word_tokenizer(), "text", 16, "train_dataset")
     # (plain arguments: a second TrainingArguments would reset the accelerator state of the trainer's)
     pre = SimpleNamespace(
-        seed=0, num_generations=5, max_completion_length=3, per_device_eval_batch_size=4, max_length=None
+        sampling_batch_tokens=4 * (max(map(len, tokenized["prompt_ids"])) + 3),  # chunks of 4 rows
+        seed=0,
+        num_generations=5,
+        max_completion_length=3,
+        per_device_eval_batch_size=4,
+        max_length=None,
     )
     divided = prompt_only.complete_prompts(
         trainer.model, tokenized, pre, word_tokenizer(), "train", trainer.accelerator

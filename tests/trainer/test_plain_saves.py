@@ -215,7 +215,11 @@ def test_edits_are_loaded_and_uploaded_and_replaced_weights_are_refused(twice_sa
     sent = _intercept_uploads(monkeypatch)
     with pytest.warns(UserWarning, match="README.md differs"), pytest.raises(_Uploaded):
         hub.push_to_hub(folder, "me/x", token="hf_x")
-    assert sent[0]["README.md"] == (folder / "README.md").read_bytes() and sent[0]["notes.txt"] == b"mine\n"
+    edited = (folder / "README.md").read_text(encoding="utf-8")  # uploaded as edited, its usage naming the repo
+    shown = re.search(r'load_tempered\("([^"]+)"\)', edited).group(1)
+    assert (
+        sent[0]["README.md"] == edited.replace(f'"{shown}"', '"me/x"').encode() and sent[0]["notes.txt"] == b"mine\n"
+    )
     adapter = json.loads((folder / "adapter_config.json").read_text())
     adapter["lora_alpha"] = 64
     (folder / "adapter_config.json").write_text(json.dumps(adapter))

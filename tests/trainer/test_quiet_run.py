@@ -51,7 +51,9 @@ def test_a_short_training_run_emits_no_warning(tmp_path, monkeypatch, caplog):
         trainer.evaluate()
         trainer.save_model()  # PEFT checks whether the base vocabulary changed
         load_tempered(tmp_path / "run", base_model=tiny_causal_lm(4, seed=0))
-    assert [f"{w.category.__name__}: {w.message}" for w in caught] == []
+    said = [f"{w.category.__name__}: {w.message}" for w in caught]
+    # the one message this run causes: its held-out figures rest on one prompt (issue 61: the API says so)
+    assert [m for m in said if "held-out prompt, fewer than 8" not in m] == []
     assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
     assert trainer.args.dataloader_pin_memory is False  # no accelerator here
 
@@ -67,6 +69,7 @@ def test_embeddings_are_saved_exactly_when_the_base_vocabulary_differs(tmp_path,
     assert hub.embedding_save_kwargs(trainer.model) == {"save_embedding_layers": saved}
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # offline, PEFT would warn that it cannot tell
+        warnings.filterwarnings("ignore", message="measure_held_out: These figures rest on")  # one held-out prompt
         trainer.save_model()
     with safe_open(tmp_path / "run" / "adapter_model.safetensors", "pt") as weights:
         assert any("embed_tokens" in key for key in weights.keys()) == saved  # noqa: SIM118 (not a dict)
