@@ -50,8 +50,7 @@ def readme_quick_start(readme: str) -> str:
     'SeqTempTrainer(m)\\n'
     ```
     """
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
-    return next(block for block in blocks if "SeqTempTrainer(" in block)
+    return _readme_block(readme, "python", "SeqTempTrainer(")
 
 
 def readme_own_data(readme: str) -> str:
@@ -63,8 +62,13 @@ def readme_own_data(readme: str) -> str:
     'hf-seqtemp train --default_model \\\n  --x 1\n'
     ```
     """
-    blocks = re.findall(r"```bash\n(.*?)```", readme, flags=re.DOTALL)
-    return next(block for block in blocks if "hf-seqtemp train" in block)
+    return _readme_block(readme, "bash", "hf-seqtemp train")
+
+
+def _readme_block(readme: str, language: str, holding: str) -> str:
+    """The first fenced `language` block of the README that holds `holding`."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", readme, flags=re.DOTALL)
+    return next(block for block in blocks if holding in block)
 
 
 def _load() -> float:
