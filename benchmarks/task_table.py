@@ -27,6 +27,11 @@ a density (token temperature and the adapters), sequential model calls of the ba
 in each call: the latency per answer on an accelerator), token-forwards per answer (the compute), seconds per answer
 and training seconds. Training is done once (seed `train_seed`); the seeds are sampling seeds.
 
+`--harness`: the training-free rows (ancestral, token, tuned once, mcmc, smc) go through EleutherAI's
+lm-evaluation-harness instead (`_task_harness.py`: each family a harness task, each row a `seqtemp` model route, run
+once per sampling seed), scored by the harness and by this table's scorer on the same draws; needs the `eval` extra.
+Output: `<output_dir>/harness_table.json` and `harness_table.md`.
+
 `--probe` first measures the base model's sampled pass@1 (token temperature 1) and greedy accuracy per family, to
 keep families whose pass@1 lies in 15-70 %. Output: `<output_dir>/task_table.json` and `task_table.md`.
 
@@ -35,6 +40,7 @@ Usage:
     python benchmarks/task_table.py --quick                  # smoke run: 1 family, tiny sizes
     python benchmarks/task_table.py --cpu --families addition  # a small table, about 25 min on 2 shared cores
     python benchmarks/task_table.py [--families ...]         # the table (see MODES["default"])
+    python benchmarks/task_table.py --cpu --harness --families addition capitals comparison  # through lm-eval
 """
 
 from __future__ import annotations
@@ -101,6 +107,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--alphas", type=float, nargs="+", help="override the mode's powers α (T = 1/α)")
     for name in ("held_out_prompts", "train_prompts", "max_steps", "max_new_tokens", "mcmc_steps"):
         parser.add_argument(f"--{name}", type=int, help=f"override the mode's {name}")
+    parser.add_argument(
+        "--harness", action="store_true",
+        help="the training-free rows through lm-evaluation-harness (the `seqtemp` model), scored by both scorers",
+    )  # fmt: skip
+    parser.add_argument(
+        "--harness_batch_size", type=int, default=32, help="lm-eval's batch_size (prompts per generate call)"
+    )
     parser.add_argument("--no-rl", dest="rl", action="store_false", help="skip the RLOO peer")
     parser.add_argument("--no-train", dest="train", action="store_false", help="skip both trained rows")
     parser.add_argument(
@@ -145,6 +158,14 @@ def resolve_settings(args) -> dict:
         raise ValueError("--rows smc-adapter needs distill: the distilled adapter is its proposal. Add distill.")
     if "rloo" in rows and "ours" not in rows:
         raise ValueError("--rows rloo needs ours: RLOO trains for ours' wall time. Add ours, or pass --no-rl.")
+    if args.harness:
+        from _task_harness import HARNESS_KINDS
+
+        rows = [kind for kind in rows if kind in HARNESS_KINDS]
+        if not rows:
+            raise ValueError(f"--harness runs the rows {list(HARNESS_KINDS)}; --rows {args.rows} has none of them.")
+        settings["harness_batch_size"] = args.harness_batch_size
+    settings["harness"] = args.harness
     settings["rows"] = rows
     if args.train_seed is not None:
         settings["train_seed"] = args.train_seed
@@ -404,6 +425,10 @@ def main(argv=None) -> None:
         write_json(str(out / "probe.json"), "task_probe", info, settings, rows, {})
         return
     print(f"mode {settings['mode']}: {settings}", flush=True)
+    if settings["harness"]:
+        from _task_harness import main_harness
+
+        return main_harness(base, tokenizer, settings, info, out, start, tuned_once, summarise)
     rows = []
     for name in settings["families"]:
         family = get_family(name)

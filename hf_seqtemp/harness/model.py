@@ -30,11 +30,63 @@ ROUTE_OPTIONS = (
 )  # fmt: skip
 """`seqtemp_generate`'s options a `--model_args` (or a request's `--gen_kwargs`) may set, passed on as they are."""
 
-TOKEN_SETTINGS = ("do_sample", "temperature", "top_k", "top_p", "min_p")
+TOKEN_SETTINGS = ("do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty")
 """A request's decoding settings that a route with its own distribution (token or sequence temperature) replaces."""
 
 WHOLE_ANSWER = ("smc", "mcmc", "glauber", "imh")
-"""Strategies that draw whole answers (ending at EOS or after `max_gen_toks`), with no density to score."""
+
+LENGTH_NAMES = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens", "max_completion_length")
+"""The names of an answer's length a request may use: lm-eval's, transformers', the OpenAI API's and TRL's
+(`max_completion_length`); all read as lm-eval's `max_gen_toks`."""
+
+REFUSED_GEN_KWARGS = {
+    **dict.fromkeys(
+        ("seq_temperature", "strategy", "token_temperature", "adapter"),
+        "it chooses the route, which is the model's: pass it in `--model_args` (one route per run, so that the "
+        "results' cost and route describe every answer)",
+    ),
+    **dict.fromkeys(
+        ("num_generations", "num_return_sequences"),
+        "the answers drawn per question are the task's `repeats` (each is scored by the task's metrics); set "
+        "`repeats` in the task's YAML",
+    ),
+    "generator": "each batch draws from `prompt_seed(seed, its prompts)`: set `seed` in `--model_args`",
+}
+"""Generation settings a request (a task's `generation_kwargs`, `--gen_kwargs`) may not set, with why and where they
+belong."""
+
+
+def map_gen_kwargs(generation_kwargs: dict) -> dict:
+    """A request's generation settings in lm-eval's names: TRL's `max_completion_length`, transformers'
+    `max_new_tokens` and the OpenAI API's `max_tokens` / `max_completion_tokens` become `max_gen_toks`, and replace a
+    task's own `max_gen_toks` (`--gen_kwargs` is merged into the task's settings: a name tasks do not use is the
+    user's); two of those names that disagree, and the [`REFUSED_GEN_KWARGS`], are refused by name.
+
+    Example:
+    ```python
+    >>> map_gen_kwargs({"max_completion_length": 32, "do_sample": True, "until": []})
+    {'do_sample': True, 'until': [], 'max_gen_toks': 32}
+    ```
+    """
+    kwargs = dict(generation_kwargs)
+    for name, why in REFUSED_GEN_KWARGS.items():
+        if name in kwargs:
+            raise ValueError(f"`{name}` cannot be a request's generation setting (got {kwargs[name]!r}): {why}.")
+    lengths = {name: kwargs.pop(name) for name in LENGTH_NAMES if kwargs.get(name) is not None}
+    task_length = lengths.pop("max_gen_toks", None)
+    if len(set(lengths.values())) > 1:
+        raise ValueError(
+            f"the request sets the answer's length twice, differently: {lengths}. Keep one of them "
+            "(`max_completion_length` in TRL's names, `max_new_tokens` in transformers', `max_gen_toks` in lm-eval's)."
+        )
+    if lengths:
+        name, value = next(iter(lengths.items()))
+        if task_length is not None and task_length != value:
+            logger.warning_once(f"seqtemp: `{name}={value}` replaces the task's `max_gen_toks={task_length}`.")
+        kwargs["max_gen_toks"] = value
+    elif task_length is not None:
+        kwargs["max_gen_toks"] = task_length
+    return kwargs
 
 
 def prompt_seed(seed: int, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> int:
@@ -206,6 +258,9 @@ class SeqTempLM(HFLM):
     # Generation: through `seqtemp_generate`
 
     def generate_until(self, requests, disable_tqdm: bool = False):
+        for request in requests:  # TRL's and transformers' names in lm-eval's (each request carries its own dict)
+            context, generation_kwargs = request.args
+            request.arguments = (context, map_gen_kwargs(generation_kwargs))
         with self.cost.counting("generate_until", len(requests)):
             return super().generate_until(requests, disable_tqdm=disable_tqdm)
 

@@ -115,11 +115,12 @@ def harness(tmp_path_factory):
     }
 
 
-def _evaluate(harness, task: str, model: str = "seqtemp", **model_args):
+def _evaluate(harness, task: str, model: str = "seqtemp", gen_kwargs=None, **model_args):
     model_args = {"device": "cpu", "batch_size": 1, **model_args}
     return lm_eval.simple_evaluate(
-        model=model, model_args=model_args, tasks=[task], task_manager=harness["tasks"], log_samples=True
-    )
+        model=model, model_args=model_args, tasks=[task], task_manager=harness["tasks"], log_samples=True,
+        gen_kwargs=gen_kwargs,
+    )  # fmt: skip
 
 
 def _responses(results, task: str) -> dict[str, list]:
@@ -266,3 +267,30 @@ def test_the_command_line_writes_the_routes_cost_into_the_results_json(harness, 
     assert route["route"] == f"strategy='smc', PIMH 1 step at sequence temperature {T:g}"
     assert route["cost"]["generate_until"]["answers"] == len(PROMPTS)
     assert route["cost"]["generate_until"]["model_calls_per_answer"] > 0
+
+
+@pytest.mark.parametrize("length", ["max_completion_length", "max_new_tokens"])
+def test_gen_kwargs_take_trls_and_transformers_names_for_the_answers_length(harness, length):
+    """`--gen_kwargs max_completion_length=2` (TRL's name) or `max_new_tokens=2` (transformers') bound the answers as
+    lm-eval's `max_gen_toks=2` does, in place of the task's own `max_gen_toks` (4), which gives longer ones."""
+    route = {"pretrained": harness["base"], "seed": SEED, "token_temperature": 3.0}  # flat: long answers
+    full = _responses(_evaluate(harness, "seqtemp_tiny_gen", **route), "seqtemp_tiny_gen")
+    short = _responses(_evaluate(harness, "seqtemp_tiny_gen", gen_kwargs=f"{length}=2", **route), "seqtemp_tiny_gen")
+    tokenizer = _tokenizer()
+    for prompt in PROMPTS:
+        words = tokenizer(short[prompt][0], add_special_tokens=False)["input_ids"]
+        assert len(words) <= 2
+    assert any(len(tokenizer(full[p][0], add_special_tokens=False)["input_ids"]) > 2 for p in PROMPTS)
+
+
+@pytest.mark.parametrize(
+    ("gen_kwargs", "message"),
+    [
+        ("seq_temperature=0.25", "`seq_temperature` cannot be a request's generation setting .* `--model_args`"),
+        ("num_generations=4", "`num_generations` cannot be a request's generation setting .* `repeats`"),
+        ("max_completion_length=2,max_new_tokens=3", "sets the answer's length twice, differently"),
+    ],
+)
+def test_gen_kwargs_that_would_change_the_route_or_contradict_are_refused_by_name(harness, gen_kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _evaluate(harness, "seqtemp_tiny_gen", gen_kwargs=gen_kwargs, pretrained=harness["base"], **ROUTES["mcmc"])

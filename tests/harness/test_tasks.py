@@ -1,0 +1,102 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Our checkable task families as lm-evaluation-harness tasks (hf_seqtemp.harness.tasks): the held-out questions of
+the benchmarks, the chat prompt the benchmarks render, metrics that are the families' checkers, and the task table's
+scorer reading the same draws to the same pass@1. Skipped without lm-eval (the `eval` extra), except in CI."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    import lm_eval  # noqa: F401
+except ImportError as error:
+    if os.environ.get("CI"):
+        raise ImportError(f"CI runs the harness tests, and lm-eval (the `eval` extra) is missing: {error}") from error
+    pytest.skip(f"the harness tests need lm-eval: pip install -e '.[eval]' ({error})", allow_module_level=True)
+
+from hf_seqtemp.harness.tasks import evaluate_tasks, score_answers, task_name, write_tasks
+from hf_seqtemp.tasks.chat import conversation, get_family, split_family
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_the_tasks_hold_out_the_benchmarks_questions_and_refuse_bad_settings_by_name(tmp_path):
+    folder = write_tasks(tmp_path, ["addition", "capitals"], num_held_out=5, split_seed=1, repeats=4, k=2)
+    for name in ("addition", "capitals"):
+        train, held_out = split_family(get_family(name), 40, 5, seed=1)
+        rows = _rows(folder / f"{task_name(name)}.jsonl")
+        assert [(r["question"], r["answer"]) for r in rows] == held_out
+        assert not {q for q, _ in train} & {r["question"] for r in rows}
+        text = (folder / f"{task_name(name)}.yaml").read_text()
+        assert f"process_results: !function seqtemp_checks.process_{name}" in text and "repeats: 4" in text
+    with pytest.raises(ValueError, match="`families`.*algebra"):
+        write_tasks(tmp_path, ["algebra"])
+    with pytest.raises(ValueError, match="`k` must lie in \\[1, repeats=4\\], got 8"):
+        write_tasks(tmp_path, ["addition"], repeats=4, k=8)
+
+
+@pytest.mark.parametrize(
+    ("family", "answer", "replies", "correct"),
+    [
+        ("addition", "12", ["7 + 5 = 12.", "The answer is 13.", "I cannot say", "It is 12"], 2),
+        ("capitals", "Paris", ["Paris, not Lyon.", "Berlin or Paris", "The capital is Paris", "Lyon"], 2),
+        ("comparison", "no", ["No.", "Yes, it is.", "no", "Maybe"], 2),
+        ("comparison", "yes", ["Yes.", "yes", "YES", "Yes!"], 4),
+    ],
+)
+def test_a_questions_metrics_are_its_familys_checker(family, answer, replies, correct):
+    scores = score_answers(family, answer, replies, k=2)
+    n = len(replies)
+    assert scores["pass@1"] == correct / n
+    assert scores["pass@2"] == pytest.approx(1 - math.comb(n - correct, 2) / math.comb(n, 2))
+    assert scores["exact_match"] == pytest.approx(correct / n)  # lm-eval's exact_match on the answers read
+
+
+def test_the_real_model_through_the_harness_renders_our_prompts_and_both_scorers_read_the_same_draws(tmp_path):
+    """The embedded SmolLM2-135M-Instruct sampled exactly (`strategy=p`) on two families, 3 questions × 4 answers."""
+    from transformers import AutoTokenizer
+
+    from hf_seqtemp.models.default import default_model_path
+
+    families = ["comparison", "capitals"]
+    folder = write_tasks(tmp_path / "tasks", families, num_held_out=3, repeats=4, k=2, max_gen_toks=8)
+    model_args = "default_model=True,device=cpu,batch_size=12,seed=5,strategy=p"
+    out = evaluate_tasks("seqtemp", model_args, folder, families=families, log_samples=True, verbosity="WARNING")
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from _task_harness import replies_by_prompt
+        from task_table import summarise
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    seen = set()
+    for name in families:
+        family, task = get_family(name), task_name(name)
+        _, held_out = split_family(family, 0, 3, seed=0)
+        for sample in out["samples"][task]:
+            question = sample["doc"]["question"]
+            rendered = tokenizer.apply_chat_template(
+                conversation(question), tokenize=False, add_generation_prompt=True
+            )
+            assert sample["arguments"][0][0] == rendered  # the benchmarks' chat prompt, system prompt included
+            replies = sample["filtered_resps"][0]
+            assert len(replies) == 4
+            seen.update(replies)
+            correct = sum(family.check(sample["doc"]["answer"], reply) for reply in replies)
+            assert sample["pass@1"] == correct / 4 and sample["exact_match"] == pytest.approx(correct / 4)
+        ours = summarise([{"completions": replies_by_prompt(out["samples"][task], held_out), "calls": 1,
+                           "token_forwards": 0, "seconds": 0.0, "answers": 12}], family, held_out, 4)  # fmt: skip
+        assert out["results"][task]["pass@1,all"] == pytest.approx(ours["pass@1"], abs=1e-12)
+    assert len(seen) > 2  # the repeats are draws, not one answer copied
+    cost = out["config"]["seqtemp"]["cost"]["generate_until"]
+    assert cost["answers"] == 2 * 3 * 4 and cost["model_calls"] >= 2
