@@ -60,7 +60,7 @@ def score_answers(family: str, answer: str, replies: list[str], k: int) -> dict[
         raise ValueError(f"`k` ({k}) exceeds the {len(replies)} replies of a question: set the task's `repeats` >= k.")
     correct = sum(bool(checker.check(answer, reply)) for reply in replies)
     read = [checker.extract(reply) or "" for reply in replies]
-    matched = exact_match_hf_evaluate(predictions=read, references=[answer] * len(read))["exact_match"]
+    matched = float(exact_match_hf_evaluate(predictions=read, references=[answer] * len(read))["exact_match"])
     return {"pass@1": correct / len(replies), f"pass@{k}": pass_at_k(len(replies), correct, k), "exact_match": matched}
 
 
