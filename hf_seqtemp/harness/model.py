@@ -34,6 +34,7 @@ TOKEN_SETTINGS = ("do_sample", "temperature", "top_k", "top_p", "min_p", "repeti
 """A request's decoding settings that a route with its own distribution (token or sequence temperature) replaces."""
 
 WHOLE_ANSWER = ("smc", "mcmc", "glauber", "imh")
+"""Strategies that draw whole answers (ending at EOS or after `max_gen_toks`), with no density to score."""
 
 LENGTH_NAMES = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens", "max_completion_length")
 """The names of an answer's length a request may use: lm-eval's, transformers', the OpenAI API's and TRL's
@@ -178,7 +179,8 @@ class SeqTempLM(HFLM):
     distribution where it has a density: p, p at a token temperature, or the adapter q; the whole-answer strategies
     (`smc` with or without PIMH, `mcmc`, `glauber`) have none and refuse them by name. The model calls and
     token-forwards of each kind of request land in the results under `config.seqtemp.cost`
-    ([`~hf_seqtemp.harness.cost.ForwardCounter`]).
+    ([`~hf_seqtemp.harness.cost.ForwardCounter`]). A request's settings (`--gen_kwargs`) take TRL's and transformers'
+    length names and may not change the route ([`map_gen_kwargs`]).
 
     Args:
         pretrained (`str`, *optional*): the base model p (a Hub id or folder); required unless `default_model=True`.
