@@ -100,3 +100,26 @@ def test_the_real_model_through_the_harness_renders_our_prompts_and_both_scorers
     assert len(seen) > 2  # the repeats are draws, not one answer copied
     cost = out["config"]["seqtemp"]["cost"]["generate_until"]
     assert cost["answers"] == 2 * 3 * 4 and cost["model_calls"] >= 2
+
+
+def test_the_command_lines_write_the_tasks_and_run_them_by_their_tag(tmp_path):
+    """`python -m hf_seqtemp.harness.tasks DIR` writes the tasks; `python -m hf_seqtemp.harness ... --tasks
+    seqtemp_tasks` (the tag) runs every family written, as the evaluate page says, with the chat prompt."""
+    import subprocess
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    folder = tmp_path / "tasks"
+    write = [sys.executable, "-m", "hf_seqtemp.harness.tasks", str(folder), "--families", "addition", "comparison"]
+    write += ["--num_held_out", "1", "--repeats", "2", "--k", "2", "--max_gen_toks", "2"]
+    done = subprocess.run(write, check=False, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "seqtemp_addition, seqtemp_comparison (tag seqtemp_tasks)" in done.stdout
+    run = [sys.executable, "-m", "hf_seqtemp.harness", "--model", "seqtemp", "--model_args", "default_model=True"]
+    run += ["--include_path", str(folder), "--tasks", "seqtemp_tasks", "--apply_chat_template", "--system_instruction"]
+    run += ["Answer briefly.", "--device", "cpu", "--batch_size", "4", "--output_path", str(tmp_path / "out")]
+    done = subprocess.run(run, check=False, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = (tmp_path / "out").rglob("results_*.json")
+    results = json.loads(path.read_text())
+    assert set(results["results"]) == {"seqtemp_addition", "seqtemp_comparison"}
+    assert results["config"]["seqtemp"]["cost"]["generate_until"]["answers"] == 2 * 1 * 2
