@@ -67,7 +67,8 @@ def harness_rows(family, held_out: list, settings: dict, folder: Path, tuned: di
         start = time.perf_counter()
         for seed in settings["seeds"]:
             batch = settings["harness_batch_size"]
-            args = f"default_model=True,device=cpu,batch_size={batch},seed={seed},{model_args}"
+            device = settings.get("harness_device", "cpu")
+            args = f"default_model=True,device={device},batch_size={batch},seed={seed},{model_args}"
             began = time.perf_counter()
             out = evaluate_tasks(
                 "seqtemp", args, folder, families=[family.name], log_samples=True, verbosity="WARNING"
@@ -142,6 +143,7 @@ def main_harness(base, tokenizer, settings: dict, info: dict, out: Path, start: 
     from hf_seqtemp.tasks.chat import get_family, split_family
 
     rows = []
+    settings["harness_device"] = str(base.device)  # the table's --device: the harness model runs where it does
     for name in settings["families"]:
         family = get_family(name)
         train, held_out = split_family(family, settings["train_prompts"], settings["held_out_prompts"], seed=0)
