@@ -144,3 +144,54 @@ def split_prompts(num_train: int, num_held_out: int, seed: int = 0) -> tuple[lis
     order = random.Random(seed).sample(pool, len(pool))
     order += random.Random(seed).sample(extension, len(extension))
     return order[num_held_out : num_held_out + num_train], order[:num_held_out]
+
+
+LONG_TOPICS = (
+    "the sky", "the sea", "a forest", "winter", "a city at night", "coffee", "a cat", "the moon", "a storm", "spring",
+    "a library", "the desert", "a garden", "the mountains", "a rainy day", "summer", "autumn", "a beach", "music",
+    "a train journey", "a market", "chocolate", "a campfire", "a river", "a school", "a kitchen", "an old house",
+    "a sunset", "a museum", "a football match", "a dog", "the stars", "a bakery", "the wind", "a birthday party",
+    "a snowy morning", "a volcano", "an island", "a bicycle", "a computer", "a bridge", "a farm", "a hospital",
+    "a zoo", "a lighthouse", "a castle", "a waterfall", "the ocean floor",
+)  # fmt: skip
+LONG_SUBJECTS = (
+    "gravity", "photosynthesis", "rain", "a rainbow", "the seasons", "a volcano", "an earthquake", "electricity",
+    "a battery", "a magnet", "the internet", "a vaccine", "friction", "sound", "an eclipse", "the tides", "a cloud",
+    "evaporation", "a fossil", "a glacier", "recycling", "a calendar", "money", "a map", "a compass", "a clock",
+    "a thermometer", "a telescope", "a library card", "a recipe", "a vote", "a museum",
+)  # fmt: skip
+LONG_TASKS = (
+    "studying for an exam", "sleeping well", "saving money", "learning a language", "staying healthy",
+    "making friends", "cooking pasta", "writing a letter", "keeping a plant alive", "preparing for a trip",
+    "running a first race", "reading more books", "cleaning a room", "giving a speech", "training a puppy",
+    "starting a garden",
+)  # fmt: skip
+
+
+def long_prompt_pool() -> list[str]:
+    """Prompts that ask for a sentence, a short list or a short explanation (answers of about 15-60 tokens under the
+    benchmarks' "Answer briefly." system prompt, most ending before 64), in a fixed order: where a token temperature
+    and a sequence temperature part, since the per-step normalisers add up over the answer's length."""
+    prompts = [f"Describe {topic} in one sentence." for topic in LONG_TOPICS]
+    prompts += [f"Explain {subject} in one sentence." for subject in LONG_SUBJECTS]
+    prompts += [f"Give two short tips for {task}." for task in LONG_TASKS]
+    prompts += [f"Write a short sentence about {topic}." for topic in LONG_TOPICS[:24]]
+    return prompts
+
+
+def split_long_prompts(num_train: int, num_held_out: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """`(train, held_out)`: disjoint prompts of [`long_prompt_pool`] by a seeded shuffle, held-out first (so a larger
+    `num_train` keeps the held-out prompts).
+
+    Example:
+    ```python
+    >>> train, held_out = split_long_prompts(64, 24)
+    >>> len(train), len(held_out), bool(set(train) & set(held_out))
+    (64, 24, False)
+    ```
+    """
+    pool = long_prompt_pool()
+    if num_train + num_held_out > len(pool):
+        raise ValueError(f"`num_train` + `num_held_out` = {num_train + num_held_out}, but the long pool has {len(pool)}.")
+    order = random.Random(f"long:{seed}").sample(pool, len(pool))
+    return order[num_held_out : num_held_out + num_train], order[:num_held_out]

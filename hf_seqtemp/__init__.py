@@ -59,6 +59,7 @@ _EXPORTS = {
     "seqtemp_generate": "generation",
     "sequence_nll": "metrics",
     "temperature_log_ratio": "metrics",
+    "tune_token_temperature_once": "token_tuning",
     "wrap_diffusion_model": "models",
     "write_custom_generate": "generation",
 }

@@ -180,3 +180,42 @@ def tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenize
     if t == target_temperature:
         record["logps"] = myopic_logps
     return record
+
+
+def tune_token_temperature_once(
+    model, samples, target_temperature: float, tokenizer=None, batch_size: int = 16, max_length: int = 4096
+) -> float:
+    """The token temperature t to use in place of an adapter: the t whose within-prompt sequence T_eff on `samples`
+    (completions of p on *your training prompts*, e.g. [`~hf_seqtemp.sample_dataset`]'s) is `target_temperature`.
+
+    Tune it once on prompts you will not score it on, then sample with `generate(..., temperature=t)`. On long
+    answers t lies well below T: the per-step normalisers of softmax(z / t) add up over the answer. One forward pass
+    of the samples, then one LM-head pass per step of the search ([`tune_myopic`]).
+
+    Raises:
+        ValueError: when no token temperature reaches T on these samples (T above the largest T_eff a token
+            temperature gives: train an adapter instead), or the samples hold fewer than two completions of any prompt.
+
+    Example:
+    ```python
+    >>> from hf_seqtemp import load_default_model, sample_dataset
+    >>> model, tokenizer = load_default_model()  # doctest: +SKIP
+    >>> samples = sample_dataset(model, tokenizer, my_prompts, num_samples=8, max_new_tokens=64)  # doctest: +SKIP
+    >>> t = tune_token_temperature_once(model, samples, 0.5, tokenizer)  # doctest: +SKIP
+    >>> model.generate(**inputs, do_sample=True, temperature=t)  # doctest: +SKIP
+    ```
+    """
+    data = prepare_dataset(samples, tokenizer, "text", max_length, "samples")
+    groups = data[GROUP_ID]
+    counts: dict = {}
+    for group in groups:
+        counts[group] = counts.get(group, 0) + 1
+    if not any(n > 1 for n in counts.values()):
+        raise ValueError(
+            "`samples` holds no prompt with two or more completions: T_eff is measured within a prompt. Sample "
+            "several completions per prompt (`sample_dataset(..., num_samples=8)`)."
+        )
+    kwargs = {"batch_size": batch_size, "max_length": max_length}
+    ref, _ = score_dataset(model, data, AutoregressiveScorer(), desc="Scoring p", **kwargs)
+    t, _ = tune_myopic(model, data, target_temperature, ref, groups, **kwargs)
+    return t

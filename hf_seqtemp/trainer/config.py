@@ -70,6 +70,11 @@ class SeqTempConfig(TrainingArguments):
             `modules_to_save` copy scaled by 1/T, which divides every logit by T (checked at start-up). Training then
             only has to learn the sequence-level correction. Needs a `peft_config` and a causal LM whose final norm
             feeds a bias-free linear head (Llama, Mistral, Qwen, SmolLM, GPT-2 style).
+        init_token_temperature (`float`, *optional*):
+            The token temperature t that `init_from_token_temperature=True` starts at (default: T). On long answers
+            the token temperature whose sequence T_eff is T lies well below T (the per-step normalisers add up over
+            the answer): start at that once-tuned t (`hf_seqtemp.tune_token_temperature_once`) and training only learns
+            what one scalar cannot. Must be > 0; needs `init_from_token_temperature=True`.
 
         > Parameters of the recall-oriented losses (`loss_type` in `"c_div"`, `"trunc_r"`, `"lambda_pr"`)
 
@@ -288,6 +293,10 @@ class SeqTempConfig(TrainingArguments):
         default=False,
         metadata={"help": "Start the adapter at token temperature T (final norm scaled by 1/T, trained with LoRA)."},
     )
+    init_token_temperature: float | None = field(
+        default=None,
+        metadata={"help": "Token temperature t > 0 that init_from_token_temperature starts at (default: T)."},
+    )
     # Parameters of the recall-oriented losses
     c_div_alpha: float = field(default=1.4, metadata={"help": "α > 1 of the Tsallis divergence of loss_type='c_div'."})
     trunc_r_quantile: float = field(
@@ -494,6 +503,16 @@ class SeqTempConfig(TrainingArguments):
                 interval = f"({low:g}, {high:g}{']' if closed_high else ')'}"
                 raise ValueError(f"`{name}` must be in {interval}, got {value!r}.")
         check_int(self.max_length, "max_length", 2, fix="An example needs a first token and one scored token.")
+        start = self.init_token_temperature
+        if start is not None:
+            if isinstance(start, bool) or not isinstance(start, (int, float)) or not (0 < start < float("inf")):
+                raise ValueError(f"`init_token_temperature` must be a float > 0 or None, got {start!r}.")
+            if not self.init_from_token_temperature:
+                raise ValueError(
+                    f"`init_token_temperature={start!r}` is the token temperature `init_from_token_temperature` "
+                    "starts the adapter at, and that is off: set `init_from_token_temperature=True` (or drop "
+                    "`init_token_temperature`)."
+                )
         if self.likelihood_method is not None and self.likelihood_method not in ("exact", "mc"):
             raise ValueError(
                 f"`likelihood_method` must be 'exact', 'mc' or None (pick by model family),"

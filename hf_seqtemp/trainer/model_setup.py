@@ -127,5 +127,6 @@ def add_adapter(model, peft_config, args: SeqTempConfig, family):
         return model
     if peft_model_of(model) is not None:
         raise ValueError("`model` is already a PeftModel; pass `peft_config=None` to train its adapter.")
-    token_temperature = args.target_temperature if args.init_from_token_temperature else None
+    start = args.init_token_temperature if args.init_token_temperature is not None else args.target_temperature
+    token_temperature = start if args.init_from_token_temperature else None
     return family.with_adapter(model, peft_config, token_temperature)

@@ -1,0 +1,240 @@
+# Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
+"""Long answers: the adapter against the once-tuned token temperature where answers end at EOS, with power.
+
+A token temperature t renormalises every prefix: log q_t(x) = Σ_i [log p(x_i | x_<i) / t − log Z_i(t)], and the
+normalisers Z_i(t) differ from prefix to prefix, so what separates a token temperature from a sequence temperature
+adds up with the answer's length. This benchmark measures it on the embedded SmolLM2-135M-Instruct, per prompt:
+
+- a pool of prompts (`long`: a sentence, two tips, a one-sentence explanation; `open`: the fidelity benchmark's
+  short-answer prompts) is split BY PROMPT into `fit` prompts (training and tuning), `validation` prompts (both drawn
+  from the training side: they choose the recipe) and `held_out` prompts (scored only);
+- p's completions are drawn exactly (`max_completion_length` tokens at most; the share cut before EOS is reported per
+  pool as `clipped_fraction`);
+- the **once-tuned token temperature** is searched on the fit prompts' samples ([`tune_token_temperature_once`]);
+- each adapter recipe trains on the fit prompts (ratio loss L_p + 0.1 NLL, LoRA r = 16 all-linear): `from_T` starts at
+  token temperature T (the demo's recipe), `from_tuned` starts at the once-tuned t (`init_token_temperature`), so
+  training only has to learn what one scalar cannot. The recipe with the lower per-prompt error on the validation
+  prompts is the `adapter` of the comparison; every recipe's held-out figures are kept in `recipes`;
+- on the held-out prompts (`held_out_generations` samples of p each) both routes get their per-prompt T_eff error
+  |T_eff(c) − T| / T and Kendall τ(c); `difference` is paired over prompts (positive: the adapter better), `ci95`
+  a percentile bootstrap over prompts, `noise` the split-half noise of the per-prompt error (mean over prompts of
+  |err(c) on half the samples − err(c) on the other half|), `noise` per route in `noise_by_route`;
+- `by_length`: each held-out prompt's mean answer length beside its two errors, the gap against answer length.
+
+Writes `fidelity_long.json` after each comparison (`provenance`, `settings`, `pools`, `comparisons`, `by_length`).
+
+Usage:
+    python benchmarks/fidelity_long.py [--pools long] [--temperatures 0.5 0.25] [--max_completion_length 80]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from peft import LoraConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _common import device_info, pick_device, print_device, provenance
+from _prompts import split_long_prompts, split_prompts
+from _tasks import conversation
+from fidelity_vs_tuned import paired_interval, per_prompt_tau, split_half_noise
+
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
+from hf_seqtemp import tune_token_temperature_once
+from hf_seqtemp.likelihood import AutoregressiveScorer
+from hf_seqtemp.measure import dataset_groups, score_dataset
+from hf_seqtemp.metrics import effective_temperature, per_prompt_effective_temperature
+
+RECIPES = {
+    "from_T": "ratio loss (L_p + 0.1 NLL), LoRA r=16 all-linear, from token temperature T, lr 1e-3 cosine",
+    "from_tuned": "ratio loss (L_p + 0.1 NLL), LoRA r=16 all-linear, from the once-tuned token temperature, "
+    "lr 3e-4 cosine",
+}
+
+
+def pool_split(pool: str, fit: int, validation: int, held_out: int, seed: int) -> dict:
+    """`{"fit", "validation", "held_out"}` conversations of `pool`: disjoint prompts; validation comes from the
+    training side of the split (the held-out prompts are the same whatever `fit` and `validation` ask)."""
+    split = split_long_prompts if pool == "long" else split_prompts
+    if pool not in ("long", "open"):
+        raise ValueError(f"`pool` must be 'long' or 'open', got {pool!r}.")
+    train, held = split(fit + validation, held_out, seed=seed)
+    parts = {"fit": train[:fit], "validation": train[fit:], "held_out": held}
+    return {name: [conversation(p) for p in prompts] for name, prompts in parts.items()}
+
+
+def route_figures(ref, policy, groups, temperature: float) -> dict:
+    t_effs = list(per_prompt_effective_temperature(ref, policy, groups).values())
+    return {
+        "error": [abs(v - temperature) / temperature for v in t_effs],
+        "t_eff": t_effs,
+        "kendall_tau": per_prompt_tau(ref, policy, groups),
+        "pooled_t_eff": effective_temperature(ref, policy, groups=groups),
+        "noise": split_half_noise(ref, policy, groups, temperature),
+    }
+
+
+def train_recipe(recipe, temperature, start, data, settings, workdir):
+    model, tokenizer = load_default_model()
+    torch.manual_seed(settings["seed"])
+    config = SeqTempConfig(
+        output_dir=workdir,
+        target_temperature=temperature,
+        loss_type="ratio",
+        nll_weight=0.1,
+        max_steps=settings["max_steps"],
+        per_device_train_batch_size=settings["batch_size"],
+        learning_rate=1e-3 if recipe == "from_T" else 3e-4,
+        lr_scheduler_type="cosine",
+        logging_steps=8,
+        save_strategy="no",
+        seed=settings["seed"],
+        use_cpu=not torch.cuda.is_available(),
+        init_from_token_temperature=True,
+        init_token_temperature=None if recipe == "from_T" else start,
+        num_generations=settings["num_generations"],
+        disable_tqdm=True,
+        report_to=[],
+    )
+    lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+    trainer = SeqTempTrainer(model, config, train_dataset=data, processing_class=tokenizer, peft_config=lora)
+    trainer.train()
+    return trainer
+
+
+def lengths_by_prompt(data, groups) -> list[float]:
+    sums: dict = {}
+    for group, mask in zip(groups, data["completion_mask"]):
+        sums.setdefault(group, []).append(sum(mask))
+    return [statistics.fmean(v) for v in sums.values()]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pools", nargs="+", default=["long"], choices=["long", "open"])
+    parser.add_argument("--temperatures", nargs="+", type=float, default=[0.5, 0.25])
+    parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
+    parser.add_argument("--fit_prompts", type=int, default=48)
+    parser.add_argument("--validation_prompts", type=int, default=16)
+    parser.add_argument("--held_out_prompts", type=int, default=16)
+    parser.add_argument("--num_generations", type=int, default=8)
+    parser.add_argument("--validation_generations", type=int, default=32)
+    parser.add_argument("--held_out_generations", type=int, default=128)
+    parser.add_argument("--max_completion_length", type=int, default=80)
+    parser.add_argument("--max_steps", type=int, default=32)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--split_seed", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--output", default="outputs/bench/fidelity_long.json")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    device = pick_device(None)
+    info = print_device(device)
+    base, tokenizer = load_default_model()
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"provenance": provenance(info | device_info(device)), "benchmark": "fidelity_long"}
+    payload.update(settings={**vars(args), "recipes": {k: RECIPES[k] for k in args.recipes}}, pools={})
+    payload.update(comparisons=[], by_length=[])
+    score = {"batch_size": 64}
+    for pool in args.pools:
+        parts = pool_split(pool, args.fit_prompts, args.validation_prompts, args.held_out_prompts, args.split_seed)
+        kwargs = {"max_new_tokens": args.max_completion_length, "batch_size": 128}
+        counts = {"fit": args.num_generations, "validation": args.validation_generations,
+                  "held_out": args.held_out_generations}  # fmt: skip
+        data, p_logps, groups = {}, {}, {}
+        for offset, (name, prompts) in enumerate(parts.items()):
+            print(f"[{pool}] sampling {counts[name]} × {len(prompts)} {name} completions of p", flush=True)
+            data[name] = sample_dataset(base, tokenizer, prompts, num_samples=counts[name], seed=args.seed + offset,
+                                        **kwargs)  # fmt: skip
+            groups[name] = list(dataset_groups(data[name], tokenizer))
+            p_logps[name], _ = score_dataset(base, data[name], AutoregressiveScorer(), **score)
+        clipped = {name: sum(d["truncated"]) / len(d) for name, d in data.items()}
+        lengths = {name: statistics.fmean(sum(m) for m in d["completion_mask"]) for name, d in data.items()}
+        payload["pools"][pool] = {"clipped_fraction": clipped, "mean_answer_tokens": lengths,
+                                  "prompts": {name: len(p) for name, p in parts.items()}}  # fmt: skip
+        print(f"[{pool}] clipped {clipped}, mean answer tokens {lengths}", flush=True)
+        for temperature in args.temperatures:
+            started = time.time()
+            t_once = tune_token_temperature_once(base, data["fit"], temperature, tokenizer, **score)
+            once = {name: score_dataset(base, data[name], AutoregressiveScorer(token_temperature=t_once), **score)[0]
+                    for name in ("validation", "held_out")}  # fmt: skip
+            print(f"[{pool}] T = {temperature:g}: once-tuned token temperature {t_once:.4f}", flush=True)
+            recipes = {}
+            for recipe in args.recipes:
+                with tempfile.TemporaryDirectory() as workdir:
+                    trainer = train_recipe(recipe, temperature, t_once, data["fit"], vars(args), workdir)
+                    scored = {name: score_dataset(trainer.model, data[name], AutoregressiveScorer(), **score)[0]
+                              for name in ("validation", "held_out")}  # fmt: skip
+                    trainer.close()
+                figures = {name: route_figures(p_logps[name], scored[name], groups[name], temperature)
+                           for name in scored}  # fmt: skip
+                recipes[recipe] = figures
+                print(f"  {recipe}: validation error {statistics.fmean(figures['validation']['error']):.4f}, "
+                      f"held-out error {statistics.fmean(figures['held_out']['error']):.4f}", flush=True)  # fmt: skip
+            chosen = min(recipes, key=lambda r: statistics.fmean(recipes[r]["validation"]["error"]))
+            adapter = recipes[chosen]["held_out"]
+            tuned = route_figures(p_logps["held_out"], once["held_out"], groups["held_out"], temperature)
+            tuned_validation = route_figures(p_logps["validation"], once["validation"], groups["validation"],
+                                             temperature)  # fmt: skip
+            common = {
+                "pool": pool,
+                "target_temperature": temperature,
+                "max_completion_length": args.max_completion_length,
+                "clipped_fraction": clipped["held_out"],
+                "mean_answer_tokens": lengths["held_out"],
+                "training": f"{RECIPES[chosen]}; {args.max_steps} steps of {args.batch_size} sequences "
+                f"({args.fit_prompts} prompts × {args.num_generations} samples of p)",
+                "recipe": chosen,
+                "chosen_on": f"{args.validation_prompts} validation prompts of the training side",
+                "held_out_prompts": len(set(groups["held_out"])),
+                "samples_per_prompt": args.held_out_generations,
+                "tuned_once_token_temperature": t_once,
+                "pooled_t_eff": {"adapter": adapter["pooled_t_eff"], "tuned_once": tuned["pooled_t_eff"]},
+                "recipes": {
+                    r: {part: {"error": statistics.fmean(f[part]["error"]), "kendall_tau": statistics.fmean(
+                        f[part]["kendall_tau"]), "pooled_t_eff": f[part]["pooled_t_eff"]} for part in f}
+                    for r, f in recipes.items()
+                },  # fmt: skip
+                "tuned_once_validation_error": statistics.fmean(tuned_validation["error"]),
+                "seconds": time.time() - started,
+            }
+            for metric, a, b, sign in (
+                ("per_prompt_t_eff_error", adapter["error"], tuned["error"], -1),
+                ("kendall_tau", adapter["kendall_tau"], tuned["kendall_tau"], 1),
+            ):
+                differences = [sign * (x - y) for x, y in zip(a, b)]
+                row = {**common, "metric": metric, "adapter": statistics.fmean(a), "tuned_once": statistics.fmean(b),
+                       "difference": statistics.fmean(differences), "ci95": paired_interval(differences)}  # fmt: skip
+                if metric == "per_prompt_t_eff_error":
+                    row["noise"] = adapter["noise"]
+                    row["noise_by_route"] = {"adapter": adapter["noise"], "tuned_once": tuned["noise"]}
+                    row["noise_at_most_half_the_smaller_error"] = adapter["noise"] <= min(row["adapter"],
+                                                                                          row["tuned_once"]) / 2
+                payload["comparisons"].append(row)
+                low, high = row["ci95"]
+                print(f"  {metric:24s} adapter ({chosen}) {row['adapter']:.4f}  tuned once (t={t_once:.3g}) "
+                      f"{row['tuned_once']:.4f}  difference {row['difference']:+.4f} [{low:+.4f}, {high:+.4f}]",
+                      flush=True)  # fmt: skip
+            payload["by_length"].append({
+                "pool": pool, "target_temperature": temperature,
+                "mean_answer_tokens": lengths_by_prompt(data["held_out"], groups["held_out"]),
+                "adapter_error": adapter["error"], "tuned_once_error": tuned["error"],
+            })  # fmt: skip
+            out.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+            print(f"wrote {out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
