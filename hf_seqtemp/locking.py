@@ -39,6 +39,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
+TAKING_WAIT = 2.0  # seconds a lock whose holder has not written its record yet is waited for, before it is named
 # what `flock` raises on a filesystem that does not support it (FUSE, some SMB/NFS mounts)
 UNSUPPORTED = (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP))
 
@@ -127,35 +128,65 @@ class LockFile:
     def held(self) -> bool:
         return self.fd is not None
 
-    def _create_whole(self, record: str) -> bool:
-        """Creates the lock file with `record` in it, at once (a temporary file linked to the name); `False` when
-        the name exists already."""
-        temporary = f"{self.path}.{uuid.uuid4().hex}.new"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(record)
-            handle.flush()
-            os.fsync(handle.fileno())
+    def _flock(self, fd: int, blocking: bool) -> bool:
+        """`flock(LOCK_EX)` on `fd`: `False` when another open file holds it (not waiting unless `blocking`); `fd`
+        is closed unless it is locked."""
         try:
-            os.link(temporary, self.path)
-        except FileExistsError:
+            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
             return False
-        except OSError as error:  # no hard links here (FAT, some FUSE): exclusive creation, written just after
-            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS):
-                raise
+        except OSError as error:
+            os.close(fd)
+            if error.errno in UNSUPPORTED:
+                raise OSError(
+                    error.errno,
+                    f"cannot lock {self.path}: [{errno_name(error)}] {error.strerror}: this filesystem does not "
+                    "support `flock`, which hf_seqtemp needs to keep two runs or saves out of one folder. Use a "
+                    "folder on a local disk (or a filesystem with `flock`)",
+                ) from None
+            raise
+        return True
+
+    def _create_whole(self, record: str) -> int | None:
+        """Creates the lock file with `record` in it, at once, and already locked: a temporary file, written, locked,
+        then linked to the name, so nobody ever finds it at the name empty or unlocked. Its locked descriptor, or
+        `None` when the name exists already."""
+        temporary = f"{self.path}.{uuid.uuid4().hex}.new"
+        try:
+            fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                os.write(fd, record.encode("utf-8"))
+                os.fsync(fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._flock(fd, blocking=False)  # nobody else knows this file; raises (fd closed) where flock is missing
+            try:
+                os.link(temporary, self.path)
             except FileExistsError:
-                return False
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(record)
+                os.close(fd)
+                return None
+            except OSError as error:  # no hard links here (FAT, some FUSE): exclusive creation, locked, written
+                os.close(fd)
+                if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS):
+                    raise
+                try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+                except FileExistsError:
+                    return None
+                if not self._flock(fd, blocking=False):
+                    return None
+                os.write(fd, record.encode("utf-8"))
+            return fd
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(temporary)
-        return True
 
     def try_acquire(self, blocking: bool = False, record: str | None = None) -> bool:
         """Takes the lock and returns `True`, or returns `False` at once when another open file holds it (with
-        `blocking`, waits for it instead). A file created here holds `record` from its first byte.
+        `blocking`, waits for it instead). A file created here holds `record` from its first byte, and is locked
+        before it has its name.
 
         Raises:
             OSError: the filesystem does not support `flock` (its errno and the path named).
@@ -164,30 +195,23 @@ class LockFile:
         if self.fd is not None:
             return True
         while True:
-            created = record is not None and self._create_whole(record)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
+            created = self._create_whole(record) if record is not None else None
+            if created is not None:
+                self.fd, self.created = created, True
+                return True
+            try:  # with a record, a file is only ever created whole: never an empty one another process could read
+                fd = os.open(self.path, os.O_RDWR | (0 if record is not None else os.O_CREAT), 0o666)
+            except FileNotFoundError:
+                continue  # its holder removed it since: create it whole
+            if not self._flock(fd, blocking):
                 return False
-            except OSError as error:
-                os.close(fd)
-                if error.errno in UNSUPPORTED:
-                    raise OSError(
-                        error.errno,
-                        f"cannot lock {self.path}: [{errno_name(error)}] {error.strerror}: this filesystem does not "
-                        "support `flock`, which hf_seqtemp needs to keep two runs or saves out of one folder. Use a "
-                        "folder on a local disk (or a filesystem with `flock`)",
-                    ) from None
-                raise
             try:
                 mine, named = os.fstat(fd), os.stat(self.path)
                 same = (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino)
             except FileNotFoundError:
                 same = False
             if same:
-                self.fd, self.created = fd, created
+                self.fd, self.created = fd, False
                 return True
             os.close(fd)  # the holder removed the file between our open and our lock: lock the path's new file
 
@@ -200,10 +224,11 @@ class LockFile:
         return b"".join(chunks).decode("utf-8", errors="replace")
 
     def write(self, text: str) -> None:
-        """Replaces the file's text, through the held descriptor, and `fsync`s it."""
-        os.ftruncate(self.fd, 0)
-        os.lseek(self.fd, 0, os.SEEK_SET)
-        os.write(self.fd, text.encode("utf-8"))
+        """Replaces the file's text, through the held descriptor, and `fsync`s it: written over the old text, then
+        cut to its length, so that a reader never finds the file empty."""
+        data = text.encode("utf-8")
+        os.pwrite(self.fd, data, 0)
+        os.ftruncate(self.fd, len(data))
         os.fsync(self.fd)
 
     def release(self, remove: bool = True) -> None:
@@ -315,11 +340,13 @@ class FolderLock:
             self._forget()
         entry = FolderLock._held.get(self.path)
         if entry is not None and entry[1]() is owner:
+            self._check_same_folder(entry)
             entry[2] += 1
             return owner
         if entry is not None:
             gc.collect()  # a trainer nobody refers to any more lets its folder go when it is collected
-        deadline = time.monotonic() + wait
+        first = time.monotonic()
+        deadline = first + wait
         while True:
             lock = LockFile(self.path)
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -332,6 +359,11 @@ class FolderLock:
             else:
                 holder = self._read()
                 why = self._why_held(holder)
+            taking = not holder or holder.get("pid") == -1  # no record yet, or one being rewritten
+            if taking and time.monotonic() < max(deadline, first + TAKING_WAIT):
+                time.sleep(0.05)  # a holder between taking the file and writing its record: who it is comes next
+                continue
+            holder = holder or {"pid": "?", "host": "?", "started": "just now"}
             if holder.get("purpose", "run") in ("save", None) and time.monotonic() < deadline:
                 time.sleep(0.1)
                 continue
@@ -342,11 +374,45 @@ class FolderLock:
             except BaseException:
                 _close(directory)
                 raise
-        lock.write(json.dumps(holder_record(purpose)))
+        if not lock.created:  # a file created here holds this record already
+            lock.write(json.dumps(holder_record(purpose)))
         reference = weakref.ref(owner)
-        FolderLock._held[self.path] = [lock, reference, 1, directory]
+        FolderLock._held[self.path] = [lock, reference, 1, directory, self._identity()]
         weakref.finalize(owner, FolderLock._drop, self.path, reference)  # collected, or the process ends
         return owner
+
+    def _identity(self) -> tuple | None:
+        """`(device, inode)` of the folder now at this lock's path (`None` when there is none)."""
+        try:
+            info = os.stat(self.folder)
+        except FileNotFoundError:
+            return None
+        return info.st_dev, info.st_ino
+
+    def check_folder(self, owner) -> None:
+        """Raises `RuntimeError` when the folder `owner` locked is no longer the one at its path (moved, renamed or
+        deleted while the run was live): nothing may be saved into, or deleted from, whatever is there now."""
+        entry = FolderLock._held.get(self.path)
+        if owner is not None and entry is not None and entry[1]() is owner:
+            self._check_same_folder(entry)
+
+    def _check_same_folder(self, entry: list) -> None:
+        if self._identity() == entry[4]:
+            return
+        moved = None
+        if entry[3] >= 0:
+            with contextlib.suppress(OSError):
+                moved = os.readlink(f"/proc/self/fd/{entry[3]}")
+        now = "another folder is at that path now" if os.path.isdir(self.folder) else "nothing is at that path now"
+        if moved and moved.endswith(" (deleted)"):
+            where = "; the folder it locked was deleted"
+        else:
+            where = f"; the folder it locked is now {moved!r}" if moved and moved != self.folder else ""
+        raise RuntimeError(
+            f"`{self.what}` {self.folder!r} is no longer the folder this run locked: it was moved, renamed or "
+            f"deleted while the run was live ({now}{where}). Nothing is saved into, or deleted from, it: another "
+            "run may own the folder at that path. Save this run's model to a new folder (`save_model(NEW_FOLDER)`)."
+        )
 
     def _take_over(self, lock: LockFile) -> None:
         """A lock file that outlived its holder: taken over with a warning, or refused when this host cannot tell."""
@@ -464,8 +530,9 @@ class FolderLock:
     _parse = staticmethod(parse_record)
 
     def _read(self) -> dict:
+        """The holder's record, `{}` while there is none to read (a holder that has just taken the file)."""
         try:
             with open(self.path, encoding="utf-8") as handle:
-                return self._parse(handle.read()) or {"pid": "?", "host": "?", "started": "just now"}
+                return self._parse(handle.read())
         except OSError:
-            return {"pid": "?", "host": "?", "started": "just now"}
+            return {}

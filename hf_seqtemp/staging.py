@@ -248,8 +248,9 @@ def staged_save(folder: str | os.PathLike, owner=None) -> Iterator[str]:
     failure to write is re-raised as an `OSError` naming its cause (errno and path), the folder and that the previous
     save is unchanged. `owner` is who holds the folder's lock (a trainer holds its `output_dir`)."""
     folder = os.path.abspath(os.fspath(folder))
-    os.makedirs(folder, exist_ok=True)
     lock = FolderLock(folder, "folder")
+    lock.check_folder(owner)  # a run whose folder was moved away saves nothing into whatever is at its path now
+    os.makedirs(folder, exist_ok=True)
     lock.release(lock_for_save(folder, owner))  # refused now, not after the save's work, if a run holds the folder
     staging = _new_staging(folder)
     try:

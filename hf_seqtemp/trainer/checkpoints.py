@@ -370,6 +370,8 @@ class CheckpointMixin:
         written) the checkpoint's manifest, last; older checkpoints are rotated away only after it. A folder of the
         same step left by an earlier, killed attempt is removed first, so the checkpoint holds this save's files
         only."""
+        if self._output_lock is not None:  # the folder this run locked, not one put at its path since
+            self._output_lock.check_folder(self)
         run_dir = self._get_output_dir(trial=trial)
         folder = os.path.join(run_dir, f"checkpoint-{self.state.global_step}")
         if self.is_world_process_zero() and os.path.isdir(folder):

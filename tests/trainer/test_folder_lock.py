@@ -110,15 +110,15 @@ def _non_excluding_flock(monkeypatch):
 
 
 def test_two_hosts_where_flock_does_not_exclude_cannot_both_hold_a_folder(tmp_path, monkeypatch):
-    """Host B runs its whole `acquire()` while host A holds `flock` but has not yet written its record: both used to
-    read an empty record and both held the folder. Now A's lock file is created with its record in it, and B
-    refuses a lock written on another host."""
+    """Host B runs its whole `acquire()` while host A holds `flock` on its new lock file (A has not locked the folder
+    yet): both used to read an empty record and both held the folder. Now A's lock file is created with its record
+    in it (and it has its name only once written), and B refuses a lock written on another host."""
     host = _non_excluding_flock(monkeypatch)
     first, second = OutputDirLock(tmp_path / "out"), OutputDirLock(tmp_path / "out")
-    real_write, raced = LockFile.write, []
+    real_lock_directory, raced = OutputDirLock._lock_directory, []
 
-    def write_after_the_other_host(self, text):
-        if not raced:  # A is about to write its record: B takes its turn
+    def lock_directory_after_the_other_host(self):
+        if not raced:  # A holds its lock file and is about to lock the folder: B takes its turn
             raced.append(True)
             host[0] = "host-b"
             try:
@@ -126,9 +126,9 @@ def test_two_hosts_where_flock_does_not_exclude_cannot_both_hold_a_folder(tmp_pa
             except RuntimeError as refused:
                 raced.append(str(refused))
             host[0] = "host-a"
-        return real_write(self, text)
+        return real_lock_directory(self)
 
-    monkeypatch.setattr(LockFile, "write", write_after_the_other_host)
+    monkeypatch.setattr(OutputDirLock, "_lock_directory", lock_directory_after_the_other_host)
     first.acquire()
     assert len(raced) == 2 and "written on another host (host-a)" in raced[1]
     assert first.held and not second.held
