@@ -25,7 +25,7 @@ from hf_seqtemp import staging
 from hf_seqtemp.locking import FolderLock, LockFile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_output_dir_lock import _trainer  # noqa: E402
+from test_output_dir_lock import _trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -80,7 +80,10 @@ def test_a_run_whose_folder_was_deleted_does_not_create_it_again(tmp_path):
     trainer.train()
     shutil.rmtree(out)
     os.remove(FolderLock(out).path)  # `rm -rf run .run.seqtemp-lock`
-    with pytest.raises(RuntimeError, match=r"no longer the folder .* \(nothing is at that path now; the folder it locked was deleted\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"no longer the folder .* \(nothing is at that path now; the folder it locked was deleted\)",
+    ):
         trainer.save_model(str(out))
     assert not out.exists()
     trainer.close()
