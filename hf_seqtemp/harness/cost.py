@@ -57,6 +57,15 @@ class ForwardCounter:
             self._kind = None
             self._totals[kind]["answers"] += answers
 
+    @contextlib.contextmanager
+    def paused(self):
+        """Leaves the forwards made inside the block out of every total (e.g. lm-eval's batch-size probe)."""
+        kind, self._kind = self._kind, None
+        try:
+            yield
+        finally:
+            self._kind = kind
+
     def summary(self) -> dict[str, dict[str, float]]:
         """`{kind: {answers, model_calls, token_forwards, model_calls_per_answer, token_forwards_per_answer}}`."""
         out = {}

@@ -5,6 +5,7 @@ and likelihoods scored under the route's distribution."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import zlib
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from ..generation.routing import STRATEGIES, seqtemp_generate
 from ..loading import load_tempered
 from ..models.default import default_model_path, load_default_model
 from .cost import ForwardCounter
+from .flags import check_batch_size, check_device, refuse_likelihoods_ahead
 
 logger = logging.get_logger(__name__)
 
@@ -190,7 +192,9 @@ class SeqTempLM(HFLM):
         strategy (`str`, *optional*, defaults to `"auto"`): a strategy of [`seqtemp_generate`], `"p"` or `"token"`.
         seq_temperature (`float`, *optional*): the sequence temperature T; with `adapter`, defaults to its own.
         token_temperature (`float`, *optional*): the route "p at token temperature τ" (sampling and scoring).
-        seed (`int`, *optional*, defaults to `1234`): each batch samples from [`prompt_seed`]`(seed, its prompts)`.
+        seed (`int`, *optional*): each batch samples from [`prompt_seed`]`(seed, its prompts)`; by default `seed` is
+            lm-eval's torch seed (`--seed`, whose third value it is; `simple_evaluate(torch_random_seed=...)`), read
+            when the requests run. The results record the seed used and where it came from.
         **kwargs: `seqtemp_generate`'s options ([`ROUTE_OPTIONS`]: `num_particles`, `pimh_steps`, `mcmc_steps`, ...),
             then [`HFLM`]'s own (`batch_size`, `device`, `dtype`, `max_length`, ...).
     """
@@ -203,20 +207,26 @@ class SeqTempLM(HFLM):
         strategy: str | None = "auto",
         seq_temperature: float | None = None,
         token_temperature: float | None = None,
-        seed: int = 1234,
+        seed: int | None = None,
         **kwargs,
     ) -> None:
         if default_model == (pretrained is not None):
             raise ValueError("pass exactly one of `pretrained=BASE` and `default_model=True`.")
         if adapter is not None and kwargs.get("peft"):
             raise ValueError("`adapter` and `peft` both load an adapter: pass `adapter` (a tempered folder) alone.")
+        check_device(kwargs.get("device"))
         self._adapter, self._default_model = adapter, bool(default_model)
         self.route_options = {name: kwargs.pop(name) for name in ROUTE_OPTIONS if name in kwargs}
-        self.seed = int(seed)
+        self._seed = None if seed is None else int(seed)
+        self._seeds_used: list[int] = []
         super().__init__(str(default_model_path()) if default_model else pretrained, **kwargs)
         self.route = resolve_route(strategy, seq_temperature, token_temperature, tempered_adapters(self._model))
+        check_batch_size(self.batch_size, self.route.has_density, self.route.describe(self.route_options))
         self.cost = ForwardCounter(self._model)
-        logger.warning(f"seqtemp: sampling and scoring {self.route.describe(self.route_options)}")
+        seeded = f"`seed={self._seed}`" if self._seed is not None else f"lm-eval's torch seed ({self.seed} now)"
+        logger.warning(
+            f"seqtemp: sampling and scoring {self.route.describe(self.route_options)}; draws seeded by {seeded}"
+        )
 
     def _create_model(self, pretrained: str, dtype="auto", **kwargs) -> None:
         """HFLM's loading, or the embedded default model; then the tempered adapter with [`load_tempered`]."""
@@ -260,11 +270,29 @@ class SeqTempLM(HFLM):
     # Generation: through `seqtemp_generate`
 
     def generate_until(self, requests, disable_tqdm: bool = False):
-        for request in requests:  # TRL's and transformers' names in lm-eval's (each request carries its own dict)
+        if not self.route.has_density:
+            refuse_likelihoods_ahead(self.route.describe(self.route_options))
+        # TRL's and transformers' names in lm-eval's, on copies: a request stays as lm-eval made it, which its
+        # `--use_cache` stores each answer under
+        mapped = []
+        for request in requests:
             context, generation_kwargs = request.args
-            request.arguments = (context, map_gen_kwargs(generation_kwargs))
+            mapped.append(copy.copy(request))
+            mapped[-1].arguments = (context, map_gen_kwargs(generation_kwargs))
+        self._seeds_used.append(self.seed)
         with self.cost.counting("generate_until", len(requests)):
-            return super().generate_until(requests, disable_tqdm=disable_tqdm)
+            return super().generate_until(mapped, disable_tqdm=disable_tqdm)
+
+    @property
+    def seed(self) -> int:
+        """The seed of the draws: the model argument `seed=`, else lm-eval's torch seed (`--seed`), which lm-eval
+        sets before it builds the model and runs the requests."""
+        return self._seed if self._seed is not None else torch.initial_seed()
+
+    def _detect_batch_size(self, requests=None, pos: int = 0):
+        """HFLM's `batch_size=auto` probe, left out of the recorded cost (it answers no request)."""
+        with self.cost.paused():
+            return super()._detect_batch_size(requests, pos)
 
     def _route_kwargs(self, generation_kwargs: dict) -> dict:
         """The `generate` keywords of one batch: the request's, the route's distribution in place of its token
@@ -310,14 +338,17 @@ class SeqTempLM(HFLM):
             )
 
     def get_model_info(self) -> dict:
-        """HFLM's model information, and the route with its cost (`config.seqtemp` in the results)."""
+        """HFLM's model information, and the route with its cost and the seed its draws used (`config.seqtemp` in the
+        results)."""
+        seeds = sorted(set(self._seeds_used)) or [self.seed]
         route = {
             "route": self.route.describe(self.route_options),
             "strategy": self.route.strategy,
             "seq_temperature": self.route.seq_temperature,
             "token_temperature": self.route.token_temperature,
             "adapter": self._adapter,
-            "seed": self.seed,
+            "seed": seeds[0] if len(seeds) == 1 else seeds,
+            "seed_from": "the model argument `seed=`" if self._seed is not None else "lm-eval's torch seed (`--seed`)",
             "options": dict(self.route_options),
             "cost": self.cost.summary(),
         }

@@ -294,3 +294,88 @@ def test_gen_kwargs_take_trls_and_transformers_names_for_the_answers_length(harn
 def test_gen_kwargs_that_would_change_the_route_or_contradict_are_refused_by_name(harness, gen_kwargs, message):
     with pytest.raises(ValueError, match=message):
         _evaluate(harness, "seqtemp_tiny_gen", gen_kwargs=gen_kwargs, pretrained=harness["base"], **ROUTES["mcmc"])
+
+
+# lm-eval's own flags mean what they mean in lm-eval (issue 67, A)
+
+
+def _seqtemp(harness, **model_args):
+    """A `seqtemp` model built here, so that a test sees what it was asked (`cost`) across `simple_evaluate` runs."""
+    from hf_seqtemp.harness import SeqTempLM
+
+    return SeqTempLM(**{"pretrained": harness["base"], "device": "cpu", "batch_size": 1, **model_args})
+
+
+def test_use_cache_serves_a_second_run_without_a_request_to_the_model(harness, tmp_path):
+    """lm-eval's `--use_cache` keys an answer by the request as lm-eval made it: the model must not rewrite it."""
+    lm = _seqtemp(harness, seed=SEED, **ROUTES["mcmc"])
+    runs = []
+    for _ in range(2):
+        results = lm_eval.simple_evaluate(
+            model=lm, tasks=["seqtemp_tiny_gen"], task_manager=harness["tasks"], log_samples=True,
+            use_cache=str(tmp_path / "cache"), gen_kwargs="max_completion_length=3",
+        )  # fmt: skip
+        runs.append(_responses(results, "seqtemp_tiny_gen"))
+        assert lm.cost.summary()["generate_until"]["answers"] == len(PROMPTS)  # the second run asked nothing
+    assert runs[0] == runs[1]
+
+
+def _answers(harness, torch_seed, **model_args):
+    lm = _seqtemp(harness, token_temperature=3.0, **model_args)  # flat: the seed shows in the answers
+    results = lm_eval.simple_evaluate(
+        model=lm, tasks=["seqtemp_tiny_gen"], task_manager=harness["tasks"], log_samples=True,
+        torch_random_seed=torch_seed,
+    )  # fmt: skip
+    return _responses(results, "seqtemp_tiny_gen"), results["config"]["seqtemp"]
+
+
+def test_lm_evals_seed_seeds_the_draws_unless_model_args_name_one(harness):
+    """`--seed` (its torch seed) seeds the draws and the results record it; `seed=` in the model args wins."""
+    first, route = _answers(harness, 5)
+    assert (route["seed"], route["seed_from"]) == (5, "lm-eval's torch seed (`--seed`)")
+    assert _answers(harness, 5)[0] == first
+    other, route = _answers(harness, 0)
+    assert other != first and route["seed"] == 0
+    fixed, route = _answers(harness, 0, seed=5)
+    assert fixed == first and (route["seed"], route["seed_from"]) == (5, "the model argument `seed=`")
+    assert _answers(harness, 1, seed=5)[0] == first
+
+
+def test_batch_size_auto_does_not_count_its_probe_and_whole_answer_routes_refuse_it(harness):
+    """lm-eval's `batch_size=auto` probes forward passes before the requests: the cost is the requests' alone.
+    A whole-answer route runs many rows per prompt, which the probe does not measure: it wants an integer."""
+    costs = {}
+    for batch_size in ("auto", 4):
+        results = _evaluate(harness, "seqtemp_tiny_gen", pretrained=harness["base"], seed=SEED, token_temperature=2.0,
+                            batch_size=batch_size)  # fmt: skip
+        costs[batch_size] = results["config"]["seqtemp"]["cost"]["generate_until"]
+    assert costs["auto"] == costs[4] and costs[4]["token_forwards"] > 0
+    for route in ("smc-pimh", "mcmc"):
+        with pytest.raises(ValueError, match="`batch_size='auto'` .* pass an integer `batch_size`"):
+            _seqtemp(harness, batch_size="auto", **ROUTES[route])
+
+
+def test_a_whole_answer_route_refuses_a_run_with_loglikelihood_tasks_before_sampling(harness):
+    lm = _seqtemp(harness, **ROUTES["smc-pimh"])
+    with pytest.raises(ValueError, match=r"cannot score the loglikelihood requests of \['seqtemp_tiny_choice'\]"):
+        lm_eval.simple_evaluate(model=lm, tasks=["seqtemp_tiny_gen", "seqtemp_tiny_choice"],
+                                task_manager=harness["tasks"])  # fmt: skip
+    assert lm.cost.summary() == {}  # nothing was sampled
+
+
+def test_a_device_this_machine_lacks_is_refused_by_name(harness):
+    """lm-eval's `hf` model falls back to another device and its results record the one asked for."""
+    missing = f"cuda:{torch.cuda.device_count()}"  # one past the last: on no machine
+    with pytest.raises(ValueError, match=f"`device='{missing}'` is not on this machine .* pass `device=cpu`"):
+        _seqtemp(harness, device=missing)
+
+
+def test_the_command_line_sets_the_device_the_run_uses_unless_told(harness):
+    from hf_seqtemp.harness.__main__ import with_device
+
+    here = "cuda:0" if torch.cuda.is_available() else "cpu"
+    run = ["prog", "--model", "seqtemp", "--tasks", "x"]
+    assert with_device(run) == [*run, "--device", here]
+    assert with_device([*run, "--device", "cuda:1"]) == [*run, "--device", "cuda:1"]
+    assert with_device([*run, "--config", "run.yaml"]) == [*run, "--config", "run.yaml"]  # the file may set it
+    assert with_device(["prog", "ls", "tasks"]) == ["prog", "ls", "tasks"]
