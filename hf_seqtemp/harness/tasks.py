@@ -78,12 +78,31 @@ def process_results_for(family: str, k: int):
     return process_results
 
 
-def _task_yaml(family: str, data_file: Path, repeats: int, k: int, max_gen_toks: int) -> str:
+def questions_beside(module_file: str, data_name: str):
+    """A task's `custom_dataset`: the questions of the JSON-lines file `data_name` in the folder of `module_file`
+    (the checks module [`write_tasks`] writes beside the YAML), so that the folder may be moved or copied; lm-eval
+    passes the task's metadata and model arguments, which it ignores."""
+    path = Path(module_file).resolve().parent / data_name
+
+    def custom_dataset(**_):
+        import datasets
+
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"the harness task's questions {path} are missing: the folder holds the YAML without its data file. "
+                f"Write the tasks again there: `python -m hf_seqtemp.harness.tasks {path.parent}`."
+            )
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
+
+    custom_dataset.__name__ = f"dataset_{path.stem}"
+    return custom_dataset
+
+
+def _task_yaml(family: str, repeats: int, k: int, max_gen_toks: int) -> str:
     config = {
         "task": task_name(family),
         "tag": [TAG],
-        "dataset_path": "json",
-        "dataset_kwargs": {"data_files": {"test": str(data_file)}},
         "test_split": "test",
         "output_type": "generate_until",
         "doc_to_text": "{{question}}",
@@ -109,7 +128,10 @@ def _task_yaml(family: str, data_file: Path, repeats: int, k: int, max_gen_toks:
 
     header = f"# lm-evaluation-harness task written by hf_seqtemp.harness.tasks (family {family!r})\n"
     checks = f"process_results: !function {CHECKS_MODULE}.process_{family}\n"
-    return header + yaml.safe_dump(config, sort_keys=False, width=120) + checks
+    data = (
+        f"custom_dataset: !function {CHECKS_MODULE}.dataset_{family}  # the questions: the .jsonl beside this file\n"
+    )
+    return header + yaml.safe_dump(config, sort_keys=False, width=120) + data + checks
 
 
 def write_tasks(
@@ -124,7 +146,8 @@ def write_tasks(
     """Writes the harness tasks of `families` into `output_dir` and returns it (lm-eval's `include_path`).
 
     Args:
-        output_dir (`str` or `Path`): the folder (created); data files are named by absolute path in the YAML.
+        output_dir (`str` or `Path`): the folder (created). Each YAML reads its questions from the JSON-lines file
+            beside it (through the checks module, also beside it), so the folder may be moved or copied.
         families (`list[str]`): families of [`hf_seqtemp.tasks.chat.FAMILIES`].
         num_held_out (`int`, defaults to 16): questions per family: the first held-out prompts of
             `split_family(family, 0, num_held_out, seed=split_seed)`, those the benchmarks hold out from training.
@@ -136,18 +159,28 @@ def write_tasks(
     unknown = [name for name in families if name not in FAMILIES]
     if unknown:
         raise ValueError(f"`families` must be among {sorted(FAMILIES)}, got {unknown}.")
+    for name, value in (("num_held_out", num_held_out), ("repeats", repeats), ("max_gen_toks", max_gen_toks)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}.")
     if not 1 <= k <= repeats:
         raise ValueError(f"`k` must lie in [1, repeats={repeats}], got {k}: pass@k needs k answers per question.")
-    folder = Path(output_dir).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = ["# Written by hf_seqtemp.harness.tasks: each task's process_results (its family's checker).",
-             "from hf_seqtemp.harness.tasks import process_results_for", ""]  # fmt: skip
     for family in families:
-        _, held_out = split_family(get_family(family), 0, num_held_out, seed=split_seed)
-        data_file = folder / f"{task_name(family)}.jsonl"
-        rows = [{"question": q, "answer": a, "family": family} for q, a in held_out]
-        data_file.write_text("".join(json.dumps(row) + "\n" for row in rows))
-        (folder / f"{task_name(family)}.yaml").write_text(_task_yaml(family, data_file, repeats, k, max_gen_toks))
+        available = len(get_family(family).items)
+        if num_held_out > available:
+            raise ValueError(
+                f"`num_held_out` must be at most {available} (the {family!r} questions), got {num_held_out}."
+            )
+    folder = Path(output_dir).resolve()
+    held_out = {family: split_family(get_family(family), 0, num_held_out, seed=split_seed)[1] for family in families}
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["# Written by hf_seqtemp.harness.tasks: each task's questions (its JSON-lines file, beside this module)",
+             "# and process_results (its family's checker).",
+             "from hf_seqtemp.harness.tasks import process_results_for, questions_beside", ""]  # fmt: skip
+    for family in families:
+        rows = [{"question": q, "answer": a, "family": family} for q, a in held_out[family]]
+        (folder / f"{task_name(family)}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+        (folder / f"{task_name(family)}.yaml").write_text(_task_yaml(family, repeats, k, max_gen_toks))
+        lines.append(f"dataset_{family} = questions_beside(__file__, {task_name(family) + '.jsonl'!r})")
         lines.append(f"process_{family} = process_results_for({family!r}, k={k})")
     (folder / f"{CHECKS_MODULE}.py").write_text("\n".join(lines) + "\n")
     return folder
@@ -187,9 +220,12 @@ def main(argv=None) -> None:
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--max_gen_toks", type=int, default=16)
     args = parser.parse_args(argv)
-    folder = write_tasks(
-        args.output_dir, args.families, args.num_held_out, args.split_seed, args.repeats, args.k, args.max_gen_toks
-    )
+    try:
+        folder = write_tasks(
+            args.output_dir, args.families, args.num_held_out, args.split_seed, args.repeats, args.k, args.max_gen_toks
+        )
+    except ValueError as error:  # a bad setting: one line, as argparse reports its own (exit status 2)
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(f"wrote {', '.join(task_name(f) for f in args.families)} (tag {TAG}) into {folder}")
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 try:
     import lm_eval  # noqa: F401
@@ -21,6 +22,7 @@ except ImportError as error:
     pytest.skip(f"the harness tests need lm-eval: pip install -e '.[eval]' ({error})", allow_module_level=True)
 
 from hf_seqtemp.harness.tasks import evaluate_tasks, score_answers, task_name, write_tasks
+from hf_seqtemp.models.default import DEFAULT_MODEL_ID
 from hf_seqtemp.tasks.chat import conversation, get_family, split_family
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -43,6 +45,53 @@ def test_the_tasks_hold_out_the_benchmarks_questions_and_refuse_bad_settings_by_
         write_tasks(tmp_path, ["algebra"])
     with pytest.raises(ValueError, match="`k` must lie in \\[1, repeats=4\\], got 8"):
         write_tasks(tmp_path, ["addition"], repeats=4, k=8)
+    with pytest.raises(ValueError, match="`num_held_out` must be an integer >= 1, got -1"):
+        write_tasks(tmp_path, ["addition"], num_held_out=-1)  # was every question but one
+    with pytest.raises(ValueError, match="`max_gen_toks` must be an integer >= 1, got 0"):
+        write_tasks(tmp_path, ["addition"], max_gen_toks=0)
+    with pytest.raises(ValueError, match="`num_held_out` must be at most 100 \\(the 'addition' questions\\), got 101"):
+        write_tasks(tmp_path, ["addition"], num_held_out=101)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--repeats", "2", "--k", "4"], "`k` must lie in [1, repeats=2], got 4"),
+        (["--num_held_out", "-1"], "`num_held_out` must be an integer >= 1, got -1"),
+        (["--max_gen_toks", "0"], "`max_gen_toks` must be an integer >= 1, got 0"),
+    ],
+)
+def test_the_command_line_refuses_a_bad_setting_in_one_line(tmp_path, capsys, argv, message):
+    from hf_seqtemp.harness.tasks import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main([str(tmp_path / "tasks"), *argv])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert (
+        error.count("\n") == 1 and error.startswith("python -m hf_seqtemp.harness.tasks: error: ") and message in error
+    )
+    assert not (tmp_path / "tasks").exists()  # nothing written
+
+
+@pytest.mark.parametrize("how", ["moved", "copied"])
+def test_a_tasks_folder_moved_or_copied_after_writing_still_loads(tmp_path, how):
+    """The YAML reads its questions from beside it, not from the absolute path it was written at."""
+    import shutil
+
+    from lm_eval.tasks import TaskManager
+
+    written = write_tasks(tmp_path / "written", ["addition", "comparison"], num_held_out=3, repeats=2, k=2)
+    if how == "moved":
+        shutil.move(written, tmp_path / "elsewhere")
+    else:
+        shutil.copytree(written, tmp_path / "elsewhere")
+        shutil.rmtree(written)
+    tasks = TaskManager(include_path=str(tmp_path / "elsewhere")).load(["seqtemp_tasks"])["tasks"]
+    assert set(tasks) == {task_name("addition"), task_name("comparison")}
+    for name in ("addition", "comparison"):
+        docs = [(doc["question"], doc["answer"]) for doc in tasks[task_name(name)].test_docs()]
+        assert docs == split_family(get_family(name), 0, 3, seed=0)[1]
 
 
 @pytest.mark.parametrize(
@@ -116,10 +165,13 @@ def test_the_command_lines_write_the_tasks_and_run_them_by_their_tag(tmp_path):
     assert "seqtemp_addition, seqtemp_comparison (tag seqtemp_tasks)" in done.stdout
     run = [sys.executable, "-m", "hf_seqtemp.harness", "--model", "seqtemp", "--model_args", "default_model=True"]
     run += ["--include_path", str(folder), "--tasks", "seqtemp_tasks", "--apply_chat_template", "--system_instruction"]
-    run += ["Answer briefly.", "--device", "cpu", "--batch_size", "4", "--output_path", str(tmp_path / "out")]
+    run += ["Answer briefly.", "--batch_size", "4", "--output_path", str(tmp_path / "out")]  # no --device
     done = subprocess.run(run, check=False, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     (path,) = (tmp_path / "out").rglob("results_*.json")
     results = json.loads(path.read_text())
+    # named by the embedded model's id (not a random one), on the device it ran on (not lm-eval's default cuda:0)
+    assert results["model_name"] == DEFAULT_MODEL_ID and path.parent.name == DEFAULT_MODEL_ID.replace("/", "__")
+    assert results["config"]["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")
     assert set(results["results"]) == {"seqtemp_addition", "seqtemp_comparison"}
     assert results["config"]["seqtemp"]["cost"]["generate_until"]["answers"] == 2 * 1 * 2
