@@ -240,3 +240,126 @@ def test_more_sequences_than_vllm_takes_in_one_request_are_scored_in_several():
         sizes = sorted(len(body["prompt"]) for body in stub.bodies)
     assert sizes == [452, 1024, 1024]
     assert scores == [[-0.001 * i - 1, -0.001 * i - 2] for i in range(2500)]
+
+
+# ---------------------------------------------------------------- round 4: trickles, HTTP errors, impossible replies
+
+
+class _Trickle:
+    """A stand-in server that answers every request with a valid header and then one byte of its body every
+    `gap` seconds (at most `HANG_BOUND` seconds): a socket read never waits long, the reply never ends."""
+
+    def __init__(self, gap: float = 0.2):
+        closed = self.closed = threading.Event()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _trickle(self):
+                body = json.dumps({"data": [{"id": "stub", "parent": None, "max_model_len": 64}], "pad": "x" * 999})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                for byte in body.encode():
+                    if closed.wait(gap):
+                        return
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:
+                        return
+
+            def do_GET(self):
+                self._trickle()
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self._trickle()
+
+            def log_message(self, *args):
+                pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.closed.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_server_that_trickles_v1_models_is_cut_at_the_timeout():
+    """`/v1/models` sent one byte at a time used to hold `client.model` and `wait_until_up` for as long as the server
+    kept sending (about 35 minutes for that stub at timeout 3): the timeout bounded each socket read, not the reply."""
+    with _Trickle() as stub:
+        client = EngineClient(stub.url, timeout=2.0)
+        start = time.monotonic()
+        with pytest.raises(EngineError, match=f"{stub.url} gave no answer to /v1/models within 2 s"):
+            client.model
+        assert time.monotonic() - start < 4.0
+        start = time.monotonic()
+        with pytest.raises(EngineError, match="no engine server answered within 3 s"):
+            client.wait_until_up(3.0)
+        assert time.monotonic() - start < 3.0 + 2.0 + 2.0
+
+
+_TRICKLED_CALL = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from hf_seqtemp.engine import EngineClient, EngineError
+client = EngineClient(sys.argv[1], timeout=2.0, model="stub")
+start = time.monotonic()
+try:
+    client.sample([[1, i] for i in range(8)], 4, [3], seeds=list(range(8)))
+except EngineError as error:
+    print(f"raised after {time.monotonic() - start:.1f} s: {error}", flush=True)
+"""
+
+
+def test_a_trickling_server_ends_the_process_with_its_error_not_later():
+    """The error was raised at the timeout, but the requests' threads went on reading the trickle: the process
+    stayed alive about 100 s after it. A failed call now ends its requests in flight."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with _Trickle(gap=0.1) as stub:
+        start = time.monotonic()
+        done = subprocess.run([sys.executable, "-c", _TRICKLED_CALL, stub.url, root], capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        elapsed = time.monotonic() - start
+    assert "raised after" in done.stdout and "no answer to /v1/completions within 2 s" in done.stdout, done.stderr
+    raised = float(done.stdout.split("raised after ")[1].split(" s")[0])
+    assert raised < 3.5 and elapsed - raised < 15.0, (raised, elapsed)  # start-up, then exit right after the error
+
+
+def test_an_http_error_is_an_engine_error():
+    """An HTTP 400 used to come back as `ValueError`; it is an `EngineError` (the engine refused the request), with
+    the server's words."""
+    refusal = (400, json.dumps({"error": {"message": "max_tokens is too large"}}).encode(), None)
+    with _Stub(lambda body: refusal) as stub:
+        client = EngineClient(stub.url, timeout=10.0, model="stub")
+        with pytest.raises(EngineError, match=f"{stub.url} refused /v1/completions \\(HTTP 400\\).*too large"):
+            client.sample([[1, 2]], 4, [3], seeds=[0])
+
+
+@pytest.mark.parametrize("where", ["sampled", "scored"])
+def test_a_positive_log_probability_is_an_impossible_reply(where):
+    """A log-probability of +0.7 was used as it came; a probability is at most 1, so it is a malformed reply."""
+
+    def answer(body):
+        if where == "sampled":
+            return _sampled(body, logp=0.7)
+        return _json({"choices": [{"index": 0, "prompt_logprobs": [None, {"2": {"logprob": 0.7}}]}]})
+
+    with _Stub(answer) as stub:
+        client = EngineClient(stub.url, timeout=10.0, model="stub")
+        with pytest.raises(EngineReplyError, match=r"is 0\.7 \(float\), not a number ≤ 0\.001 \(a log-probability\)"):
+            client.sample([[1, 2]], 4, [3], seeds=[0]) if where == "sampled" else client.score([[1, 2]], [1])

@@ -28,12 +28,13 @@ server and what was wrong.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import socket
 import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -87,6 +88,85 @@ class Completion:
     stopped: bool
 
 
+class _Keeping:
+    """Keeps the connection's socket (`opened`): `http.client` hands it to the response and forgets it."""
+
+    opened = None
+
+    def connect(self):
+        super().connect()
+        self.opened = self.sock
+
+
+class _HTTP(_Keeping, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPS(_Keeping, http.client.HTTPSConnection):
+    pass
+
+
+def _connection(base_url: str, timeout: float) -> http.client.HTTPConnection:
+    parts = urllib.parse.urlsplit(base_url)
+    kind = _HTTPS if parts.scheme == "https" else _HTTP
+    return kind(parts.hostname, parts.port, timeout=timeout)
+
+
+def _shut(connection: http.client.HTTPConnection) -> None:
+    """Ends a request now: a read blocked on its socket returns at once."""
+    sock = connection.opened
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Calls:
+    """The requests in flight of one call: [`cancel`] ends them all at once (the call failed: nothing waits on a
+    server that trickles or hangs, and no thread outlives the call by a timeout)."""
+
+    def __init__(self):
+        self.lock, self.open, self.cancelled = threading.Lock(), set(), False
+
+    def add(self, connection) -> bool:
+        with self.lock:
+            if not self.cancelled:
+                self.open.add(connection)
+            return not self.cancelled
+
+    def discard(self, connection) -> None:
+        with self.lock:
+            self.open.discard(connection)
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.cancelled = True
+            for connection in self.open:
+                _shut(connection)
+
+
+class _Watch:
+    """The deadline of one request: at `timeout` seconds after its start its connection is shut (`expired` set),
+    however the server sends its bytes."""
+
+    def __init__(self, connection, timeout: float, expired: threading.Event, calls: _Calls | None):
+        self.connection, self.calls, self.expired = connection, calls, expired
+        if calls is not None and not calls.add(connection):
+            raise EngineError("the request was dropped: another request of the same call failed")
+        self.timer = threading.Timer(timeout, self._expire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _expire(self) -> None:
+        self.expired.set()
+        _shut(self.connection)
+
+    def end(self) -> None:
+        self.timer.cancel()
+        if self.calls is not None:
+            self.calls.discard(self.connection)
+        self.connection.close()
+
+
 class EngineClient:
     """A vLLM server's `/v1/completions`, for exact sampling and scoring with token ids.
 
@@ -125,53 +205,42 @@ class EngineClient:
         self.can_score = True  # False for a server known to crash on `prompt_logprobs` (CPU build with LoRA)
 
     # ------------------------------------------------------------------ HTTP
-    def _request(self, path: str, body: dict | None = None, timeout: float | None = None) -> dict:
-        url = f"{self.base_url}{path}"
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    def _request(self, path: str, body: dict | None = None, timeout: float | None = None, calls=None) -> dict:
+        """One request: its whole reply within `timeout` seconds (a server that trickles bytes is cut at the
+        deadline, not only a read that waits), or an [`EngineError`]. `calls` (a [`_Calls`]) closes the request
+        at once when the call it belongs to fails."""
         timeout = self.timeout if timeout is None else timeout
+        expired = threading.Event()
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
+            connection = _connection(self.base_url, timeout)
+            watch = _Watch(connection, timeout, expired, calls)
+            try:
+                connection.request("GET" if body is None else "POST", path, body=None if body is None else
+                                   json.dumps(body).encode(), headers={"Content-Type": "application/json"})  # fmt: skip
+                response = connection.getresponse()
                 raw = response.read()
-        except urllib.error.HTTPError as error:
-            detail = error.read().decode(errors="replace")[:2000]
-            if error.code >= 500:
+            finally:
+                watch.end()
+        except Exception as error:  # noqa: BLE001 - every failure is named below
+            if expired.is_set() or isinstance(error, TimeoutError):
                 raise EngineError(
-                    f"the engine server at {self.base_url} failed on {path} (HTTP {error.code}): {detail}. Its log "
-                    "says why; a crashed engine must be restarted (`hf-seqtemp serve ...`)."
+                    f"the engine server at {self.base_url} gave no answer to {path} within {timeout:g} s (or only "
+                    "part of one): it hangs, trickles its reply or is overloaded. Raise the timeout (`vllm_server_timeout` / "
+                    "`timeout=`) or send smaller batches."
                 ) from None
-            raise ValueError(
-                f"the engine server at {self.base_url} refused {path} (HTTP {error.code}): {detail}"
-            ) from None
-        except http.client.IncompleteRead as error:
-            total = len(error.partial) + (error.expected or 0)
-            raise malformed(
-                self.base_url, path, f"its body was cut short ({len(error.partial)} of {total} bytes)"
-            ) from None
-        except http.client.RemoteDisconnected:
-            raise EngineError(
-                f"the engine server at {self.base_url} closed the connection without replying to {path}: it crashed "
-                "or restarted mid-request (its log says why). Restart it (`hf-seqtemp serve ...`), then retry; "
-                "checkpoints already written are complete."
-            ) from None
-        except http.client.HTTPException as error:
-            raise malformed(
-                self.base_url, path, f"the HTTP reply broke off ({type(error).__name__}: {error})"
-            ) from None
-        except (urllib.error.URLError, ConnectionError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            if isinstance(error, TimeoutError) or isinstance(reason, TimeoutError):
+            if calls is not None and calls.cancelled:
+                raise EngineError(f"the request to {path} was dropped: another request of the same call failed")
+            self._raise_transport(path, error)
+        if response.status >= 400:
+            detail = raw.decode(errors="replace")[:2000]
+            if response.status >= 500:
                 raise EngineError(
-                    f"the engine server at {self.base_url} gave no answer to {path} within {timeout:g} s: it hangs "
-                    "or is overloaded. Raise the timeout (`vllm_server_timeout` / `timeout=`) or send smaller "
-                    "batches."
-                ) from None
-            raise EngineError(
-                f"the engine server at {self.base_url} does not answer ({reason}): it died or was never started, "
-                "or it is still loading its model (vLLM accepts connections once it is ready). Start it with "
-                "`hf-seqtemp serve MODEL` (or `python -m hf_seqtemp.engine.serve`) and wait for its `serving ... at "
-                "URL` line, then retry; checkpoints already written are complete."
-            ) from None
+                    f"the engine server at {self.base_url} failed on {path} (HTTP {response.status}): {detail}. Its "
+                    "log says why; a crashed engine must be restarted (`hf-seqtemp serve ...`)."
+                )
+            raise EngineReplyError(
+                f"the engine server at {self.base_url} refused {path} (HTTP {response.status}): {detail}"
+            )
         try:
             reply = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -182,6 +251,33 @@ class EngineClient:
         if not isinstance(reply, dict):
             raise malformed(self.base_url, path, "its body is not a JSON object", reply)
         return reply
+
+    def _raise_transport(self, path: str, error: Exception):
+        """Raises the [`EngineError`] of a request that got no reply: a body cut short, a dropped or refused
+        connection."""
+        if isinstance(error, http.client.IncompleteRead):
+            total = len(error.partial) + (error.expected or 0)
+            raise malformed(
+                self.base_url, path, f"its body was cut short ({len(error.partial)} of {total} bytes)"
+            ) from None
+        if isinstance(error, http.client.RemoteDisconnected):
+            raise EngineError(
+                f"the engine server at {self.base_url} closed the connection without replying to {path}: it crashed "
+                "or restarted mid-request (its log says why). Restart it (`hf-seqtemp serve ...`), then retry; "
+                "checkpoints already written are complete."
+            ) from None
+        if isinstance(error, http.client.HTTPException):
+            raise malformed(
+                self.base_url, path, f"the HTTP reply broke off ({type(error).__name__}: {error})"
+            ) from None
+        if isinstance(error, OSError):
+            raise EngineError(
+                f"the engine server at {self.base_url} does not answer ({error}): it died or was never started, "
+                "or it is still loading its model (vLLM accepts connections once it is ready). Start it with "
+                "`hf-seqtemp serve MODEL` (or `python -m hf_seqtemp.engine.serve`) and wait for its `serving ... at "
+                "URL` line, then retry; checkpoints already written are complete."
+            ) from None
+        raise error
 
     def models(self, timeout: float | None = None) -> list[dict]:
         """What `/v1/models` lists: the base model and the LoRA adapters served by name (their `parent` is the
@@ -237,12 +333,13 @@ class EngineClient:
             return []
         answers: list = [None] * len(bodies)
         stop = threading.Event()  # set at the first failure: no further request is sent
+        calls = _Calls()  # and those in flight are ended
 
         def send(body: dict) -> dict | None:
             if stop.is_set():
                 return None
             try:
-                return self._request("/v1/completions", body)
+                return self._request("/v1/completions", body, calls=calls)
             except BaseException:
                 stop.set()
                 raise
@@ -269,6 +366,7 @@ class EngineClient:
                         bar.update(1)
         finally:
             stop.set()
+            calls.cancel()
             pool.shutdown(wait=False, cancel_futures=True)
         return answers
 

@@ -40,6 +40,12 @@ def malformed(server: str, path: str, what: str, reply=None) -> EngineReplyError
     return EngineReplyError(f"the engine server at {server} sent a malformed reply to {path}: {what}.{shown} {FIX}")
 
 
+LOGP_ROUNDING = 1e-3
+"""The largest log-probability a reply may hold: a probability is at most 1, and float32 rounding of a
+log-softmax stays far below this; a larger one is an impossible reply, not a number to use."""
+_NUMBER = f"number ≤ {LOGP_ROUNDING:g} (a log-probability)"
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
 
@@ -95,10 +101,10 @@ def sampled_tokens(server: str, choice: dict) -> tuple[list[int], list[float]]:
             server, "/v1/completions", f"choice {index} has {len(values)} log-probabilities for {len(tokens)} tokens"
         )
     for position, value in enumerate(values):
-        if not _is_number(value):
+        if not _is_number(value) or value > LOGP_ROUNDING:
             raise malformed(
                 server, "/v1/completions", f"choice {index}: the log-probability of its token at position "
-                f"{position} (id {tokens[position]}) is {_describe(value)}, not a number", choice,
+                f"{position} (id {tokens[position]}) is {_describe(value)}, not a {_NUMBER}", choice,
             )  # fmt: skip
     return tokens, [float(value) for value in values]
 
@@ -120,10 +126,10 @@ def checked_prompt_logprobs(server: str, choice: dict, length: int) -> list[dict
             )  # fmt: skip
         for key, value in entry.items():
             logp = value.get("logprob") if isinstance(value, dict) else value
-            if not isinstance(value, dict) or not _is_number(logp):
+            if not isinstance(value, dict) or not _is_number(logp) or logp > LOGP_ROUNDING:
                 raise malformed(
                     server, "/v1/completions", f"choice {index}: the prompt log-probability of token {key} at "
-                    f"position {position} is {_describe(logp)}, not a number", entry,
+                    f"position {position} is {_describe(logp)}, not a {_NUMBER}", entry,
                 )  # fmt: skip
     return entries
 

@@ -58,13 +58,14 @@ def word_tokenizer():
 
 
 def lora_of(model, seed: int = 2, scale: float = 0.3):
-    """A random LoRA (rank 8, every projection vLLM serves) on `model`: a poor proposal the weights must correct."""
+    """A random LoRA (rank 8, every projection vLLM serves, and the LM head: vLLM #51594 reports an `lm_head` delta
+    dropped from `prompt_logprobs`) on `model`: a poor proposal the weights must correct."""
     from peft import LoraConfig, get_peft_model
 
     config = LoraConfig(
         r=8,
         lora_alpha=8,
-        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"],
         init_lora_weights=False,
     )
     torch.manual_seed(seed)
