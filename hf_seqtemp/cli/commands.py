@@ -145,7 +145,15 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
 
         _check_one_source(script_args)
         data = read_source(script_args, script_args.dataset_train_split)
-        detect_format(data.column_names, training_args.dataset_text_field, "--dataset_path")
+        if detect_format(data.column_names, training_args.dataset_text_field, "--dataset_path") == "text":
+            source = script_args.dataset_path or script_args.dataset_name
+            print(
+                f"hf-seqtemp train: {source!r} holds a `{training_args.dataset_text_field}` column and no prompts "
+                "(TRL's language-modeling format): each row is trained as one whole sequence of an unconditional "
+                "distribution (the empty prompt), all rows one group. If its rows are prompts, name the column "
+                "`prompt` (completions are then sampled from the base model) or give `prompt` and `completion`.",
+                file=sys.stderr,
+            )
     quantization = _quantization(script_args)
     init_kwargs = training_args.model_init_kwargs  # the CLI loads the model: TRL's keywords apply to that load
     model, tokenizer = _load_base(script_args, True, training_args.trust_remote_code, quantization, init_kwargs)
@@ -178,11 +186,11 @@ def run_train(script_args: TrainScriptArguments, training_args) -> int:
             data, script_args.eval_fraction, training_args.seed, training_args.dataset_text_field
         )
     announce_split(train, held_out, prompts_only, training_args.num_generations, training_args.dataset_text_field)
-    _announce_plan(model, tokenizer, training_args, train, held_out)
     lora = _lora(script_args)
     trainer = SeqTempTrainer(
         model, training_args, train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
     )
+    _announce_plan(model, tokenizer, training_args, train, held_out)  # once the trainer took every setting
     if held_out is None:  # told once every flag is checked: a flag error shows only its own message
         print(
             "hf-seqtemp train: nothing will be measured after training (`--eval_fraction` is 0): pass "

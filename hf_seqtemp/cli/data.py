@@ -24,9 +24,8 @@ def _read_dataset(path: str, split: str, split_flag: str = "--dataset_train_spli
         _check_json_lines(path)  # a cut or malformed line is named, not a datasets traceback
         loaded = _from_json(path)
     elif path.endswith(".json") and os.path.isfile(path):
-        with open(path, encoding="utf-8") as handle:
-            if not any(chunk.strip() for chunk in iter(lambda: handle.read(65536), "")):
-                raise ValueError(f"`--dataset_path` {path!r} is empty: give a JSON list of example objects.")
+        if not sum(1 for _, line in utf8_lines(path, "--dataset_path") if line.strip()):  # every line read
+            raise ValueError(f"`--dataset_path` {path!r} is empty: give a JSON list of example objects.")
         loaded = _from_json(path)
     else:
         raise ValueError(
@@ -59,29 +58,43 @@ def _from_json(path: str):
     return loaded
 
 
+def utf8_lines(path: str, flag: str):
+    """The lines of the text file `path`, numbered from 1; a line that is not UTF-8 is a `ValueError` naming the
+    file, the line, the byte and the fix (the decoder's own words name none of them)."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ValueError(
+                    f"`{flag}` {path!r}: line {number} is not UTF-8 text (byte {raw[error.start]:#04x} at byte "
+                    f"{error.start + 1} of the line). Save the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 "
+                    f"{os.path.basename(path)} > fixed{os.path.splitext(path)[1]}`."
+                ) from None
+
+
 def _check_json_lines(path: str) -> None:
     """Every non-blank line of the JSON Lines file `path` is one JSON object; else a `ValueError` naming the line."""
     import json
 
     examples = 0
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            examples += 1
-            try:
-                row = json.loads(line)
-            except ValueError as error:
-                cut = " (cut short: was the file still being written?)" if not line.endswith("\n") else ""
-                raise ValueError(
-                    f"`--dataset_path` {path!r}: line {number} is not valid JSON{cut}: {error.msg} at column "
-                    f"{error.colno}. Fix or remove that line; each line is one example, a JSON object."
-                ) from None
-            if not isinstance(row, dict):
-                raise ValueError(  # noqa: TRY004 - a bad value in the user's file, not a wrong argument type
-                    f"`--dataset_path` {path!r}: line {number} is a JSON {type(row).__name__}, not an object: each "
-                    'line is one example, e.g. {"prompt": ..., "completion": ...}.'
-                )
+    for number, line in utf8_lines(path, "--dataset_path"):
+        if not line.strip():
+            continue
+        examples += 1
+        try:
+            row = json.loads(line)
+        except ValueError as error:
+            cut = " (cut short: was the file still being written?)" if not line.endswith("\n") else ""
+            raise ValueError(
+                f"`--dataset_path` {path!r}: line {number} is not valid JSON{cut}: {error.msg} at column "
+                f"{error.colno}. Fix or remove that line; each line is one example, a JSON object."
+            ) from None
+        if not isinstance(row, dict):
+            raise ValueError(  # noqa: TRY004 - a bad value in the user's file, not a wrong argument type
+                f"`--dataset_path` {path!r}: line {number} is a JSON {type(row).__name__}, not an object: each "
+                'line is one example, e.g. {"prompt": ..., "completion": ...}.'
+            )
     if examples == 0:
         raise ValueError(
             f"`--dataset_path` {path!r} holds no example (the file is empty or blank): each line is one example, a "
@@ -93,8 +106,8 @@ def _read_prompts(data_args: DataArguments, tokenizer) -> list:
     """The prompts of --sample_prompts_file, as conversations when the tokenizer has a chat template."""
     if not os.path.isfile(data_args.sample_prompts_file):
         raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} is not a file.")
-    with open(data_args.sample_prompts_file, encoding="utf-8") as handle:
-        prompts = [line.strip() for line in handle if line.strip()]
+    lines = utf8_lines(data_args.sample_prompts_file, "--sample_prompts_file")
+    prompts = [line.strip() for _, line in lines if line.strip()]
     if not prompts:
         raise ValueError(f"`--sample_prompts_file` {data_args.sample_prompts_file!r} has no prompt (one per line).")
     from ..data import as_conversation

@@ -54,6 +54,12 @@ def _adapter(value: str) -> tuple[str, str]:
     name, sep, folder = value.partition("=")
     if not sep or not name or not folder:
         raise argparse.ArgumentTypeError(f"`--adapter` takes NAME=FOLDER, got {value!r}.")
+    if not (Path(folder) / "adapter_config.json").is_file():
+        where = "does not exist" if not Path(folder).exists() else "holds no adapter_config.json"
+        raise argparse.ArgumentTypeError(
+            f"`--adapter {value}`: {folder!r} {where}: give NAME=FOLDER of a PEFT adapter folder (a trained "
+            "hf_seqtemp folder, or `peft_model.save_pretrained(FOLDER)`)."
+        )
     return name, folder
 
 
@@ -263,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     server = EngineServer(settings, python=str(python))
     try:
         server.start(timeout=args.start_timeout)
+    except (ValueError, FileNotFoundError) as error:  # an adapter vLLM cannot serve (its rank, its files)
+        command.error(str(error))
     except EngineError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 1

@@ -53,7 +53,11 @@ def _missing(answer) -> bool:
 
 
 def _hashable(answer, index: int):
-    """`answer` as a value answers can be counted by: a list is a tuple, a set a frozenset; others are refused."""
+    """`answer` as a value answers can be counted by: a tensor or numpy value is its Python value (a 0-d tensor
+    hashes by identity: two tensors of 1 would be two answers), a list is a tuple, a set a frozenset; others are
+    refused."""
+    if isinstance(answer, torch.Tensor) or (type(answer).__module__ == "numpy" and hasattr(answer, "tolist")):
+        answer = answer.tolist()
     if isinstance(answer, list):
         return tuple(_hashable(part, index) for part in answer)
     if isinstance(answer, (set, frozenset)):
@@ -81,6 +85,8 @@ def _normalised(answers) -> list:
             f"`answers` is {kind}: give a list with one answer per completion, in the completions' order (e.g. "
             "`list(answers)`): the index returned points into it."
         )
+    if isinstance(answers, torch.Tensor) or (type(answers).__module__ == "numpy" and hasattr(answers, "tolist")):
+        answers = answers.tolist() if answers.ndim else [answers.tolist()]  # values, one per completion
     values = list(itertools.islice(answers, len(answers)))
     if not values:
         raise ValueError("`answers` is empty: give the answers read from N >= 1 completions of one prompt.")

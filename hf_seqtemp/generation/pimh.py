@@ -16,6 +16,8 @@ import warnings
 
 import torch
 
+from ..checks import check_bytes
+
 STUCK_PROBABILITY = 0.05
 """With `pimh_steps = K > 0`, [`smc_sample`] warns when a chain with its prompt's acceptance rate `a` would still be
 at its first run after `K` steps with probability `(1 - a)^K` above this, averaged over the prompts: its answers then
@@ -124,6 +126,32 @@ def warn_if_stuck(acceptance: torch.Tensor, steps: int) -> None:
             UserWarning,
             stacklevel=3,
         )
+
+
+def check_pimh_memory(model, prompts: int, prompt_length: int, max_new_tokens: int, num_particles: int,
+                      pimh_steps: int) -> None:  # fmt: skip
+    """Refuses a PIMH call whose `K + 1` runs, drawn in one batch, would not fit in memory, before anything runs:
+    `prompts × (K + 1) × num_particles` rows, each with a key/value cache of `prompt_length + max_new_tokens` tokens
+    and a row of logits; more than half of the free memory of the model's device is an error with the numbers."""
+    config = getattr(model, "config", None)
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    parameter = next(model.parameters())
+    layers = getattr(config, "num_hidden_layers", 1) or 1
+    heads = getattr(config, "num_key_value_heads", None) or getattr(config, "num_attention_heads", 1) or 1
+    hidden = getattr(config, "hidden_size", 64) or 64
+    head_dim = getattr(config, "head_dim", None) or hidden // max(1, getattr(config, "num_attention_heads", 1) or 1)
+    vocab = getattr(config, "vocab_size", 1) or 1
+    rows = prompts * (pimh_steps + 1) * num_particles
+    per_row = (prompt_length + max_new_tokens) * (2 * layers * heads * head_dim * parameter.element_size() + 8)
+    estimated = rows * (per_row + vocab * (parameter.element_size() + 4) * 2)
+    check_bytes(
+        estimated,
+        parameter.device,
+        f"`pimh_steps={pimh_steps}` ({pimh_steps + 1} SMC runs of {num_particles} particles for each of {prompts} "
+        f"prompt(s), drawn in one batch: {rows} rows of {prompt_length + max_new_tokens} tokens)",
+        "Use fewer `pimh_steps` (the docs give the steps that pass at each α), fewer `num_particles`, or fewer "
+        "prompts per call.",
+    )
 
 
 def pimh_sample(run, input_ids: torch.Tensor, attention_mask: torch.Tensor, pimh_steps: int, generator=None):

@@ -20,7 +20,7 @@ from ..models.base import DiffusionLM
 from .adapters import adapter_names_present, tempered_adapters
 from .call_kwargs import seqtemp_call_kwargs
 from .diffusion import diffusion_generate
-from .strategies import STRATEGIES, STRATEGY_REGISTRY, GenerateCall
+from .strategies import STRATEGIES, STRATEGY_REGISTRY, GenerateCall, seeded_from
 
 __all__ = ["STRATEGIES", "generate_tempered", "seqtemp_generate"]
 
@@ -152,8 +152,8 @@ def seqtemp_generate(
             independent Metropolis-Hastings chain over `K + 1` SMC runs drawn in one batch (exact p^(1/T) answers
             for any `num_particles`, its acceptance rate in `pimh_acceptance`); `0` returns one run's answer, biased
             at small `num_particles` ([`~hf_seqtemp.generation.pimh`]).
-        generator (`torch.Generator`, *optional*): randomness of `"mcmc"`, `"glauber"` and `"smc"` (other
-            strategies use the global RNG).
+        generator (`torch.Generator`, *optional*): the randomness of every strategy (`"adapter"` and plain sampling
+            draw from the global RNG, seeded from it inside a forked RNG state).
         allow_active_adapters (`bool`, *optional*, defaults to `False`): `"mcmc"` / `"glauber"` on a model with an
             active PEFT adapter that hf_seqtemp does not know (not from `load_tempered`) raise, since the adapter
             may already be tempered; `True` tempers the adapted model as it is.
@@ -199,11 +199,29 @@ def seqtemp_generate(
             f"`{_RECIPE}` (any causal LM), or `hf_seqtemp.generate_tempered(model, input_ids, seq_temperature=0.5)`."
         )
     strategy = _check_strategy(strategy)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"`generator` must be a `torch.Generator`, got {type(generator).__name__} ({generator!r:.40}): pass "
+            "`torch.Generator(device=model.device).manual_seed(42)`."
+        )
+    options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
+    options.update(num_candidates=num_candidates, generator=generator, num_particles=num_particles)
+    options.update(alpha_ramp_tokens=alpha_ramp_tokens, return_particles=return_particles)
+    options.update(proposal=proposal, ess_threshold=ess_threshold, resampling=resampling, pimh_steps=pimh_steps)
+    options.update(allow_active_adapters=allow_active_adapters)
+    options.update(engine=engine, proposal_engine=proposal_engine, engine_adapter=engine_adapter)
     sampling_args = (model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus, streamer)
     if seq_temperature is None:
         if strategy != "auto":
             raise ValueError(f"`strategy={strategy!r}` needs `seq_temperature`; pass e.g. `seq_temperature=0.5`.")
-        return GenerationMixin._sample(*sampling_args, **model_kwargs)
+        given = [f"`{k}={options[k]!r}`" for k, v in OPTION_DEFAULTS.items() if options[k] != v]
+        if given:
+            raise ValueError(f"{', '.join(given)} need `seq_temperature` (without it this is plain sampling, which "
+                             "reads none of them): pass e.g. `seq_temperature=0.5`, or drop them.")  # fmt: skip
+        if generator is None:
+            return GenerationMixin._sample(*sampling_args, **model_kwargs)
+        with seeded_from(generator, model):
+            return GenerationMixin._sample(*sampling_args, **model_kwargs)
     seq_temperature = check_temperature(seq_temperature, "seq_temperature")
     if (generation_config.num_beams or 1) > 1:
         raise ValueError(
@@ -213,16 +231,11 @@ def seqtemp_generate(
     adapters = tempered_adapters(model)
     _check_not_merged(model, adapters)
     _check_family(model, adapters)
-    options = {"mcmc_steps": mcmc_steps, "block_size": block_size, "glauber_rounds": glauber_rounds}
-    options.update(num_candidates=num_candidates, generator=generator, num_particles=num_particles)
-    options.update(alpha_ramp_tokens=alpha_ramp_tokens, return_particles=return_particles)
-    options.update(proposal=proposal, ess_threshold=ess_threshold, resampling=resampling, pimh_steps=pimh_steps)
-    options.update(allow_active_adapters=allow_active_adapters)
-    options.update(engine=engine, proposal_engine=proposal_engine, engine_adapter=engine_adapter)
     streamer = streamer if streamer is not None else seqtemp_streamer
     call = GenerateCall(*sampling_args[:6], streamer, model_kwargs, seq_temperature, adapters, options)
     if strategy == "auto":
         strategy = "adapter" if adapters else "smc"
+    refuse_unused_options(strategy, options)
     token_by_token = strategy == "adapter"
     if not token_by_token and (generation_config.output_scores or generation_config.output_logits):
         raise ValueError(
@@ -238,6 +251,45 @@ def seqtemp_generate(
         streamer.put(sequences[:, input_ids.shape[1] :].cpu())
         streamer.end()
     return out
+
+
+_SMC = ("num_particles", "alpha_ramp_tokens", "return_particles", "proposal", "ess_threshold", "resampling",
+        "pimh_steps")  # fmt: skip
+OPTION_DEFAULTS = {
+    "mcmc_steps": 4, "block_size": None, "glauber_rounds": 2, "num_candidates": None, "num_particles": 16,
+    "alpha_ramp_tokens": 0, "return_particles": False, "proposal": None, "ess_threshold": 0.5,
+    "resampling": "systematic", "pimh_steps": 0, "engine": None, "proposal_engine": None, "engine_adapter": None,
+}  # fmt: skip
+"""The options of [`seqtemp_generate`] that only some strategies read, with their defaults."""
+USED_BY = {
+    "adapter": set(),
+    "mcmc": {"mcmc_steps", "block_size", "engine"},
+    "glauber": {"glauber_rounds", "num_candidates"},
+    "smc": {*_SMC, "engine", "proposal_engine", "engine_adapter"},
+}
+"""The options each strategy reads (`block_size`, `proposal_engine` and `engine_adapter` on SMC: with `engine=`)."""
+
+
+def refuse_unused_options(strategy: str, options: dict) -> None:
+    """Raises `ValueError` naming every option given (not at its default) that `strategy` does not read: an option
+    silently ignored is a bug of the caller's that nothing would show."""
+    used = set(USED_BY.get(strategy, OPTION_DEFAULTS))
+    if strategy == "smc" and options.get("engine") is not None:
+        used.add("block_size")  # the engine's SMC rounds
+    if strategy == "smc" and options.get("engine") is None:
+        used -= {"proposal_engine", "engine_adapter"}
+    given = [name for name, default in OPTION_DEFAULTS.items() if name not in used and options.get(name) != default]
+    if not given:
+        return
+    readers = {name: sorted(s for s, names in USED_BY.items() if name in names) for name in given}
+    shown = ", ".join(f"`{name}={options[name]!r}` ({' / '.join(map(repr, readers[name])) or 'no strategy'})"
+                      for name in given)  # fmt: skip
+    if "block_size" in given and strategy == "smc":
+        shown += "; on `'smc'` `block_size` sets the engine's rounds, so it needs `engine=`"
+    raise ValueError(
+        f"`strategy={strategy!r}` does not read {shown}: each would be ignored. Drop it, or use the strategy named "
+        "beside it."
+    )
 
 
 def _check_not_merged(model, adapters: dict[str, Any]) -> None:

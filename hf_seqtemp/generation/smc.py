@@ -46,7 +46,7 @@ from transformers.utils import ModelOutput
 
 from ..checks import check_generator_device, check_int, check_temperature
 from .answers import resolve_eos_and_pad
-from .pimh import one_run_bias_bound, pimh_sample, warn_if_one_run_biased
+from .pimh import check_pimh_memory, one_run_bias_bound, pimh_sample, warn_if_one_run_biased
 from .smc_proposals import AdapterProposal, SMCProposal, TokenTemperatureProposal
 
 RESAMPLING = ("systematic", "multinomial")
@@ -375,6 +375,8 @@ def smc_sample(
     eos = eos.to(input_ids.device)
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
+    if pimh_steps:
+        check_pimh_memory(model, *input_ids.shape, max_new_tokens, num_particles, pimh_steps)
     settings = (alpha, alpha_ramp_tokens, logits_processor, resampling, ess_threshold, eos, pad)
     sampler = AdapterProposal(model, adapter_name) if proposal == "adapter" else TokenTemperatureProposal(model)
 

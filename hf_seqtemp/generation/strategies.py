@@ -148,7 +148,27 @@ def _matching_adapter(adapters: dict[str, Any], seq_temperature: float) -> str |
 
 
 def plain_sampling(call: GenerateCall):
-    """`_sample` at token temperature 1 with every token-level warper removed (it would distort `p^(1/T)`)."""
+    """`_sample` at token temperature 1 with every token-level warper removed (it would distort `p^(1/T)`); with a
+    `generator`, the draws come from it (transformers' loop draws from the global RNG: it is seeded from the
+    generator inside a forked RNG state, so the same generator state gives the same completions)."""
+    generator = call.options.get("generator")
+    if generator is None:
+        return _plain_sampling(call)
+    with seeded_from(generator, call.model):
+        return _plain_sampling(call)
+
+
+@contextlib.contextmanager
+def seeded_from(generator: torch.Generator, model):
+    """The global RNG (the CPU's and the model's GPU's) seeded from `generator`, restored afterwards."""
+    seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
+    device = next(model.parameters()).device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        yield
+
+
+def _plain_sampling(call: GenerateCall):
     config = copy.deepcopy(call.generation_config)
     config.do_sample, config.top_k, config.top_p, config.temperature = True, 0, 1.0, 1.0
     processors = call.target_processors()

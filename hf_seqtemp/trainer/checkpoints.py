@@ -189,6 +189,7 @@ def check_resume_settings(folder: str, args, num_processes: int, model) -> None:
             "data order, the fresh samples and the optimizer steps would differ from that run's. Resume on "
             f"{written_by} process(es), or start afresh in another `output_dir`."
         )
+    check_same_sampling(folder, args)
     path = os.path.join(folder, "adapter_config.json")
     config = getattr(model, "peft_config", {}).get(getattr(model, "active_adapter", "default"))
     if config is None or not os.path.isfile(path):
@@ -200,6 +201,29 @@ def check_resume_settings(folder: str, args, num_processes: int, model) -> None:
                 f"checkpoint {folder} holds a LoRA adapter with {key}={saved[key]} and this run's has "
                 f"{key}={getattr(config, key)}: resume with `{flag}` {saved[key]} (the `peft_config` of that run), "
                 "or start afresh in another `output_dir`."
+            )
+
+
+SAMPLING_SETTINGS = ("sampling_batch_tokens", "num_generations", "max_completion_length")
+"""What the pool of samples of p drawn for prompt-only data depends on, beside the seed: a resume under other values
+would train on other completions than the run it continues."""
+
+
+def check_same_sampling(folder: str, args) -> None:
+    """Refuses to resume `folder` with another [`SAMPLING_SETTINGS`] value than its `training_args.json` records: the
+    completions drawn for prompt-only data (in sampling calls of `sampling_batch_tokens` tokens, one seed per call)
+    would be another pool."""
+    path = os.path.join(folder, "training_args.json")
+    if not os.path.isfile(path):
+        return
+    saved = read_json(path)
+    for name in SAMPLING_SETTINGS:
+        if name in saved and saved[name] != getattr(args, name, saved[name]):
+            raise ValueError(
+                f"checkpoint {folder} was trained with `{name}={saved[name]}` and this run has "
+                f"`{name}={getattr(args, name)}`: its samples of p would be drawn differently (another pool of "
+                f"completions than the run it continues). Resume with `{name}={saved[name]}`, or start afresh in "
+                "another `output_dir`."
             )
 
 

@@ -118,7 +118,9 @@ class SeqTempConfig(TrainingArguments):
         sampling_batch_tokens (`int`, *optional*, defaults to `8192`):
             Prompt-only data: the size of one sampling call before training, in tokens: as many rows as fit
             `rows × (longest prompt + max_completion_length)`, so that many prompts share a `generate` call (at least
-            one row). The completions do not depend on it being the same across processes: every process uses it.
+            one row). Each call is seeded from `seed` and its place, so the completions depend on it: with one seed,
+            8, 64 and 8192 draw three different pools (each an exact sample of p). A resume keeps the value it was
+            trained with (another one is refused).
         sample_every_steps (`int` or `None`, *optional*, defaults to `None`):
             Fresh samples of p during training, for a prompt-only `train_dataset`: `None` samples once, before
             training; an integer k samples again every k optimisation steps.
@@ -318,7 +320,8 @@ class SeqTempConfig(TrainingArguments):
         default=8192,
         metadata={
             "help": "Prompt-only data: tokens per sampling call, rows × (longest prompt + max_completion_length): "
-            "many prompts are sampled in one `generate` call (raise it on a GPU with memory to spare)."
+            "many prompts are sampled in one `generate` call (raise it on a GPU with memory to spare). Another value "
+            "draws another pool of completions; a resume must keep it."
         },
     )
     sample_every_steps: int | None = field(

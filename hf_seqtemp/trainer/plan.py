@@ -97,7 +97,7 @@ class WorkPlan:
             f"{name}: the plan: sample {self.completions_per_prompt} completions of at most {self.completion_tokens} "
             f"tokens for each of {self.train_prompts} training prompts{held} ({self.sampled_rows} completions, "
             f"{self.sampling_calls} sampling call{'s' if self.sampling_calls != 1 else ''}), then {self.steps} "
-            f"optimisation steps of {self.rows_per_step} rows"
+            f"optimisation step{'s' if self.steps != 1 else ''} of {self.rows_per_step} rows"
             + (", then measure the adapter on the held-out prompts." if self.held_out_prompts else ".")
         )
         if self.seconds:

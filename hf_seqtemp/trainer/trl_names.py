@@ -16,7 +16,9 @@ REFUSED_TRL_NAMES = {
     "step). SeqTempTrainer samples the reference p, which does not change: by default once, before training. "
     "For fresh samples every k optimisation steps use `sample_every_steps=k` (k=1 is GRPO's default)",
     "generation_batch_size": "TRL's GRPO knob (completions per generation). Here each prompt gets "
-    "`num_generations` completions; for fresh ones every k optimisation steps use `sample_every_steps=k`",
+    "`num_generations` completions, drawn in sampling calls of `sampling_batch_tokens` tokens (its size in rows: "
+    "rows × (longest prompt + max_completion_length)); for fresh ones every k optimisation steps use "
+    "`sample_every_steps=k`",
     "generation_kwargs": "completions are exact samples of p (temperature 1, no top-k/top-p, every EOS id), which "
     "the losses need; any generation setting would change the distribution they are drawn from",
     "chat_template_kwargs": "one chat template renders every prompt here (training, evaluation, sampling, the "

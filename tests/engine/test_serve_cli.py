@@ -185,3 +185,16 @@ def test_serve_takes_vllms_dash_spellings_of_its_own_flags_and_passes_the_rest_a
                                       "0.0.0.0", "--", "--tensor-parallel-size", "2"])  # fmt: skip
     assert (args.max_model_len, args.dtype, args.port, args.host) == (64, "bfloat16", 0, "0.0.0.0")
     assert args.vllm_args == ["--tensor-parallel-size", "2"]
+
+
+@pytest.mark.parametrize("made", [False, True])
+def test_serve_names_a_missing_adapter_folder_without_a_traceback(made, capsys, tmp_path):
+    """`hf-seqtemp serve --adapter NAME=MISSING` printed a traceback (after the model's start-up); now a one-line
+    error at once, naming the folder and what it lacks."""
+    folder = tmp_path / "adapter"
+    if made:
+        folder.mkdir()
+    err = _error(["m", "--adapter", f"cold={folder}"], capsys)
+    what = "holds no adapter_config.json" if made else "does not exist"
+    assert re.search(rf"`--adapter cold=.*adapter'? {what}: give NAME=FOLDER of a PEFT adapter", err), err
+    assert "Traceback" not in err

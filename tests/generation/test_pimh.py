@@ -146,3 +146,21 @@ def test_generate_and_the_command_line_route_pimh_steps_to_the_same_chain(base):
     assert torch.equal(routed.sequences, direct.sequences)
     assert torch.equal(routed.pimh_acceptance, direct.pimh_acceptance)
     assert GenerateArguments.__dataclass_fields__["pimh_steps"].default == 0
+
+
+def test_a_pimh_call_too_large_for_memory_is_refused_before_it_runs(monkeypatch):
+    """`pimh_steps=100000` on a tiny model ran all 100001 runs as one batch (1.8 GB) without a word: the call's rows
+    and their memory are now estimated first, and a call over half of what the device has free is refused with the
+    numbers and the fix (here the free memory is made small, so that the test allocates nothing large)."""
+    from hf_seqtemp import checks
+
+    model = tiny_llama(vocab_size=8, seed=0)
+    monkeypatch.setattr(checks, "available_bytes", lambda device: 64 * 2**20)
+    ids = torch.tensor([[1, 2], [3, 4]])
+    with pytest.raises(
+        ValueError,
+        match=r"`pimh_steps=100000` \(100001 SMC runs of 4 particles for each of 2 prompt"
+        r"\(s\), drawn in one batch: 800008 rows.*Use fewer `pimh_steps`",
+    ):
+        smc_sample(model, ids, max_new_tokens=3, num_particles=4, pimh_steps=100000, pad_token_id=0)
+    smc_sample(model, ids, max_new_tokens=3, num_particles=4, pimh_steps=3, pad_token_id=0)  # a small chain runs
