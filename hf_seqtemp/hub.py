@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 
 from .card import CARD_NAME, PLOT_NAME, ROW_NAMES, plot_log_likelihoods, render_model_card, write_card  # noqa: F401
 from .config import SequenceTemperatureConfig
@@ -24,11 +23,13 @@ from .peft_compat import is_peft_model
 from .progress import get_logger
 from .saved import check_files, legacy_version, recorded_files, settle
 from .staging import staged_save
+from .upload import UPLOAD_IGNORED, check_pushable, remove_stale_copies, upload_changes, upload_copy, warn_dropped
 
 logger = get_logger(__name__)
 
 __all__ = [
     "check_can_push",
+    "create_repo",
     "embedding_save_kwargs",
     "measure_held_out",
     "push_to_hub",
@@ -270,38 +271,19 @@ def check_can_push(token: str | None = None) -> None:
         )
 
 
-_USAGE_NAME = re.compile(r'load_tempered\("([^"]+)"\)')
+def create_repo(repo_id: str, private: bool | None = False, token: str | None = None) -> str:
+    """Creates the repository `repo_id` if needed and returns its full id, as the Hub names it: a bare `name` is
+    created in the token's namespace and comes back as `user/name`, which `Trainer` uploads to as well.
 
+    Example:
+    ```python
+    >>> create_repo("smollm2-seqtemp-0.5")  # doctest: +SKIP
+    'me/smollm2-seqtemp-0.5'
+    ```
+    """
+    from huggingface_hub import HfApi
 
-@contextlib.contextmanager
-def _card_naming(folder: str, repo_id: str):
-    """The folder to upload, whose card's usage loads `repo_id`: `folder` itself when its card already names it (or
-    it has no card of ours), else a temporary copy (hard links, the card rewritten as a new file) whose card names
-    `repo_id` wherever it named the folder it was saved as."""
-    card = os.path.join(folder, CARD_NAME)
-    try:
-        with open(card, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError:
-        text = ""
-    shown = _USAGE_NAME.search(text)
-    if shown is None or shown.group(1) == repo_id:
-        yield folder
-        return
-    with tempfile.TemporaryDirectory(prefix=".seqtemp-push-") as scratch:
-        staged = os.path.join(scratch, "folder")
-
-        def link(source, target):
-            try:
-                os.link(source, target)
-            except OSError:  # another file system, or links refused: a plain copy
-                shutil.copy2(source, target)
-
-        shutil.copytree(folder, staged, copy_function=link, ignore=shutil.ignore_patterns(*UPLOAD_IGNORED))
-        os.remove(os.path.join(staged, CARD_NAME))  # a new file: the linked original stays as saved
-        with open(os.path.join(staged, CARD_NAME), "w", encoding="utf-8") as handle:
-            handle.write(text.replace(f'"{shown.group(1)}"', f'"{repo_id}"'))
-        yield staged
+    return HfApi(token=token).create_repo(repo_id, private=private, exist_ok=True).repo_id
 
 
 def push_to_hub(
@@ -313,14 +295,20 @@ def push_to_hub(
     revision: str | None = None,
 ):
     """Creates the repository (if needed) and uploads `folder`: the only network call of hf_seqtemp. The folder is
-    uploaded as it is (a card edited by hand and files added by the user included; checkpoints and `_*` files left
-    out, as `Trainer.push_to_hub` does), once no save is being moved into it, after its weights and configs are
-    checked against the SHA-256 its `seqtemp_config.json` records (a card edited since the save: a warning). A
-    save published into it during the upload is named after it.
+    uploaded as the save wrote it (a card edited by hand and files added by the user included; checkpoints and `_*`
+    files left out, as `Trainer.push_to_hub` does), once no save is being moved into it, after its weights and
+    configs are checked against the SHA-256 its `seqtemp_config.json` records (a card edited since the save: a
+    warning). A save published into it during the upload is named after it.
+
+    What is uploaded names the repository, not this machine ([`~hf_seqtemp.upload.upload_changes`]): the card's
+    usage and metadata name `repo_id` as the Hub returns it (`user/name` for a bare `name`); a local base model is
+    named by its Hub id where one is known and left out (with a warning) where not; `training_args.json` loses its
+    local paths; `seqtemp_config.json` records the hashes of the files as uploaded, so that a downloaded copy loads
+    without a warning. A folder without a tempered model (empty, a base model, a plain PEFT adapter) is refused.
 
     Args:
         folder (`str` or `os.PathLike`): typically written by [`save_for_hub`].
-        repo_id (`str`): `"user/name"`.
+        repo_id (`str`): `"user/name"`, or `"name"` in the token's namespace.
         private (`bool`, *optional*, defaults to `False`): visibility of a newly created repository.
         token (`str`, *optional*): Hub token with write access; the logged-in token by default.
         commit_message (`str`, *optional*): commit message.
@@ -342,16 +330,19 @@ def push_to_hub(
     from huggingface_hub import HfApi
 
     folder = str(folder)
+    remove_stale_copies()  # what pushes killed on this machine left in the temporary directory
     settle(folder)  # a save being moved in is waited for (or, its process gone, finished)
     source = legacy_version(folder) or folder  # an earlier hf_seqtemp's save: the version its links name
+    check_pushable(source, folder)  # empty, a base model, a plain PEFT adapter: refused by name
     recorded = recorded_files(source)
     if recorded is not None:
         check_files(source, recorded, folder)  # weights replaced: refused; a card edited by hand: a warning
     before = _listing(source)
-    api = HfApi(token=token)
-    api.create_repo(repo_id, private=private, exist_ok=True)
-    with _card_naming(source, repo_id) as uploaded:
-        info = api.upload_folder(
+    repo_id = create_repo(repo_id, private=private, token=token)  # `name` alone is `user/name` from here on
+    changes, dropped = upload_changes(source, repo_id)  # named for the repository, no local path
+    warn_dropped(dropped, repo_id)
+    with upload_copy(source, changes) as uploaded:
+        info = HfApi(token=token).upload_folder(
             repo_id=repo_id,
             folder_path=uploaded,
             commit_message=commit_message,
@@ -364,10 +355,6 @@ def push_to_hub(
             "commit may hold files of two saves. Push again once no save is running."
         )
     return info
-
-
-# as `Trainer.push_to_hub`: checkpoints and private files stay local; the lock and staged saves live beside the folder
-UPLOAD_IGNORED = ("_*", "checkpoint-*", "checkpoint-*/**")
 
 
 def _listing(folder: str) -> dict[str, tuple]:

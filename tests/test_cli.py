@@ -193,6 +193,7 @@ def test_train_from_sampled_prompts_and_push(workspace, tmp_path, monkeypatch, c
     calls = []
     monkeypatch.setattr(hub, "push_to_hub", lambda folder, repo_id, **kw: calls.append((folder, repo_id, kw)))
     monkeypatch.setattr(hub, "check_can_push", lambda token=None: None)  # the tests run offline
+    monkeypatch.setattr(hub, "create_repo", lambda repo_id, private=None, token=None: repo_id)  # already user/name
     out = tmp_path / "sampled"
     assert (
         main(

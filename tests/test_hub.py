@@ -2,6 +2,13 @@
 import json
 import os
 import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -51,9 +58,10 @@ def _train(output_dir, **config):
 def pushed(tmp_path_factory):
     """Trains with push_to_hub=True (no network at init), then pushes with the upload replaced by a recorder."""
     calls = []
-    original, original_check = hub.push_to_hub, hub.check_can_push
+    original, original_check, original_create = hub.push_to_hub, hub.check_can_push, hub.create_repo
     hub.push_to_hub = lambda folder, repo_id, **kwargs: calls.append({"folder": folder, "repo_id": repo_id, **kwargs})
     hub.check_can_push = lambda token=None: None  # the tests run offline
+    hub.create_repo = lambda repo_id, private=None, token=None: repo_id  # already `user/name`
     try:
         trainer = _train(
             tmp_path_factory.mktemp("run"),
@@ -64,7 +72,7 @@ def pushed(tmp_path_factory):
         )
         trainer.push_to_hub(dataset_names=["me/tiny-sequences"])
     finally:
-        hub.push_to_hub, hub.check_can_push = original, original_check
+        hub.push_to_hub, hub.check_can_push, hub.create_repo = original, original_check, original_create
     return trainer, calls
 
 
@@ -172,13 +180,45 @@ def test_card_metadata(pushed):
     assert metadata["datasets"] == ["me/tiny-sequences"]
 
 
-def test_save_model_pushes_when_push_to_hub_is_set(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(hub, "push_to_hub", lambda folder, repo_id, **kw: calls.append((repo_id, kw)))
-    monkeypatch.setattr(hub, "check_can_push", lambda token=None: None)
+class _Hub:
+    """`huggingface_hub.HfApi`'s `create_repo` and `upload_folder` intercepted: a bare name is created in the
+    namespace `me`, as the Hub does for the token's user, and each upload's files are kept in `downloads/<n>` (what a
+    visitor downloads)."""
+
+    def __init__(self, monkeypatch, downloads):
+        import huggingface_hub
+        from huggingface_hub import RepoUrl
+
+        self.created, self.uploads, self.downloads = [], [], downloads
+
+        def create_repo(api, repo_id, private=None, exist_ok=False, **kwargs):
+            self.created.append(repo_id)
+            return RepoUrl(f"https://huggingface.co/{repo_id if '/' in repo_id else f'me/{repo_id}'}")
+
+        def upload_folder(api, *, repo_id, folder_path, commit_message=None, **kwargs):
+            copy = os.path.join(self.downloads, str(len(self.uploads)))
+            shutil.copytree(folder_path, copy)
+            self.uploads.append({"repo_id": repo_id, "files": copy, "commit_message": commit_message})
+            return "commit"
+
+        monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", create_repo)
+        monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", upload_folder)
+        monkeypatch.setattr(hub, "check_can_push", lambda token=None: None)
+
+
+def test_save_model_pushes_to_the_repo_id_create_repo_returns_when_hub_model_id_is_unset(tmp_path, monkeypatch):
+    """As transformers' `Trainer`: `push_to_hub=True` without `hub_model_id` uploads to `user/<output folder>`, the id
+    `create_repo` returns, and the card loads that id."""
+    intercepted = _Hub(monkeypatch, tmp_path / "downloads")
     trainer = _train(tmp_path / "my-run", push_to_hub=True)
-    trainer.save_model()
-    assert [(repo, kw["commit_message"]) for repo, kw in calls] == [("my-run", "Model save")]
+    with pytest.warns(UserWarning, match="training_args.json is uploaded without `output_dir`"):
+        trainer.save_model()
+    (upload,) = intercepted.uploads
+    assert (upload["repo_id"], upload["commit_message"]) == ("me/my-run", "Model save")
+    assert trainer.hub_model_id == "me/my-run"
+    card = (Path(upload["files"]) / "README.md").read_text(encoding="utf-8")
+    assert 'load_tempered("me/my-run")' in card and '"my-run"' not in card
+    assert yaml.safe_load(card.split("---\n")[1])["model-index"][0]["name"] == "me/my-run"
 
 
 def test_save_for_hub_from_a_loaded_model(pushed, tmp_path):
@@ -254,7 +294,10 @@ def test_push_to_hub_calls_create_repo_then_upload_folder(tmp_path, monkeypatch)
             log.append(("init", token))
 
         def create_repo(self, repo_id, private=None, exist_ok=False):
+            from huggingface_hub import RepoUrl
+
             log.append(("create_repo", repo_id, private, exist_ok))
+            return RepoUrl(f"https://huggingface.co/{repo_id}")
 
         def upload_folder(self, repo_id, folder_path, commit_message, revision=None, ignore_patterns=None):
             log.append(("upload_folder", repo_id, folder_path, commit_message, revision, ignore_patterns))
@@ -262,10 +305,12 @@ def test_push_to_hub_calls_create_repo_then_upload_folder(tmp_path, monkeypatch)
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # a token is given: the check passes
+    SequenceTemperatureConfig(0.5, base_model_id="a/b").save_pretrained(tmp_path)  # names nothing of this machine
     assert hub.push_to_hub(tmp_path, "me/x", private=True, token="tok", commit_message="msg") == "commit"
     assert log == [
         ("init", "tok"),
         ("create_repo", "me/x", True, True),
+        ("init", "tok"),
         ("upload_folder", "me/x", str(tmp_path), "msg", None, ["_*", "checkpoint-*", "checkpoint-*/**"]),
     ]
 
@@ -308,13 +353,138 @@ def test_a_folder_saved_without_a_repo_id_is_pushed_with_a_card_that_loads_the_r
         uploaded["files"] = sorted(os.listdir(folder_path))
         return "commit"
 
-    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", lambda self, *a, **k: None)
+    monkeypatch.setattr(
+        huggingface_hub.HfApi,
+        "create_repo",
+        lambda self, repo_id, **k: huggingface_hub.RepoUrl(f"https://huggingface.co/{repo_id}"),
+    )
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", upload_folder)
     monkeypatch.setattr(hub, "check_can_push", lambda token=None: None)
-    assert hub.push_to_hub(folder, "me/pushed-later") == "commit"
+    with pytest.warns(UserWarning, match="training_args.json is uploaded without `output_dir`"):
+        assert hub.push_to_hub(folder, "me/pushed-later") == "commit"
     card = uploaded["card"]
     assert 'load_tempered("me/pushed-later")' in card and f'"{shown}"' not in card
-    assert card == saved.replace(f'"{shown}"', '"me/pushed-later"')
+    body = saved.split("---\n", 2)[2].replace(f'"{shown}"', '"me/pushed-later"')
+    assert card.split("---\n", 2)[2] == body  # the text as saved, but the usage's name
+    assert yaml.safe_load(card.split("---\n")[1])["model-index"][0]["name"] == "me/pushed-later"
     assert uploaded["files"] == sorted(os.listdir(folder))  # every file of the save, nothing else
     with open(os.path.join(folder, "README.md"), encoding="utf-8") as handle:
         assert handle.read() == saved  # the local card is untouched
+
+
+def test_push_refuses_an_empty_folder_a_base_model_and_a_plain_peft_adapter_by_name(tmp_path, monkeypatch):
+    """Each is refused before the repository is created (nothing reaches the Hub), saying what is missing."""
+    from peft import get_peft_model
+
+    intercepted = _Hub(monkeypatch, tmp_path / "downloads")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds no file to upload .* empty commit.*`save_for_hub"):
+        hub.push_to_hub(tmp_path / "empty", "me/x")
+    tiny_causal_lm(VOCAB).save_pretrained(tmp_path / "base")
+    with pytest.raises(
+        ValueError, match="holds a model \\(a base model, not a tempered one\\) and no `seqtemp_config"
+    ):
+        hub.push_to_hub(tmp_path / "base", "me/x")
+    lora = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"])
+    get_peft_model(tiny_causal_lm(VOCAB), lora).save_pretrained(tmp_path / "peft")
+    with pytest.raises(ValueError, match="is a plain PEFT adapter: it has no `seqtemp_config.json`.*measure_held_out"):
+        hub.push_to_hub(tmp_path / "peft", "me/x")
+    assert intercepted.created == [] and intercepted.uploads == []
+
+
+def _files_text(folder) -> str:
+    return "\n".join(
+        path.read_text(encoding="utf-8", errors="replace") for path in Path(folder).rglob("*") if path.is_file()
+    )
+
+
+@pytest.mark.parametrize("base_folder", ["models--me--tiny-base/snapshots/0123abcd", "my-base"])
+def test_no_local_path_is_uploaded_and_a_downloaded_copy_loads_without_a_warning(tmp_path, monkeypatch, base_folder):
+    """A run on a local base: the base's path (named by its Hub id when the folder is a Hugging Face cache snapshot,
+    else left out with a warning) and `output_dir` do not reach the Hub; the copy a visitor downloads loads with no
+    warning (its card's hash is the card's), and its card names the repository."""
+    from transformers import AutoModelForCausalLM
+
+    base = tmp_path / "cache" / base_folder
+    tiny_causal_lm(VOCAB, seed=SEED).save_pretrained(base)
+    train, held_out = _split()
+    args = SeqTempConfig(
+        output_dir=str(tmp_path / "run"), use_cpu=True, max_steps=2, save_strategy="no", learning_rate=5e-2,
+        per_device_train_batch_size=20, num_generations=4, target_temperature=T, report_to=[],
+    )  # fmt: skip
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
+    trainer = SeqTempTrainer(
+        AutoModelForCausalLM.from_pretrained(base), args, train_dataset=as_dataset(train),
+        eval_dataset=as_dataset(held_out), peft_config=lora,
+    )  # fmt: skip
+    trainer.train()
+    folder = tmp_path / "run" / "quickstart-adapter"
+    hub.save_for_hub(trainer, folder)
+    assert str(base) in (folder / "adapter_config.json").read_text()  # what the save records on this machine
+    intercepted = _Hub(monkeypatch, tmp_path / "downloads")
+    known = base_folder != "my-base"
+    match = "uploaded without `output_dir`" + ("" if known else ".*base model's local path .* is left out")
+    with pytest.warns(UserWarning, match=match):
+        hub.push_to_hub(folder, "tempered")
+    (upload,) = intercepted.uploads
+    downloaded = Path(upload["files"])
+    uploaded = _files_text(downloaded)
+    assert str(tmp_path) not in uploaded and "quickstart-adapter" not in uploaded  # nothing of this machine
+    config = json.loads((downloaded / "seqtemp_config.json").read_text())
+    peft = json.loads((downloaded / "adapter_config.json").read_text())
+    card = (downloaded / "README.md").read_text(encoding="utf-8")
+    metadata = yaml.safe_load(card.split("---\n")[1])
+    assert metadata["model-index"][0]["name"] == "me/tempered" and 'load_tempered("me/tempered")' in card
+    assert "output_dir" not in json.loads((downloaded / "training_args.json").read_text())
+    if known:
+        assert config["base_model_id"] == peft["base_model_name_or_path"] == metadata["base_model"] == "me/tiny-base"
+        assert "base_model:adapter:me/tiny-base" in metadata["tags"]
+    else:
+        assert config["base_model_id"] is None and peft["base_model_name_or_path"] is None
+        assert "base_model" not in metadata and "not named here" in card
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "README.md differs from what was saved" and any other warning
+        model = load_tempered(downloaded, base_model=AutoModelForCausalLM.from_pretrained(base))
+    assert model.seqtemp_config.target_temperature == T
+    assert str(base) in (folder / "adapter_config.json").read_text()  # the saved folder is left as it was
+
+
+_KILLED_PUSH = """
+import sys, time
+import huggingface_hub
+from hf_seqtemp import hub
+hub.check_can_push = lambda token=None: None
+huggingface_hub.HfApi.create_repo = lambda self, repo_id, **k: huggingface_hub.RepoUrl(f"https://huggingface.co/{repo_id}")
+def upload_folder(self, *, folder_path, **kwargs):
+    print(folder_path, flush=True)  # the copy is made: the parent kills this process now
+    time.sleep(120)
+huggingface_hub.HfApi.upload_folder = upload_folder
+hub.push_to_hub(sys.argv[1], "me/killed")
+"""
+
+
+def test_a_push_killed_midway_leaves_a_copy_that_the_next_push_removes(pushed, tmp_path, monkeypatch):
+    """A real SIGKILL of a pushing process: its copy (hard links) stays in the temporary directory; the next push
+    removes it, and leaves alone a copy whose process is alive."""
+    folder = pushed[1][0]["folder"]
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_PUSH, folder], stdout=subprocess.PIPE, text=True, env=env
+    )  # fmt: skip
+    try:
+        staged = child.stdout.readline().strip()  # blocks until the copy is uploaded (or the child died)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    assert staged.startswith(str(temp)) and os.path.isdir(staged), staged
+    left = Path(staged).parent
+    live = temp / f".seqtemp-push-{os.getpid()}@{left.name.split('@', 1)[1]}"  # this process's: alive
+    live.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    _Hub(monkeypatch, tmp_path / "downloads")
+    with pytest.warns(UserWarning, match="uploaded without `output_dir`"):
+        hub.push_to_hub(folder, "me/again")
+    assert not left.exists() and live.exists()
+    assert sorted(os.listdir(temp)) == [live.name]  # this push's own copy is gone too

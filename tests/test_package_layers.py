@@ -45,6 +45,7 @@ FLOORS = {
     "card_plot": 3,
     "card": 3,
     "hub": 3,
+    "upload": 3,  # what `hub.push_to_hub` uploads: the folder named for the repository
     "staging": 1,
     "saved": 1,
     "trl_vocabulary": 0,

@@ -213,7 +213,8 @@ class HubMixin:
 
     # ------------------------------------------------------------------ the Hub
     def init_hf_repo(self, token: str | None = None, private: bool | None = None) -> None:
-        """Records the target repository (`hub_model_id`, else the output folder's name); `push_to_hub` creates it."""
+        """Records the target repository (`hub_model_id`, else the output folder's name); `push_to_hub` creates it
+        and names it as the Hub does (`user/name` for a bare name)."""
         self.hub_model_id = self.args.hub_model_id or os.path.basename(os.path.abspath(self.args.output_dir))
         self.push_in_progress = None
 
@@ -231,7 +232,9 @@ class HubMixin:
         held_out_dataset: Dataset | None = None,
         **kwargs,
     ):
-        """Writes [`~hf_seqtemp.hub.save_for_hub`]'s folder to `<output_dir>/hub` and uploads it to `hub_model_id`.
+        """Creates the repository `hub_model_id` (a bare name in the token's namespace: `hub_model_id` becomes the
+        `user/name` the Hub returns, as with `Trainer`), writes [`~hf_seqtemp.hub.save_for_hub`]'s folder, whose card
+        names that repository, to `<output_dir>/hub` and uploads it.
 
         The card's figures are measured on `held_out_dataset` (the `eval_dataset` by default). `hub_model_id`,
         `hub_private_repo`, `hub_token` and `hub_revision` come from the [`SeqTempConfig`] unless given here.
@@ -248,6 +251,9 @@ class HubMixin:
             self.init_hf_repo()
         if not self.is_world_process_zero():
             return None
+        private = private if private is not None else self.args.hub_private_repo
+        # as `Trainer`: the repository's id as the Hub returns it (`user/name` for a bare `name`), card and upload
+        self.hub_model_id = hub.create_repo(self.hub_model_id, private=private, token=token)
         folder = os.path.join(self.args.output_dir, "hub")
         self._card_tags = tags
         try:
@@ -259,7 +265,7 @@ class HubMixin:
         return hub.push_to_hub(
             folder,
             self.hub_model_id,
-            private=private if private is not None else self.args.hub_private_repo,
+            private=private,
             token=token,
             commit_message=commit_message or "End of training",
             revision=revision if revision is not None else self.args.hub_revision,

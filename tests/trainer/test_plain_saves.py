@@ -129,7 +129,7 @@ class _Uploaded(Exception):
 def _intercept_uploads(monkeypatch) -> list[dict[str, bytes]]:
     """Every `HfApi.upload_folder` call lists the files it would send (its own listing and ignore rules), then
     stops: returns the list of `{path_in_repo: content}` of each call."""
-    from huggingface_hub import HfApi, constants
+    from huggingface_hub import HfApi, RepoUrl, constants
 
     real, sent = HfApi._prepare_upload_folder_additions, []
 
@@ -142,7 +142,9 @@ def _intercept_uploads(monkeypatch) -> list[dict[str, bytes]]:
 
     monkeypatch.setattr(HfApi, "_prepare_upload_folder_additions", listed)
     monkeypatch.setattr(HfApi, "_prepare_folder_deletions", lambda self, **kwargs: [])
-    monkeypatch.setattr(HfApi, "create_repo", lambda self, *args, **kwargs: None)
+    monkeypatch.setattr(
+        HfApi, "create_repo", lambda self, repo_id, **kwargs: RepoUrl(f"https://huggingface.co/{repo_id}")
+    )
     monkeypatch.setattr(HfApi, "_validate_yaml", lambda self, *args, **kwargs: None)  # the Hub checks the card
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     return sent
@@ -217,9 +219,9 @@ def test_edits_are_loaded_and_uploaded_and_replaced_weights_are_refused(twice_sa
         hub.push_to_hub(folder, "me/x", token="hf_x")
     edited = (folder / "README.md").read_text(encoding="utf-8")  # uploaded as edited, its usage naming the repo
     shown = re.search(r'load_tempered\("([^"]+)"\)', edited).group(1)
-    assert (
-        sent[0]["README.md"] == edited.replace(f'"{shown}"', '"me/x"').encode() and sent[0]["notes.txt"] == b"mine\n"
-    )
+    card = sent[0]["README.md"].decode()
+    assert card.split("---\n", 2)[2] == edited.split("---\n", 2)[2].replace(f'"{shown}"', '"me/x"')
+    assert sent[0]["notes.txt"] == b"mine\n"
     adapter = json.loads((folder / "adapter_config.json").read_text())
     adapter["lora_alpha"] = 64
     (folder / "adapter_config.json").write_text(json.dumps(adapter))

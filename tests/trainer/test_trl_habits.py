@@ -184,6 +184,7 @@ def test_the_card_is_ours_with_the_trainers_card_arguments(tmp_path, monkeypatch
     uploads = []
     monkeypatch.setattr(hub, "check_can_push", lambda token=None: None)
     monkeypatch.setattr(hub, "push_to_hub", lambda folder, repo_id, **kwargs: uploads.append(folder))
+    monkeypatch.setattr(hub, "create_repo", lambda repo_id, private=None, token=None: f"me/{repo_id}")
     trainer.push_to_hub(dataset_name="me/other", tags="pushed")
     pushed = (tmp_path / "run" / "hub" / "README.md").read_text(encoding="utf-8")
     assert uploads and "me/other" in pushed and "pushed" in pushed
