@@ -53,7 +53,7 @@ REFUSED_GEN_KWARGS = {
         "the answers drawn per question are the task's `repeats` (each is scored by the task's metrics); set "
         "`repeats` in the task's YAML",
     ),
-    "generator": "each batch draws from `prompt_seed(seed, its prompts)`: set `seed` in `--model_args`",
+    "generator": "each batch draws from `prompt_seed(seed, its prompts)`: set lm-eval's `--seed`, or `seed` in `--model_args`",
 }
 """Generation settings a request (a task's `generation_kwargs`, `--gen_kwargs`) may not set, with why and where they
 belong."""

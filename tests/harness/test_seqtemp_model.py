@@ -350,6 +350,10 @@ def test_batch_size_auto_does_not_count_its_probe_and_whole_answer_routes_refuse
                             batch_size=batch_size)  # fmt: skip
         costs[batch_size] = results["config"]["seqtemp"]["cost"]["generate_until"]
     assert costs["auto"] == costs[4] and costs[4]["token_forwards"] > 0
+    for batch_size in ("auto", 64):  # the probe of loglikelihood requests too (both: one batch of the 12 requests)
+        results = _evaluate(harness, "seqtemp_tiny_choice", pretrained=harness["base"], batch_size=batch_size)
+        costs[batch_size] = results["config"]["seqtemp"]["cost"]["loglikelihood"]
+    assert costs["auto"] == costs[64] and costs[64]["answers"] == 3 * len(PROMPTS)
     for route in ("smc-pimh", "mcmc"):
         with pytest.raises(ValueError, match="`batch_size='auto'` .* pass an integer `batch_size`"):
             _seqtemp(harness, batch_size="auto", **ROUTES[route])
