@@ -192,6 +192,8 @@ def split_long_prompts(num_train: int, num_held_out: int, seed: int = 0) -> tupl
     """
     pool = long_prompt_pool()
     if num_train + num_held_out > len(pool):
-        raise ValueError(f"`num_train` + `num_held_out` = {num_train + num_held_out}, but the long pool has {len(pool)}.")
+        raise ValueError(
+            f"`num_train` + `num_held_out` = {num_train + num_held_out}, but the long pool has {len(pool)}."
+        )
     order = random.Random(f"long:{seed}").sample(pool, len(pool))
     return order[num_held_out : num_held_out + num_train], order[:num_held_out]

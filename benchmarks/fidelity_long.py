@@ -47,13 +47,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _common import device_info, pick_device, print_device, provenance
 from _prompts import split_long_prompts, split_prompts
 from _tasks import conversation
-from fidelity_vs_tuned import paired_interval, per_prompt_tau, split_half_noise
+from fidelity_vs_tuned import per_prompt_tau
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
-from hf_seqtemp import tune_token_temperature_once
+from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset, tune_token_temperature_once
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset
-from hf_seqtemp.metrics import effective_temperature, per_prompt_effective_temperature
+from hf_seqtemp.metrics import (
+    effective_temperature,
+    paired_interval,
+    per_prompt_effective_temperature,
+    split_half_noise,
+)
 
 RECIPES = {
     "from_T": "ratio loss (L_p + 0.1 NLL), LoRA r=16 all-linear, from token temperature T, lr 1e-3 cosine",
@@ -110,6 +114,18 @@ def train_recipe(recipe, temperature, start, data, settings, workdir):
     trainer = SeqTempTrainer(model, config, train_dataset=data, processing_class=tokenizer, peft_config=lora)
     trainer.train()
     return trainer
+
+
+def recipe_summary(figures: dict) -> dict:
+    """A recipe's mean per-prompt error, mean τ and pooled T_eff on the validation and held-out prompts."""
+    return {
+        part: {
+            "error": statistics.fmean(values["error"]),
+            "kendall_tau": statistics.fmean(values["kendall_tau"]),
+            "pooled_t_eff": values["pooled_t_eff"],
+        }
+        for part, values in figures.items()
+    }
 
 
 def lengths_by_prompt(data, groups) -> list[float]:
@@ -202,11 +218,7 @@ def main(argv=None) -> None:
                 "samples_per_prompt": args.held_out_generations,
                 "tuned_once_token_temperature": t_once,
                 "pooled_t_eff": {"adapter": adapter["pooled_t_eff"], "tuned_once": tuned["pooled_t_eff"]},
-                "recipes": {
-                    r: {part: {"error": statistics.fmean(f[part]["error"]), "kendall_tau": statistics.fmean(
-                        f[part]["kendall_tau"]), "pooled_t_eff": f[part]["pooled_t_eff"]} for part in f}
-                    for r, f in recipes.items()
-                },  # fmt: skip
+                "recipes": {recipe: recipe_summary(figures) for recipe, figures in recipes.items()},
                 "tuned_once_validation_error": statistics.fmean(tuned_validation["error"]),
                 "seconds": time.time() - started,
             }
@@ -220,8 +232,9 @@ def main(argv=None) -> None:
                 if metric == "per_prompt_t_eff_error":
                     row["noise"] = adapter["noise"]
                     row["noise_by_route"] = {"adapter": adapter["noise"], "tuned_once": tuned["noise"]}
-                    row["noise_at_most_half_the_smaller_error"] = adapter["noise"] <= min(row["adapter"],
-                                                                                          row["tuned_once"]) / 2
+                    row["noise_at_most_half_the_smaller_error"] = (
+                        adapter["noise"] <= min(row["adapter"], row["tuned_once"]) / 2
+                    )
                 payload["comparisons"].append(row)
                 low, high = row["ci95"]
                 print(f"  {metric:24s} adapter ({chosen}) {row['adapter']:.4f}  tuned once (t={t_once:.3g}) "

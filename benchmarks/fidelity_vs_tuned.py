@@ -53,7 +53,13 @@ from _tasks import conversation, get_family, split_family
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset
-from hf_seqtemp.metrics import effective_temperature, kendall_tau, per_prompt_effective_temperature
+from hf_seqtemp.metrics import (
+    effective_temperature,
+    kendall_tau,
+    paired_interval,
+    per_prompt_effective_temperature,
+    split_half_noise,
+)
 from hf_seqtemp.trainer.hub_mixin import TUNING_PROMPTS
 
 GRID = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # token temperatures tried where none reaches T (T > 1)
@@ -80,33 +86,12 @@ def pool_prompts(pool: str, train: int, held_out: int, seed: int) -> tuple[list,
     return [conversation(p) for p in training], [conversation(p) for p in open_held + sharp_held]
 
 
-def paired_interval(differences: list[float], seed: int = 0, replicates: int = 4000) -> list[float]:
-    """Mean and 95 % percentile bootstrap interval of per-prompt differences (prompts resampled)."""
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(differences, k=len(differences))) for _ in range(replicates))
-    return [means[int(0.025 * replicates)], means[int(0.975 * replicates) - 1]]
-
-
 def per_prompt_tau(ref: torch.Tensor, policy: torch.Tensor, groups: list) -> list[float]:
     out = []
     for group in dict.fromkeys(groups):
         rows = [i for i, g in enumerate(groups) if g == group]
         out.append(kendall_tau(ref[rows], policy[rows]))
     return out
-
-
-def split_half_noise(ref: torch.Tensor, policy: torch.Tensor, groups: list, temperature: float) -> float:
-    """Mean over prompts of |err(c) on the first half of its samples − err(c) on the second half|."""
-    halves: list[list[int]] = [[], []]
-    seen: dict = {}
-    for i, g in enumerate(groups):
-        seen[g] = seen.get(g, 0) + 1
-        halves[seen[g] % 2].append(i)
-    errors = []
-    for rows in halves:
-        values = per_prompt_effective_temperature(ref[rows], policy[rows], [groups[i] for i in rows]).values()
-        errors.append([abs(v - temperature) / temperature for v in values])
-    return statistics.fmean(abs(a - b) for a, b in zip(*errors))
 
 
 def closest_token_temperature(model, tuning, temperature: float, batch_size: int) -> tuple[float, float, int]:

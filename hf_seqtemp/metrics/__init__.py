@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .comparison import paired_interval, split_half_noise
 from .core import (
     effective_temperature,
     kendall_tau,
@@ -56,11 +57,13 @@ __all__ = [
     "kendall_tau",
     "knn_precision_recall",
     "module_path",
+    "paired_interval",
     "pass_at_k",
     "per_prompt_effective_temperature",
     "per_prompt_t_eff_error",
     "precision_recall_curve",
     "sequence_nll",
+    "split_half_noise",
     "support_precision",
     "support_recall",
     "temperature_log_ratio",

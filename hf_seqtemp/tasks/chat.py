@@ -9,6 +9,10 @@ that reads a free-form reply of the chat model:
 - `capitals`: "What is the capital of France?"; the reply's answer is the first known capital named in it (so
   "Paris, not Lyon" is right and "Lyon or Paris" wrong); countries named like their capital are left out.
 - `comparison`: "Is 7 greater than 5? Answer yes or no."; the reply's answer is its first "yes" or "no".
+- `capital_after_sentence` (a long-answer family): "Write one sentence about a river. Then name the capital of
+  Peru."; the reply's answer is the *last* known capital it names, read after the sentence it was asked to write
+  (about 40 tokens of reply on the embedded SmolLM2-135M-Instruct, pass@1 of p about 0.2: measured in
+  `benchmarks/results/decision.json`). Sample it with `max_new_tokens` of 96 or more: a cut reply has no answer.
 
 The split ([`split_family`]) is a seeded shuffle of one family's pool: held-out prompts first, training prompts
 after them, so no training question is ever a held-out one and the split does not depend on how many are asked for.
@@ -62,6 +66,30 @@ def _first_capital(completion: str) -> str | None:
             if match is not None and (match.start() < where or (match.start() == where and len(city) > len(best))):
                 best, where = city, match.start()
     return best
+
+
+def last_capital(completion: str) -> str | None:
+    """The last known capital (canonical name) the completion names, or `None`: the answer of a reply that names
+    the capital after other content.
+
+    Example:
+    ```python
+    >>> last_capital("Paris is lovely in spring. The capital of Peru is Lima."), last_capital("No idea.")
+    ('Lima', None)
+    ```
+    """
+    text = _strip_accents(completion).lower()
+    best, where = None, -1
+    for city in CAPITALS.values():
+        for name in (city, *_ALIASES.get(city, ())):
+            for match in re.finditer(rf"\b{re.escape(_strip_accents(name).lower())}\b", text):
+                if match.start() > where or (match.start() == where and len(city) > len(best)):
+                    best, where = city, match.start()
+    return best
+
+
+def check_last_capital(answer: str, completion: str) -> bool:
+    return last_capital(completion) == answer
 
 
 def parse_integer(completion: str) -> int | None:
@@ -136,7 +164,31 @@ def _comparison() -> Family:
     return Family("comparison", tuple(items), check_yes_no, parse_yes_no)
 
 
-FAMILIES: dict[str, Callable[[], Family]] = {"addition": _addition, "capitals": _capitals, "comparison": _comparison}
+SENTENCE_TOPICS = (
+    "the sky", "the sea", "a forest", "winter", "a city at night", "coffee", "a cat", "the moon", "a storm", "spring",
+    "a library", "the desert", "a garden", "the mountains", "a rainy day", "summer", "autumn", "a beach", "music",
+    "a train journey", "a market", "chocolate", "a campfire", "a river",
+)  # fmt: skip
+
+
+def _capital_after_sentence() -> Family:
+    """Every country with four topics (the country's place in the list picks them): 4 × 77 questions."""
+    items = []
+    for index, (country, city) in enumerate(CAPITALS.items()):
+        for shift in range(4):
+            topic = SENTENCE_TOPICS[(index + 6 * shift) % len(SENTENCE_TOPICS)]
+            items.append((f"Write one sentence about {topic}. Then name the capital of {country}.", city))
+    return Family("capital_after_sentence", tuple(items), check_last_capital, last_capital)
+
+
+FAMILIES: dict[str, Callable[[], Family]] = {
+    "addition": _addition,
+    "capitals": _capitals,
+    "comparison": _comparison,
+    "capital_after_sentence": _capital_after_sentence,
+}
+LONG_ANSWER_FAMILIES = ("capital_after_sentence",)
+"""The families whose replies are long (a sentence before the answer): sample them with 96 tokens or more."""
 
 
 def get_family(name: str) -> Family:
