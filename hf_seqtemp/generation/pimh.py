@@ -86,6 +86,66 @@ def warn_if_one_run_biased(bound: torch.Tensor, input_ids: torch.Tensor, attenti
     return True
 
 
+def tail_diagnostics(log_normalizers: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per row, how heavy the upper tail of its runs' `Z_hat` is, from the `(batch, K + 1)` `log Z_hat` of its runs:
+
+    - `log_normalizer_variance`: the sample variance of `log Z_hat` (pseudo-marginal chains mix well near 1 and
+      slowly well above it: Doucet, Pitt, Deligiannidis & Kohn 2015);
+    - `largest_run_share`: the largest `Z_hat` over their sum (1 / (K + 1) when the runs agree; near 1 when one run
+      holds the whole estimate of `Z`);
+    - `pareto_k`: the Hill estimate of the tail shape of `Z_hat` over its largest `min(0.2 S, 3 √S)` of `S = K + 1`
+      runs, as PSIS reads importance weights (above 0.7: the mean of `Z_hat` is not to be trusted from S runs); NaN
+      with fewer than 15 runs.
+
+    Example:
+    ```python
+    >>> out = tail_diagnostics(torch.zeros(2, 20))  # runs that agree
+    >>> out["log_normalizer_variance"].tolist(), out["largest_run_share"].tolist(), out["pareto_k"].tolist()
+    ([0.0, 0.0], [0.05, 0.05], [0.0, 0.0])
+    ```
+    """
+    log_z = log_normalizers.double()
+    runs = log_z.shape[1]
+    variance = log_z.var(dim=1) if runs > 1 else torch.zeros(log_z.shape[0], dtype=torch.float64)
+    share = log_z.softmax(dim=1).max(dim=1).values
+    tail = min(int(0.2 * runs), int(3 * math.sqrt(runs)))
+    if runs < 15 or tail < 3:
+        shape = torch.full_like(variance, math.nan)
+    else:
+        ordered = log_z.sort(dim=1, descending=True).values
+        shape = (ordered[:, :tail] - ordered[:, tail : tail + 1]).mean(dim=1)
+    return {"log_normalizer_variance": variance.float(), "largest_run_share": share.float(), "pareto_k": shape.float()}
+
+
+def heavy_tail_level(steps: int) -> float:
+    """The variance of `log Z_hat` above which [`warn_if_heavy_tailed`] warns for a chain of `steps` steps:
+    `log(K / 4)` (at least 0.5). A pseudo-marginal chain's autocorrelation time grows about as `exp(σ²)` in the
+    variance σ² of its log-estimates (Pitt, Silva, Giordani & Kohn 2012; Doucet et al. 2015); a chain started from a
+    proposal's run needs several of them to forget it, so K steps are taken as enough while `exp(σ²) ≤ K / 4`."""
+    return max(math.log(max(steps, 1) / 4.0), 0.5)
+
+
+def warn_if_heavy_tailed(variance: torch.Tensor, steps: int) -> bool:
+    """Warns when the chains' runs are too spread for `steps` steps: the mean over prompts of the variance of
+    `log Z_hat` above [`heavy_tail_level`]. There the few runs with a large `Z_hat` that the chain should spend its
+    time in are rarely proposed, and its answers stay away from `p^alpha` however often it accepts (measured on the
+    grid of `benchmarks/results/pimh_grid.json`). Returns whether it warned."""
+    level = float(variance.double().nanmean())  # host sync: once per call
+    if level <= heavy_tail_level(steps):
+        return False
+    warnings.warn(
+        f"smc_sample: the {steps + 1} SMC runs of each PIMH chain disagree too much for {steps} steps: the variance "
+        f"of their log normaliser estimates is {level:.2f} (mean over the prompts), above log(K/4) = "
+        f"{heavy_tail_level(steps):.2f}. The chain rarely proposes the few runs that hold most of Z, so its answers "
+        "may not follow p^(1/T) even where it accepts often. Use more particles (`num_particles`: the variance falls "
+        "about as 1/N), a proposal closer to p^(1/T), or more `pimh_steps`. `SMCOutput.log_normalizer_variance`, "
+        "`largest_run_share` and `pareto_k` hold each prompt's figures.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return True
+
+
 def pimh_chain(log_normalizers: torch.Tensor, generator: torch.Generator | None = None):
     """Particle independent Metropolis-Hastings over independent SMC runs: `log_normalizers` `(batch, K + 1)` are
     each run's `log Z_hat`; the chain starts at run 0 and moves to run `k` with probability
@@ -166,7 +226,9 @@ def pimh_sample(run, input_ids: torch.Tensor, attention_mask: torch.Tensor, pimh
     out = run(input_ids.repeat_interleave(runs, 0), attention_mask.repeat_interleave(runs, 0))
     log_z = out.log_normalizer.view(prompts, runs)
     final, acceptance = pimh_chain(log_z, generator)
-    warn_if_stuck(acceptance, pimh_steps)
+    tails = tail_diagnostics(log_z)
+    if not warn_if_heavy_tailed(tails["log_normalizer_variance"], pimh_steps):
+        warn_if_stuck(acceptance, pimh_steps)
     keep = torch.arange(prompts, device=out.sequences.device) * runs + final.to(out.sequences.device)
     fields = {name: getattr(out, name) for name in out.__dataclass_fields__}
     for name in ("sequences", "sequence_logps", "particles", "particle_log_weights", "particle_logps"):
@@ -176,4 +238,5 @@ def pimh_sample(run, input_ids: torch.Tensor, attention_mask: torch.Tensor, pimh
     fields["num_resamples"] = out.num_resamples.view(prompts, runs).sum(dim=1)
     fields["ess"] = out.ess.view(prompts, runs, -1).mean(dim=1)
     fields["pimh_acceptance"] = acceptance.to(out.log_normalizer.device).float()
+    fields.update({name: value.to(out.log_normalizer.device) for name, value in tails.items()})
     return type(out)(**fields)
