@@ -151,9 +151,10 @@ def ess_line(costs: dict, names: dict, particles: int) -> str:
     bias = ""
     if smc.get("answer_bias_bound") is not None:
         bias = (
-            f"Its answers' law is at most {smc['answer_bias_bound']:.2f} in total variation from p^(1/T) (the bound "
-            f"E|Z_hat/Z - 1|/2, mean over {smc['answer_bias_bound_prompts']} prompts, from runs of {particles} of the "
-            "pool's draws; one run's answer is biased at small N, `pimh_steps` makes it exact). "
+            f"Its answers' distance to p^(1/T) is estimated at {smc['answer_bias_bound']:.2f} in total variation (the "
+            f"bound E|Z_hat/Z - 1|/2 with Z replaced by the mean Z_hat of the prompt's own runs, mean over "
+            f"{smc['answer_bias_bound_prompts']} prompts, from runs of {particles} of the pool's draws: an estimate "
+            "that reads low with few runs, not a bound; one run's answer is biased at small N). "
         )
     return bias + (
         f"ESS of {names['smc_adapter']}: mean over its {smc['ess_answers']} answers (one per prompt) of the final "

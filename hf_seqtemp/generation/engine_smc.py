@@ -155,7 +155,12 @@ def engine_smc_sample(
         `model_calls` counts the sequential engine requests and whose `ess` has one column per round.
     """
     _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, block_size, resampling)
-    check_int(pimh_steps, "pimh_steps", 0, fix="0 returns one run's answer; 32 gives exact answers on small models.")
+    check_int(
+        pimh_steps,
+        "pimh_steps",
+        0,
+        fix="0 returns one run's answer; K > 0 runs a PIMH chain, exact as K grows (docs/sampling.md gives the K that passed at each α).",
+    )
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
     eos, pad = resolve_eos_and_pad(None, eos_token_id, pad_token_id)
     proposal = EngineProposal(client, alpha, eos.tolist(), adapter, proposal_client)

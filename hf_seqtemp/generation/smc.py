@@ -373,7 +373,12 @@ def smc_sample(
     ```
     """
     _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, alpha_ramp_tokens, resampling)
-    check_int(pimh_steps, "pimh_steps", 0, fix="0 returns one run's answer; 32 gives exact answers on small models.")
+    check_int(
+        pimh_steps,
+        "pimh_steps",
+        0,
+        fix="0 returns one run's answer; K > 0 runs a PIMH chain, exact as K grows (docs/sampling.md gives the K that passed at each α).",
+    )
     check_generator_device(generator, input_ids.device)
     if proposal not in PROPOSALS:
         raise ValueError(f"`proposal` must be one of {list(PROPOSALS)}, got {proposal!r}.")
