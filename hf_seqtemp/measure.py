@@ -265,7 +265,8 @@ def measure_held_out(
                 warnings.warn(f"no tuned myopic row: {error}", UserWarning, stacklevel=2)
         once = None
         if tune_on is not None:
-            once = tuned_once(ref_model, tune_on, groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs)
+            once = tuned_once(ref_model, tune_on, groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs,
+                              held_out=prepared)  # fmt: skip
             if once is not None and once["token_temperature"] != target_temperature:
                 at_once = AutoregressiveScorer(token_temperature=once["token_temperature"])
                 once["logps"], _ = score_dataset(ref_model, prepared, at_once, desc="Scoring tuned once", **kwargs)

@@ -144,7 +144,24 @@ def tune_myopic(
     return search["token_temperature"], scored[search["token_temperature"]]
 
 
-def tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs):
+def prompt_keys(prepared) -> set[tuple[int, ...]]:
+    """The prompts of a prepared dataset as token tuples (a prompt-only row's `prompt_ids`, else the tokens before its
+    completion), leaving out prompts of at most one token (a corpus's start token): what two datasets share whether
+    they name their prompts by a `prompt_id` column or not."""
+    from .data.prepare import PROMPT_IDS
+
+    if PROMPT_IDS in prepared.column_names:
+        keys = {tuple(ids) for ids in prepared[PROMPT_IDS]}
+    else:
+        keys = set()
+        for ids, mask in zip(prepared["input_ids"], prepared["completion_mask"]):
+            start = mask.index(1) if 1 in mask else len(mask)
+            keys.add(tuple(ids[:start]))
+    return {key for key in keys if len(key) > 1}
+
+
+def tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs,
+               held_out=None):  # fmt: skip
     """The token temperature tuned once on `tune_on` (samples of p on prompts that are not held out), with what it
     cost: `{"token_temperature", "tuned_on", "tuning_prompts", "tuning_sequences", "scoring_passes"}` and, when it
     is T itself, the held-out `logps` already scored at T. `None`, with a warning, when no token temperature reaches
@@ -152,6 +169,8 @@ def tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenize
     tuning = prepare_dataset(tune_on, tokenizer, "text", kwargs["max_length"], "tune_on")
     tuning_groups = tuning[GROUP_ID]
     shared = (set(tuning_groups) & set(held_out_groups)) - {0}  # 0: an unconditional corpus, held out by sequence
+    if held_out is not None:  # by tokens too: one set may name its prompts by a `prompt_id` column, the other not
+        shared = shared or (prompt_keys(tuning) & prompt_keys(held_out))
     if shared:
         raise ValueError(
             f"`tune_on` holds {len(shared)} of the {len(set(held_out_groups))} held-out prompts: the token "

@@ -59,6 +59,29 @@ def parse_grid(tokens: Sequence[str]) -> list[dict]:
     return settings
 
 
+def _unreached(points: dict, target: float, low: float, high: float) -> str:
+    """Why no token temperature of the search reached `target`, and what would: a wider range only where T_eff is
+    still moving toward `target` at the range's end; where it peaked inside the range, nothing would."""
+    seen = ", ".join(f"t={t:.3g}: {v:.3g}" for t, v in sorted(points.items()))
+    start = f"no token temperature in the searched range gives sequence T_eff {target:g} (seen {seen})"
+    finite = {t: v for t, v in points.items() if v > 0 and math.isfinite(v)}
+    if finite and all(v < target for v in finite.values()):
+        peak = max(finite, key=finite.get)
+        if max(finite.values()) <= 1.01 * min(finite.values()):
+            return (
+                f"{start}: T_eff does not move with t (it stays near {finite[peak]:.3g}), so no token temperature "
+                f"reaches T = {target:g} on these samples. Train an adapter (`SeqTempTrainer`)."
+            )
+        if finite[max(finite)] < 0.99 * finite[peak]:  # T_eff fell again past its peak: a larger t does not help
+            return (
+                f"{start}: T_eff(t) peaks at {finite[peak]:.3g} (t = {peak:.3g}) and falls beyond it, so no token "
+                f"temperature reaches T = {target:g} on these samples. Train an adapter (`SeqTempTrainer`), or ask "
+                "for a T below that peak."
+            )
+        return f"{start}: T_eff is still rising at t = {max(finite):.3g}: raise `high` above {high:g}."
+    return f"{start}: T_eff is still above T at t = {min(points):.3g}: lower `low` below {low:g}."
+
+
 def tune_token_temperature(
     t_eff_at: Callable[[float], float],
     target: float,
@@ -109,12 +132,19 @@ def tune_token_temperature(
     exact = [t for t in points if f(t) == 0]
     if exact:
         return {"token_temperature": exact[0], "t_eff": points[exact[0]], "evaluations": evals, "points": points}
+    if not below or not above:  # T_eff(t) need not be monotone: look inside the range before giving up
+        for i in range(1, 8):
+            f(low * (high / low) ** (i / 8))
+        below = [t for t in points if f(t) < 0]
+        above = [t for t in points if f(t) > 0]
+        exact = [t for t in points if f(t) == 0]
+        if exact:
+            return {"token_temperature": exact[0], "t_eff": points[exact[0]], "evaluations": evals, "points": points}
     if not below or not above:
-        raise ValueError(
-            f"no token temperature in the searched range gives sequence T_eff {target:g} (seen {points}): "
-            "widen `low`/`high`."
-        )
-    a, b = max(below), min(above)
+        raise ValueError(_unreached(points, target, low, high))
+    ordered = sorted(points)
+    rising = [(x, y) for x, y in zip(ordered, ordered[1:]) if f(x) < 0 < f(y)]  # the first upward crossing
+    a, b = rising[0] if rising else (max(below), min(above))
     fa, fb, side = f(a), f(b), 0
     while evals < max_evals:
         if not math.isfinite(fa):

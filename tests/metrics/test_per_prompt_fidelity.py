@@ -154,3 +154,18 @@ def test_held_out_figures_on_few_prompts_are_said_to_be_indicative(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         measure_held_out(model, many, 0.5, base_model=model)
+
+
+def test_a_held_out_prompt_in_tune_on_is_refused_when_one_set_names_prompts_by_a_prompt_id_column():
+    """The held-out set named its prompts by a `prompt_id` column and `tune_on` by their tokens: the group ids
+    differ, and a held-out prompt in `tune_on` went unnoticed (an oracle, not a baseline). Prompts are compared by
+    their tokens as well."""
+    model = conditional_lm(VOCAB)
+    train = _samples(model, PROMPTS[:2], seed=0)
+    held_out = _samples(model, PROMPTS[:1], seed=1)
+    held_out = held_out.add_column("prompt_id", ["question-7"] * len(held_out))
+    with pytest.raises(ValueError, match=r"`tune_on` holds 1 of the 1 held-out prompts"):
+        measure_held_out(model, held_out, 0.5, base_model=model, tune_on=train)
+    other = _samples(model, PROMPTS[2:3], seed=1)
+    other = other.add_column("prompt_id", ["question-8"] * len(other))
+    assert measure_held_out(model, other, 0.5, base_model=model, tune_on=train)[0]["tuned_once"] is not None
