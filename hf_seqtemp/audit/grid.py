@@ -143,7 +143,7 @@ def tune_token_temperature(
     if not below or not above:
         raise ValueError(_unreached(points, target, low, high))
     ordered = sorted(points)
-    rising = [(x, y) for x, y in zip(ordered, ordered[1:]) if f(x) < 0 < f(y)]  # the first upward crossing
+    rising = [(x, y) for x, y in itertools.pairwise(ordered) if f(x) < 0 < f(y)]  # the first upward crossing
     a, b = rising[0] if rising else (max(below), min(above))
     fa, fb, side = f(a), f(b), 0
     while evals < max_evals:
