@@ -389,6 +389,14 @@ def smc_sample(
         attention_mask = torch.ones_like(input_ids)
     if pimh_steps:
         check_pimh_memory(model, *input_ids.shape, max_new_tokens, num_particles, pimh_steps)
+    elif num_particles == 1:
+        warnings.warn(
+            "smc_sample: `num_particles=1` with `pimh_steps=0` returns the proposal's own draws (one particle has "
+            "nothing to be reweighted against): token temperature T, not p^(1/T) over answers. Use 16 particles, or "
+            "`pimh_steps=K` (a chain over K + 1 runs is exact for any number of particles).",
+            UserWarning,
+            stacklevel=2,
+        )
     settings = (alpha, alpha_ramp_tokens, logits_processor, resampling, ess_threshold, eos, pad)
     sampler = AdapterProposal(model, adapter_name) if proposal == "adapter" else TokenTemperatureProposal(model)
 

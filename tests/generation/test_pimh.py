@@ -164,3 +164,15 @@ def test_a_pimh_call_too_large_for_memory_is_refused_before_it_runs(monkeypatch)
     ):
         smc_sample(model, ids, max_new_tokens=3, num_particles=4, pimh_steps=100000, pad_token_id=0)
     smc_sample(model, ids, max_new_tokens=3, num_particles=4, pimh_steps=3, pad_token_id=0)  # a small chain runs
+
+
+def test_one_particle_without_a_chain_is_said_to_be_token_temperature():
+    """`num_particles=1` was accepted without a word: one particle is never reweighted, so the answers are the
+    proposal's (token temperature T). With `pimh_steps` the chain corrects them and nothing is said."""
+    model = tiny_llama(vocab_size=8, seed=0)
+    ids = torch.tensor([[1, 2]])
+    with pytest.warns(UserWarning, match=r"`num_particles=1` with `pimh_steps=0` returns the proposal's own draws"):
+        smc_sample(model, ids, max_new_tokens=2, num_particles=1, pad_token_id=0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*num_particles=1.*")
+        smc_sample(model, ids, max_new_tokens=2, num_particles=1, pimh_steps=4, pad_token_id=0)
