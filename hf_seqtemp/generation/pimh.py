@@ -121,10 +121,12 @@ def tail_diagnostics(log_normalizers: torch.Tensor) -> dict[str, torch.Tensor]:
 
 def heavy_tail_level(steps: int) -> float:
     """The variance of `log Z_hat` above which [`warn_if_heavy_tailed`] warns for a chain of `steps` steps:
-    `log K` (at least 0.5). A pseudo-marginal chain's autocorrelation time grows about as `exp(σ²)` in the variance
-    σ² of its log-estimates (Pitt, Silva, Giordani & Kohn 2012; Doucet et al. 2015), so K steps are taken as enough
-    while `exp(σ²) ≤ K`; the grid of `benchmarks/results/pimh_grid.json` is its validation."""
-    return max(math.log(max(steps, 1)), 0.5)
+    `log(1 + (K + 1) / 2)`. A chain over K + 1 independent runs ends, once mixed, on a run drawn about in proportion
+    to its `Z_hat`, like importance resampling from K + 1 draws, whose bias is of order `Var(Z_hat / Z) / (K + 1)`;
+    for log-normal estimates that variance is `exp(σ²) − 1` (σ² the variance of `log Z_hat`; pseudo-marginal chains
+    slow down as `exp(σ²)` too: Pitt, Silva, Giordani & Kohn 2012). The level keeps `(exp(σ²) − 1) / (K + 1)` at most
+    1/2; the grid of `benchmarks/results/pimh_grid.json` is its validation."""
+    return math.log1p((max(steps, 0) + 1) / 2.0)
 
 
 def warn_if_heavy_tailed(variance: torch.Tensor, steps: int) -> bool:
@@ -137,7 +139,7 @@ def warn_if_heavy_tailed(variance: torch.Tensor, steps: int) -> bool:
         return False
     warnings.warn(
         f"smc_sample: the {steps + 1} SMC runs of each PIMH chain disagree too much for {steps} steps: the variance "
-        f"of their log normaliser estimates is {level:.2f} (mean over the prompts), above log K = "
+        f"of their log normaliser estimates is {level:.2f} (mean over the prompts), above log(1 + (K + 1)/2) = "
         f"{heavy_tail_level(steps):.2f}. The chain rarely proposes the few runs that hold most of Z, so its answers "
         "may not follow p^(1/T) even where it accepts often. Use more particles (`num_particles`: the variance falls "
         "about as 1/N), a proposal closer to p^(1/T), or more `pimh_steps`. `SMCOutput.log_normalizer_variance`, "
