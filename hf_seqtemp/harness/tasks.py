@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 
 from ..metrics.pass_at_k_math import pass_at_k
-from ..tasks.chat import FAMILIES, SYSTEM_PROMPT, get_family, split_family
+from ..tasks.chat import FAMILIES, LONG_ANSWER_FAMILIES, SYSTEM_PROMPT, get_family, split_family
 
 TAG = "seqtemp_tasks"
 CHECKS_MODULE = "seqtemp_checks"
@@ -141,7 +141,7 @@ def write_tasks(
     split_seed: int = 0,
     repeats: int = 8,
     k: int = 8,
-    max_gen_toks: int = 16,
+    max_gen_toks: int | None = None,
 ) -> Path:
     """Writes the harness tasks of `families` into `output_dir` and returns it (lm-eval's `include_path`).
 
@@ -154,12 +154,28 @@ def write_tasks(
         split_seed (`int`, defaults to 0): the split's seed.
         repeats (`int`, defaults to 8): answers drawn per question.
         k (`int`, defaults to 8): the `pass@k` reported besides `pass@1`; `1 <= k <= repeats`.
-        max_gen_toks (`int`, defaults to 16): the longest answer, in tokens.
+        max_gen_toks (`int`, *optional*): the longest answer, in tokens: by default 16, and 96 for the long-answer
+            families (`LONG_ANSWER_FAMILIES`: a sentence comes before the answer). Fewer than 96 tokens for a
+            long-answer family is refused: a cut reply reads as no answer, and pass@1 would measure the cut.
     """
     unknown = [name for name in families if name not in FAMILIES]
     if unknown:
         raise ValueError(f"`families` must be among {sorted(FAMILIES)}, got {unknown}.")
-    for name, value in (("num_held_out", num_held_out), ("repeats", repeats), ("max_gen_toks", max_gen_toks)):
+    given = max_gen_toks is not None
+    short = [family for family in families if family in LONG_ANSWER_FAMILIES and given and max_gen_toks < 96]
+    if short:
+        raise ValueError(
+            f"`max_gen_toks={max_gen_toks}` cuts the replies of {short}, which write a sentence before their answer "
+            "(about 40 tokens, up to 96): give at least 96, or write them apart from the short-answer families."
+        )
+    lengths = {
+        family: max_gen_toks if given else (96 if family in LONG_ANSWER_FAMILIES else 16) for family in families
+    }
+    for name, value in (
+        ("num_held_out", num_held_out),
+        ("repeats", repeats),
+        ("max_gen_toks", max_gen_toks if given else 16),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}.")
     if not 1 <= k <= repeats:
@@ -179,7 +195,7 @@ def write_tasks(
     for family in families:
         rows = [{"question": q, "answer": a, "family": family} for q, a in held_out[family]]
         (folder / f"{task_name(family)}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-        (folder / f"{task_name(family)}.yaml").write_text(_task_yaml(family, repeats, k, max_gen_toks))
+        (folder / f"{task_name(family)}.yaml").write_text(_task_yaml(family, repeats, k, lengths[family]))
         lines.append(f"dataset_{family} = questions_beside(__file__, {task_name(family) + '.jsonl'!r})")
         lines.append(f"process_{family} = process_results_for({family!r}, k={k})")
     (folder / f"{CHECKS_MODULE}.py").write_text("\n".join(lines) + "\n")
@@ -218,7 +234,7 @@ def main(argv=None) -> None:
     parser.add_argument("--split_seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=8)
     parser.add_argument("--k", type=int, default=8)
-    parser.add_argument("--max_gen_toks", type=int, default=16)
+    parser.add_argument("--max_gen_toks", type=int, default=None, help="default: 16, and 96 for long-answer families")
     args = parser.parse_args(argv)
     try:
         folder = write_tasks(

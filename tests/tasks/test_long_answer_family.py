@@ -49,3 +49,15 @@ def test_the_split_is_by_question_and_disjoint():
     train, held_out = split_family(FAMILY, 64, 32, seed=0)
     assert len(FAMILY.items) == 316 and len(held_out) == 32
     assert not {q for q, _ in train} & {q for q, _ in held_out}
+
+
+def test_the_harness_writes_the_family_with_room_for_its_sentence(tmp_path):
+    """The harness task of the long-answer family gets 96 tokens by default (16 for the others); fewer is refused by
+    name, since a reply cut before its answer reads as a wrong one."""
+    from hf_seqtemp.harness.tasks import write_tasks
+
+    folder = write_tasks(tmp_path / "tasks", families=["capital_after_sentence", "capitals"], num_held_out=4)
+    assert "max_gen_toks: 96" in (folder / "seqtemp_capital_after_sentence.yaml").read_text()
+    assert "max_gen_toks: 16" in (folder / "seqtemp_capitals.yaml").read_text()
+    with pytest.raises(ValueError, match=r"`max_gen_toks=16` cuts the replies of \['capital_after_sentence'\]"):
+        write_tasks(tmp_path / "short", families=["capital_after_sentence"], num_held_out=4, max_gen_toks=16)
