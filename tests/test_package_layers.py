@@ -21,6 +21,7 @@ FLOORS = {
     "offline": 0,
     "manifest": 0,
     "locking": 0,
+    "lock_file": 0,
     "progress": 0,
     "_lazy": 0,
     "config": 1,
