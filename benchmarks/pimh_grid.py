@@ -48,7 +48,7 @@ from hf_seqtemp.models import tiny_causal_lm
 V, EOS, PAD, NEW = 9, 8, 0, 3
 PROMPTS = torch.tensor([[1, 2, 3], [0, 0, 4], [0, 5, 6]])
 MASK = torch.tensor([[1, 1, 1], [0, 0, 1], [0, 1, 1]])
-DIAGNOSTICS = ("pimh_acceptance", "log_normalizer_variance", "largest_run_share", "pareto_k")
+DIAGNOSTICS = ("pimh_acceptance", "log_normalizer_variance", "largest_run_share", "run_ess", "pareto_k")
 
 
 def toy(seed: int):
@@ -193,6 +193,7 @@ def main(argv=None) -> None:
             print(f"α={alpha:g} N={particles:2d} K={steps:3d} {proposal:7s} χ² p {cell['chi2_p']:.2g} TV {cell['tv']:.3f} "
                   f"warned {cell['warned']} σ²(log Ẑ) {max(p['log_normalizer_variance'] for p in per_prompt):.2f} "
                   f"share {max(p['largest_run_share'] for p in per_prompt):.2f} "
+                  f"run ESS {min(p['run_ess'] for p in per_prompt):.1f} "
                   f"k̂ {max(p['pareto_k'] for p in per_prompt):.2f} "
                   f"fwd/answer {forwards:.0f} ({cell['seconds']:.0f} s)", flush=True)  # fmt: skip
             payload = {"provenance": provenance(info | device_info(device)), "benchmark": "pimh_grid"}

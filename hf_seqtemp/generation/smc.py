@@ -85,7 +85,8 @@ class SMCOutput(ModelOutput):
         answer_bias_bound (`torch.FloatTensor` of shape `(batch,)`, *optional*): with `pimh_steps=0`, the estimated
             bound on the total variation between one run's answer law and `p^alpha` for the row's prompt
             ([`~hf_seqtemp.generation.pimh.one_run_bias_bound`]; NaN for a prompt with one run in the batch).
-        log_normalizer_variance, largest_run_share, pareto_k (`torch.FloatTensor` of shape `(batch,)`, *optional*):
+        log_normalizer_variance, largest_run_share, run_ess, pareto_k (`torch.FloatTensor` of shape `(batch,)`,
+            *optional*):
             with `pimh_steps > 0`, how heavy the tail of the row's `K + 1` normaliser estimates is
             ([`~hf_seqtemp.generation.pimh.tail_diagnostics`]): where it is heavy the chain's K steps may not reach
             the rare runs it should spend time in.
@@ -108,6 +109,7 @@ class SMCOutput(ModelOutput):
     answer_bias_bound: torch.FloatTensor | None = None
     log_normalizer_variance: torch.FloatTensor | None = None
     largest_run_share: torch.FloatTensor | None = None
+    run_ess: torch.FloatTensor | None = None
     pareto_k: torch.FloatTensor | None = None
 
 
