@@ -42,11 +42,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from transformers.utils import ModelOutput
 
 from ..checks import check_generator_device, check_int, check_temperature
 from .answers import resolve_eos_and_pad
 from .pimh import check_pimh_memory, one_run_bias_bound, pimh_sample, warn_if_one_run_biased
+from .smc_output import SMCOutput
 from .smc_proposals import AdapterProposal, SMCProposal, TokenTemperatureProposal
 
 RESAMPLING = ("systematic", "multinomial")
@@ -57,60 +57,6 @@ from), [`smc_sample`] warns when the answers were drawn from weights whose ESS /
 below this. It is a weak signal: the ESS of a few particles under-reads the weights' tail (measured on an enumerable
 toy at N = 4: ESS / N 0.60-0.79 where the answers were at total variation 0.39-0.51 from p^alpha), so it fires only
 where the weights have collapsed. `num_return_sequences > 1` gives the truthful bound; `pimh_steps` exact answers."""
-
-
-@dataclass
-class SMCOutput(ModelOutput):
-    """Output of [`smc_sample`] with `return_dict_in_generate=True`.
-
-    Args:
-        sequences (`torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`): prompts and the answer
-            drawn for each by the final weights, padded after its EOS.
-        sequence_logps (`torch.FloatTensor` of shape `(batch,)`): `log p(answer | prompt)` of the returned answers
-            (EOS included; `p` after the logits processors).
-        log_normalizer (`torch.FloatTensor` of shape `(batch,)`): the SMC estimate of `log sum_x p(x | prompt)^alpha`
-            over the answers of at most `max_new_tokens` tokens (unbiased in `Z`, not in `log Z`).
-        num_resamples (`torch.LongTensor` of shape `(batch,)`): resampling steps per prompt.
-        model_calls (`int`): sequential forward passes (each one batch over every particle of every prompt; two per
-            token with `proposal="adapter"`: the adapter's and the base's).
-        ess (`torch.FloatTensor` of shape `(batch, steps)`): the effective sample size of each prompt's particles
-            after each step's weight update, before any resampling (`N` when the weights are equal).
-        particles (`torch.LongTensor` of shape `(batch, num_particles, prompt_length + max_new_tokens)`, *optional*):
-            every particle, with `return_particles=True`.
-        particle_log_weights (`torch.FloatTensor` of shape `(batch, num_particles)`, *optional*): their normalised
-            log-weights (`logsumexp` 0 per prompt).
-        particle_logps (`torch.FloatTensor` of shape `(batch, num_particles)`, *optional*): their `log p(answer)`.
-        pimh_acceptance (`torch.FloatTensor` of shape `(batch,)`, *optional*): with `pimh_steps > 0`, the fraction of
-            proposed runs each prompt's chain accepted.
-        answer_bias_bound (`torch.FloatTensor` of shape `(batch,)`, *optional*): with `pimh_steps=0`, the estimated
-            bound on the total variation between one run's answer law and `p^alpha` for the row's prompt
-            ([`~hf_seqtemp.generation.pimh.one_run_bias_bound`]; NaN for a prompt with one run in the batch).
-        log_normalizer_variance, largest_run_share, run_ess, pareto_k (`torch.FloatTensor` of shape `(batch,)`,
-            *optional*):
-            with `pimh_steps > 0`, how heavy the tail of the row's `K + 1` normaliser estimates is
-            ([`~hf_seqtemp.generation.pimh.tail_diagnostics`]): where it is heavy the chain's K steps may not reach
-            the rare runs it should spend time in.
-
-    With `pimh_steps > 0`, `sequences`, `sequence_logps` and the particles are those of the run the chain ended on,
-    `log_normalizer` is the log of the mean of every run's `Z_hat` (unbiased in `Z`), `num_resamples` counts every
-    run's resampling steps and `ess` is the mean over the runs.
-    """
-
-    sequences: torch.LongTensor | None = None
-    sequence_logps: torch.FloatTensor | None = None
-    log_normalizer: torch.FloatTensor | None = None
-    num_resamples: torch.LongTensor | None = None
-    model_calls: int | None = None
-    ess: torch.FloatTensor | None = None
-    particles: torch.LongTensor | None = None
-    particle_log_weights: torch.FloatTensor | None = None
-    particle_logps: torch.FloatTensor | None = None
-    pimh_acceptance: torch.FloatTensor | None = None
-    answer_bias_bound: torch.FloatTensor | None = None
-    log_normalizer_variance: torch.FloatTensor | None = None
-    largest_run_share: torch.FloatTensor | None = None
-    run_ess: torch.FloatTensor | None = None
-    pareto_k: torch.FloatTensor | None = None
 
 
 def ramp_exponent(step: int, alpha: float, ramp_tokens: int) -> float:
