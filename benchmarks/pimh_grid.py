@@ -162,7 +162,11 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--output", default="outputs/bench/pimh_grid.json")
+    parser.add_argument("--markdown", action="store_true", help="print the tables of an existing --output")
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.output).read_text())))
+        return
     torch.set_num_threads(args.threads)
     device = pick_device("cpu")
     info = print_device(device)
@@ -200,6 +204,22 @@ def main(argv=None) -> None:
             payload.update(settings=vars(args), cells=cells, confusion=confusion(cells))
             out.write_text(json.dumps(payload, indent=2) + "\n")
     print(json.dumps(confusion(cells), indent=1))
+
+
+def markdown(payload: dict) -> str:
+    """The grid's cells and its confusion table as docs/sampling.md shows them."""
+    lines = ["| α | proposal | N | K | χ² p (worst prompt) | TV (floor) | run ESS (mean over rows, least prompt) | warned | token-forwards / answer |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for c in payload["cells"]:
+        ess = min(p["run_ess"] for p in c["per_prompt"])
+        lines.append(f"| {c['alpha']:g} | {c['proposal']} | {c['num_particles']} | {c['pimh_steps']} | "
+                     f"{c['chi2_p']:.2g}{' (fails)' if c['fails'] else ''} | {c['tv']:.3f} ({c['tv_floor']:.3f}) | "
+                     f"{ess:.1f} | {'yes' if c['warned'] else 'no'} | {c['token_forwards_per_answer']:.0f} |")  # fmt: skip
+    table = payload["confusion"]
+    lines += ["", "| | warned | quiet |", "|---|---|---|",
+              f"| χ² fails | {table['fails_warned']} | {table['fails_quiet']} |",
+              f"| χ² passes | {table['passes_warned']} | {table['passes_quiet']} |"]  # fmt: skip
+    return "\n".join(lines)
 
 
 def confusion(cells) -> dict:
