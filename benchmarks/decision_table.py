@@ -276,7 +276,7 @@ def _answer_cell(figures: dict | None) -> str:
 def markdown(decision: dict) -> str:
     """The README's two tables: cost and fit per route, then answers per family."""
     head = (
-        "| route | calls / answer | token-forwards / answer | GPU latency | training (CPU, 8 steps) | "
+        "| route | sequential calls / answer | token-forwards / answer | GPU latency | training (CPU, 8 steps) | "
         "T_eff / τ, target 0.25 | KL to p^4, toy | ESS / N per answer |\n|---|---:|---:|---|---|---|---|---|\n"
     )
     cost = "".join(f"| {r['label']} | " + " | ".join(_cost_cells(r)) + " |\n" for r in decision["routes"])
