@@ -153,7 +153,11 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--output", default="outputs/bench/fidelity_long.json")
+    parser.add_argument("--plot", action="store_true", help="draw the gap against answer length from --output")
     args = parser.parse_args(argv)
+    if args.plot:
+        plot(json.loads(Path(args.output).read_text()), Path(args.output).with_suffix(".png"))
+        return
     torch.set_num_threads(args.threads)
     device = pick_device(None)
     info = print_device(device)
@@ -247,6 +251,30 @@ def main(argv=None) -> None:
             })  # fmt: skip
             out.write_text(json.dumps(payload, indent=2, default=str) + "\n")
             print(f"wrote {out}", flush=True)
+
+
+def plot(payload: dict, path: Path) -> None:
+    """Per held-out prompt: the once-tuned token temperature's per-prompt error minus the adapter's (positive: the
+    adapter closer to T) against the prompt's mean answer length, one panel per target temperature."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = payload["by_length"]
+    figure, axes = plt.subplots(1, len(rows), figsize=(5 * len(rows), 3.8), squeeze=False)
+    for axis, row in zip(axes[0], rows):
+        gaps = [t - a for t, a in zip(row["tuned_once_error"], row["adapter_error"])]
+        axis.scatter(row["mean_answer_tokens"], gaps, s=18)
+        axis.axhline(0.0, color="grey", linewidth=0.8)
+        axis.set_xlabel("mean answer length of the prompt (tokens)")
+        axis.set_ylabel("error of tuned t − error of adapter")
+        axis.set_title(f"{row['pool']} pool, T = {row['target_temperature']:g}")
+        axis.grid(alpha=0.3)
+    figure.suptitle("Per-prompt T_eff error gap against answer length (positive: the adapter is closer to T)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
