@@ -208,7 +208,7 @@ def test_the_clients_errors_name_the_server_and_the_fix():
     finally:
         stub.close()
     for status, error, match in [(500, EngineError, "failed on /v1/completions \\(HTTP 500\\)"),
-                                 (400, ValueError, "refused /v1/completions \\(HTTP 400\\): .*too long")]:  # fmt: skip
+                                 (400, EngineError, "refused /v1/completions \\(HTTP 400\\): .*too long")]:  # fmt: skip
         stub = _Stub(lambda body, status=status: (status, {"error": "prompt too long"}))
         try:
             with pytest.raises(error, match=match):
@@ -226,9 +226,12 @@ def test_a_server_that_cannot_score_is_refused_before_it_crashes():
         client.score([[1, 2]], [1])
 
 
-def test_serve_refuses_a_malformed_adapter():
+def test_serve_refuses_a_malformed_adapter(tmp_path):
     from hf_seqtemp.engine.serve import parser
 
     with pytest.raises(SystemExit):
         parser().parse_args(["model", "--adapter", "no-equals-sign"])
-    assert parser().parse_args(["model", "--adapter", "t0_5=out/adapter"]).adapter == [("t0_5", "out/adapter")]
+    folder = tmp_path / "adapter"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text("{}")  # a PEFT adapter folder (its missing form: test_serve_cli.py)
+    assert parser().parse_args(["model", "--adapter", f"t0_5={folder}"]).adapter == [("t0_5", str(folder))]
