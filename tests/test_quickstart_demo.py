@@ -285,7 +285,7 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_
     demo_flags += ["--held_out_generations", "4", "--max_completion_length", "3", "--max_steps", "2"]
     demo_flags += ["--batch_size", "8"]
     output = run_ranks([*launch, str(ROOT / "examples" / "quickstart.py"), *demo_flags], timeout=600).stdout
-    starts = ("torch threads", "Held-out:", "Does it reach", "Is each prompt", "Which ranks", "At what cost", "route ", "Its answers' law",
+    starts = ("torch threads", "Held-out:", "Does it reach", "Is each prompt", "Which ranks", "At what cost", "route ", "Its answers' distance",
               "Which route, from these rows?", "- Ship a model", "- Best answers", "- No training")  # fmt: skip
     ours = [line for line in output.splitlines() if line.startswith(starts)]
     assert len(ours) == len(starts) and len(set(ours)) == len(starts), output[-3000:]

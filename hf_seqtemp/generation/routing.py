@@ -258,14 +258,15 @@ _SMC = ("num_particles", "alpha_ramp_tokens", "return_particles", "proposal", "e
 OPTION_DEFAULTS = {
     "mcmc_steps": 4, "block_size": None, "glauber_rounds": 2, "num_candidates": None, "num_particles": 16,
     "alpha_ramp_tokens": 0, "return_particles": False, "proposal": None, "ess_threshold": 0.5,
-    "resampling": "systematic", "pimh_steps": 0, "engine": None, "proposal_engine": None, "engine_adapter": None,
+    "resampling": "systematic", "pimh_steps": 0, "proposal_engine": None, "engine_adapter": None,
 }  # fmt: skip
-"""The options of [`seqtemp_generate`] that only some strategies read, with their defaults."""
+"""The options of [`seqtemp_generate`] that only some strategies read, with their defaults (`engine` is not among them:
+a strategy without an engine version refuses it itself, naming what to use instead)."""
 USED_BY = {
     "adapter": set(),
-    "mcmc": {"mcmc_steps", "block_size", "engine"},
+    "mcmc": {"mcmc_steps", "block_size"},
     "glauber": {"glauber_rounds", "num_candidates"},
-    "smc": {*_SMC, "engine", "proposal_engine", "engine_adapter"},
+    "smc": {*_SMC, "proposal_engine", "engine_adapter"},
 }
 """The options each strategy reads (`block_size`, `proposal_engine` and `engine_adapter` on SMC: with `engine=`)."""
 
