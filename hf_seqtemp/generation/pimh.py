@@ -110,7 +110,7 @@ def tail_diagnostics(log_normalizers: torch.Tensor) -> dict[str, torch.Tensor]:
     """
     log_z = log_normalizers.double()
     runs = log_z.shape[1]
-    variance = log_z.var(dim=1) if runs > 1 else torch.zeros(log_z.shape[0], dtype=torch.float64)
+    variance = log_z.var(dim=1) if runs > 1 else torch.zeros(log_z.shape[0], dtype=torch.float64, device=log_z.device)
     weights = log_z.softmax(dim=1)
     share = weights.max(dim=1).values
     run_ess = 1.0 / (weights**2).sum(dim=1)

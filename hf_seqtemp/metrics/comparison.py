@@ -39,7 +39,8 @@ def split_half_noise(
     0.0
     ```
     """
-    ref, policy = torch.as_tensor(ref_logps, dtype=torch.float64), torch.as_tensor(policy_logps, dtype=torch.float64)
+    ref = torch.as_tensor(ref_logps, dtype=torch.float64, device="cpu")  # per-prompt slopes: host figures
+    policy = torch.as_tensor(policy_logps, dtype=torch.float64, device="cpu")
     ids = groups.tolist() if isinstance(groups, torch.Tensor) else list(groups)
     halves: list[list[int]] = [[], []]
     seen: dict = {}
