@@ -107,7 +107,9 @@ def test_a_save_waits_for_a_holder_that_has_not_written_its_record_yet(tmp_path)
     folder.mkdir()
     holder = _park(_EMPTY_HOLDER, FolderLock(folder).path, marker, 0.5, marker=marker)
     try:
-        owner = staging.lock_for_save(str(folder))
+        started = time.monotonic()
+        owner = staging.lock_for_save(str(folder))  # raised "in use by another run (process ? on ?" at once
+        assert FolderLock(folder).held_by(owner) and time.monotonic() - started > 0.2  # it waited, then took it
         FolderLock(folder).release(owner)
     finally:
         holder.kill()
