@@ -18,10 +18,12 @@ adds up with the answer's length. This benchmark measures it on the embedded Smo
 - on the held-out prompts (`held_out_generations` samples of p each) both routes get their per-prompt T_eff error
   |T_eff(c) − T| / T and Kendall τ(c); `difference` is paired over prompts (positive: the adapter better), `ci95`
   a percentile bootstrap over prompts, `noise` the split-half noise of the per-prompt error (mean over prompts of
-  |err(c) on half the samples − err(c) on the other half|), `noise` per route in `noise_by_route`;
+  |err(c) on half the samples − err(c) on the other half|), `noise` per route in `noise_by_route`, and
+  `noise_of_mean` the split-half noise of the compared figure itself (the mean over prompts, random halvings);
 - `by_length`: each held-out prompt's mean answer length beside its two errors, the gap against answer length.
 
-Writes `fidelity_long.json` after each comparison (`provenance`, `settings`, `pools`, `comparisons`, `by_length`).
+Writes `fidelity_long.json` after each comparison (`provenance`, `settings`, `pools`, `comparisons`, `by_length`),
+and beside it `fidelity_long_logps.json`: every held-out sample's log p, log q (adapter) and log q (tuned t).
 
 Usage:
     python benchmarks/fidelity_long.py [--pools long] [--temperatures 0.5 0.25] [--max_completion_length 80]
@@ -77,6 +79,10 @@ def pool_split(pool: str, fit: int, validation: int, held_out: int, seed: int) -
     return {name: [conversation(p) for p in prompts] for name, prompts in parts.items()}
 
 
+def _rounded(values) -> list[float]:
+    return [round(float(v), 5) for v in values]
+
+
 def route_figures(ref, policy, groups, temperature: float) -> dict:
     t_effs = list(per_prompt_effective_temperature(ref, policy, groups).values())
     return {
@@ -85,6 +91,7 @@ def route_figures(ref, policy, groups, temperature: float) -> dict:
         "kendall_tau": per_prompt_tau(ref, policy, groups),
         "pooled_t_eff": effective_temperature(ref, policy, groups=groups),
         "noise": split_half_noise(ref, policy, groups, temperature),
+        "noise_of_mean": split_half_noise(ref, policy, groups, temperature, level="mean"),
     }
 
 
@@ -125,6 +132,7 @@ def recipe_summary(figures: dict) -> dict:
             "pooled_t_eff": values["pooled_t_eff"],
         }
         for part, values in figures.items()
+        if part in ("validation", "held_out")
     }
 
 
@@ -168,6 +176,7 @@ def main(argv=None) -> None:
     payload.update(settings={**vars(args), "recipes": {k: RECIPES[k] for k in args.recipes}}, pools={})
     payload.update(comparisons=[], by_length=[])
     score = {"batch_size": 64}
+    logps: dict = {}  # per-sample held-out log-likelihoods: every figure can be recomputed from them
     for pool in args.pools:
         parts = pool_split(pool, args.fit_prompts, args.validation_prompts, args.held_out_prompts, args.split_seed)
         kwargs = {"max_new_tokens": args.max_completion_length, "batch_size": 128}
@@ -200,7 +209,7 @@ def main(argv=None) -> None:
                     trainer.close()
                 figures = {name: route_figures(p_logps[name], scored[name], groups[name], temperature)
                            for name in scored}  # fmt: skip
-                recipes[recipe] = figures
+                recipes[recipe] = {**figures, "held_out_logps": scored["held_out"]}
                 print(f"  {recipe}: validation error {statistics.fmean(figures['validation']['error']):.4f}, "
                       f"held-out error {statistics.fmean(figures['held_out']['error']):.4f}", flush=True)  # fmt: skip
             chosen = min(recipes, key=lambda r: statistics.fmean(recipes[r]["validation"]["error"]))
@@ -239,6 +248,11 @@ def main(argv=None) -> None:
                     row["noise_at_most_half_the_smaller_error"] = (
                         adapter["noise"] <= min(row["adapter"], row["tuned_once"]) / 2
                     )
+                    row["noise_of_mean"] = {"adapter": adapter["noise_of_mean"], "tuned_once": tuned["noise_of_mean"]}
+                    row["noise_of_mean_at_most_half_the_smaller_error"] = (
+                        max(adapter["noise_of_mean"], tuned["noise_of_mean"])
+                        <= min(row["adapter"], row["tuned_once"]) / 2
+                    )
                 payload["comparisons"].append(row)
                 low, high = row["ci95"]
                 print(f"  {metric:24s} adapter ({chosen}) {row['adapter']:.4f}  tuned once (t={t_once:.3g}) "
@@ -250,6 +264,13 @@ def main(argv=None) -> None:
                 "adapter_error": adapter["error"], "tuned_once_error": tuned["error"],
             })  # fmt: skip
             out.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+            logps[f"{pool}@{temperature:g}"] = {
+                "groups": [str(g) for g in groups["held_out"]],
+                "answer_tokens": [sum(m) for m in data["held_out"]["completion_mask"]],
+                "p": _rounded(p_logps["held_out"]), "adapter": _rounded(recipes[chosen]["held_out_logps"]),
+                "tuned_once": _rounded(once["held_out"]),
+            }  # fmt: skip
+            out.with_name(out.stem + "_logps.json").write_text(json.dumps(logps) + "\n")
             print(f"wrote {out}", flush=True)
 
 

@@ -2,9 +2,9 @@
 """Comparing two tempered models per prompt, with the power of the comparison stated.
 
 - [`split_half_noise`]: how much of a per-prompt T_eff error is sampling noise. Each prompt's samples are split in
-  two halves (alternately, in order); the noise is the mean over prompts of `|err(c) on one half − err(c) on the
-  other|`. A comparison whose difference is not well above it cannot tell the routes apart (a tie read from it is
-  no tie).
+  two halves; the noise is `|err on one half − err on the other|`, of each prompt's error (`level="prompt"`) or of
+  their mean over prompts (`level="mean"`, the figure routes are compared on). A comparison whose difference is not
+  well above it cannot tell the routes apart (a tie read from it is no tie).
 - [`paired_interval`]: the mean of per-prompt differences and its 95 % percentile bootstrap interval, prompts
   resampled (never sequences: the prompt is the unit).
 """
@@ -25,9 +25,20 @@ def split_half_noise(
     policy_logps: Sequence[float] | torch.Tensor,
     groups: Groups,
     target_temperature: float,
+    *,
+    level: str = "prompt",
+    splits: int = 64,
+    seed: int = 0,
 ) -> float:
-    """The split-half noise of the per-prompt T_eff error `|T_eff(c) − T| / T`: its mean over prompts of
-    `|err(c, first half) − err(c, second half)|`, each prompt's sequences split alternately in order of appearance.
+    """The split-half noise of the per-prompt T_eff error `|T_eff(c) − T| / T`.
+
+    - `level="prompt"`: the noise of one prompt's error, `|err(c, first half) − err(c, second half)|` averaged over
+      prompts, each prompt's sequences split alternately in order of appearance. Where it is as large as the errors,
+      each prompt's error is mostly noise (|·| turns noise into error).
+    - `level="mean"`: the noise of the figure two routes are compared on, the mean over prompts of err(c):
+      `|mean_c err(c, A) − mean_c err(c, B)|` averaged over `splits` random halvings of every prompt's sequences
+      (`seed`). About `1/√(number of prompts)` of the prompt-level figure; it says whether two means differ by more
+      than their sampling noise.
 
     A model tempered exactly (log q = log p / T_c + constant within each prompt) has no noise: every half gives its
     T_c. Otherwise the figure is about `2 / √π ≈ 1.13` times the standard deviation of one half's error, i.e. about
@@ -42,21 +53,37 @@ def split_half_noise(
     ref = torch.as_tensor(ref_logps, dtype=torch.float64, device="cpu")  # per-prompt slopes: host figures
     policy = torch.as_tensor(policy_logps, dtype=torch.float64, device="cpu")
     ids = groups.tolist() if isinstance(groups, torch.Tensor) else list(groups)
-    halves: list[list[int]] = [[], []]
-    seen: dict = {}
+    if level not in ("prompt", "mean"):
+        raise ValueError(f"`level` must be 'prompt' or 'mean', got {level!r}.")
+    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
+        raise ValueError(f"`splits` must be a positive integer (random halvings for level='mean'), got {splits!r}.")
+    members: dict = {}
     for index, group in enumerate(ids):
-        seen[group] = seen.get(group, 0) + 1
-        halves[seen[group] % 2].append(index)
-    if any(count < 4 for count in seen.values()):
+        members.setdefault(group, []).append(index)
+    if any(len(rows) < 4 for rows in members.values()):
         raise ValueError(
             "`split_half_noise` needs at least 4 sequences of every prompt (2 per half, for a slope in each): "
-            f"{min(seen.values())} for some prompt. Sample more completions per prompt."
+            f"{min(len(rows) for rows in members.values())} for some prompt. Sample more completions per prompt."
         )
-    errors = []
-    for rows in halves:
+
+    def errors(rows: list[int]) -> dict:
         values = per_prompt_effective_temperature(ref[rows], policy[rows], [ids[i] for i in rows])
-        errors.append({g: abs(v - target_temperature) / target_temperature for g, v in values.items()})
-    return statistics.fmean(abs(errors[0][g] - errors[1][g]) for g in errors[0])
+        return {g: abs(v - target_temperature) / target_temperature for g, v in values.items()}
+
+    if level == "prompt":
+        halves = [[i for rows in members.values() for i in rows[start::2]] for start in (0, 1)]
+        first, second = errors(halves[0]), errors(halves[1])
+        return statistics.fmean(abs(first[g] - second[g]) for g in first)
+    rng = random.Random(seed)
+    gaps = []
+    for _ in range(splits):
+        halves = [[], []]
+        for rows in members.values():
+            shuffled = rng.sample(rows, len(rows))
+            halves[0] += shuffled[: len(rows) // 2]
+            halves[1] += shuffled[len(rows) // 2 :]
+        gaps.append(abs(statistics.fmean(errors(halves[0]).values()) - statistics.fmean(errors(halves[1]).values())))
+    return statistics.fmean(gaps)
 
 
 def paired_interval(differences: Sequence[float], seed: int = 0, replicates: int = 4000) -> list[float]:
