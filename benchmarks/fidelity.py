@@ -189,6 +189,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         "(default: once); the other rows keep their fixed samples of p",
     )
     parser.add_argument(
+        "--steps_per_generation",
+        dest="sample_every_steps",
+        type=positive_int,
+        help="the old name of --sample_every_steps (the recorded commands of two committed results use it)",
+    )
+    parser.add_argument(
         "--save_adapters",
         default=None,
         help="also save every trained adapter (weights, seqtemp_config.json, card) to DIR/<method>_T<T>, for "
