@@ -44,6 +44,7 @@ FLOORS = {
     "audit": 2,
     # top: what is shipped (card, Hub folder, loading), then the trainer that ships it, then the entry points
     "card_plot": 3,
+    "card_metadata": 3,
     "card": 3,
     "hub": 3,
     "upload": 3,  # what `hub.push_to_hub` uploads: the folder named for the repository
