@@ -102,7 +102,11 @@ def _run(command: str, rest: list[str]) -> int:
             from .data import _read_dataset
 
             return run_audit(*parsed, load_base=commands._load_base, read_dataset=_read_dataset)
-        return commands.run_eval(*parsed) if command == "eval" else commands.run_generate(*parsed)
+        if command == "eval":
+            return commands.run_eval(*parsed)
+        from .generate import run_generate
+
+        return run_generate(*parsed)
     except (
         ValueError,
         TypeError,

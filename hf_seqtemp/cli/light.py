@@ -137,11 +137,13 @@ def light_train_types() -> tuple | None:
     """`train`'s flag dataclasses without torch: `TrainScriptArguments`, then stand-ins of [`SeqTempConfig`]'s own
     fields and of its inherited ones (in the groups and order of the full parser); `None` when a source cannot be
     read (the full parser then decides)."""
-    from .parser import INHERITED_GROUP
+    from .parser import CONFIG_SOURCES, INHERITED_GROUP
 
     try:
         inherited = _fields(importlib.util.find_spec("transformers.training_args").origin, "TrainingArguments")
-        own = _fields(str(Path(__file__).parents[1] / "trainer" / "config.py"), "SeqTempConfig")
+        own = {}
+        for path, name in CONFIG_SOURCES:
+            own |= {key: spec for key, spec in _fields(path, name).items() if key not in own}
         for name in list(inherited):
             if name in own:
                 inherited[name] = own.pop(name)

@@ -13,6 +13,7 @@ import ast
 import dataclasses
 import difflib
 import importlib.util
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -90,7 +91,12 @@ class SeqTempArgumentParser(HfArgumentParser):
         own = self.add_argument_group(f"sequence temperature: {dtype.__name__}'s own fields")
         rest = self.add_argument_group(INHERITED_GROUP)
         hints = get_type_hints(dtype)
-        for field in dataclasses.fields(dtype):
+        # the class's own fields first, then those of its other bases (the engine's, the refused TRL names)
+        depth = {}
+        for index, cls in enumerate(dtype.__mro__):
+            for name in inspect.get_annotations(cls):
+                depth.setdefault(name, index)
+        for field in sorted(dataclasses.fields(dtype), key=lambda f: f.name not in inherited and depth[f.name]):
             if field.init:
                 field.type = hints[field.name]
                 self._parse_dataclass_field(rest if field.name in inherited else own, field)
@@ -195,6 +201,16 @@ def renamed_flags(args: list[str], prog: str) -> list[str]:
     return out
 
 
+_TRAINER = Path(__file__).parents[1] / "trainer"
+CONFIG_SOURCES = (
+    (str(_TRAINER / "config.py"), "SeqTempConfig"),
+    (str(_TRAINER / "engine_arguments.py"), "EngineArguments"),
+    (str(_TRAINER / "trl_names.py"), "RefusedTRLArguments"),
+)
+"""Where [`SeqTempConfig`]'s own fields are written: its class, then its engine and refused-TRL-names bases (the
+order of `train --help-all`), read from source by the flag checks that run before torch is imported."""
+
+
 def _source_fields(path: str, class_name: str) -> set[str]:
     tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     for node in tree.body:
@@ -210,7 +226,9 @@ def train_config_fields() -> set[str] | None:
     try:
         spec = importlib.util.find_spec("transformers.training_args")
         inherited = _source_fields(spec.origin, "TrainingArguments")
-        return inherited | _source_fields(str(Path(__file__).parents[1] / "trainer" / "config.py"), "SeqTempConfig")
+        for path, name in CONFIG_SOURCES:
+            inherited |= _source_fields(path, name)
+        return inherited
     except (LookupError, OSError, SyntaxError, AttributeError, ImportError):
         return None
 

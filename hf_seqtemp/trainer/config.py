@@ -3,25 +3,18 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from ..checks import check_int, check_temperature_range
 from ..losses import LOSSES
-from .trl_names import check_engine_settings, check_trl_names, refusing_grpo_only
-
-
-def _has_accelerator() -> bool:
-    import torch
-
-    accelerator = getattr(torch, "accelerator", None)
-    return accelerator.is_available() if accelerator is not None else torch.cuda.is_available()
+from .config_checks import check_config, normalise_config
+from .engine_arguments import EngineArguments
+from .trl_names import RefusedTRLArguments, refusing_grpo_only
 
 
 @dataclass
-class SeqTempConfig(TrainingArguments):
+class SeqTempConfig(RefusedTRLArguments, EngineArguments, TrainingArguments):
     r"""
     Configuration class for [`SeqTempTrainer`]: sequence-level temperature fine-tuning.
 
@@ -149,38 +142,6 @@ class SeqTempConfig(TrainingArguments):
             is the prompt's token ids (identical prompts share a group whatever the dataset layout); a plain-text
             corpus is one group.
 
-        > Parameters that control the sampling engine (TRL's names)
-
-        use_vllm (`bool`, *optional*, defaults to `False`):
-            Draw the completions of p for a prompt-only dataset (once, or every `sample_every_steps`) on a vLLM
-            server instead of with `generate`, and take their reference log-probabilities from the engine (token
-            temperature 1 and every sampling field neutral, so the engine's log-probability of a sampled token is
-            log p). p is the fixed base model: the server serves the base model's folder, and nothing is synced
-            during training (unlike GRPO, whose policy the engine samples). The first draw is checked against the
-            scorer on the reference model (`vllm_logprob_tolerance`); a server that dies or times out stops the run
-            with an error naming it, and the checkpoints already written stay complete. Start the server with
-            `hf-seqtemp serve MODEL_FOLDER` (the package never imports vllm: the engine has its own venv,
-            `make venv-vllm`). Not available with `loss_type="smc_distill"` (its particles are drawn by the
-            transformers SMC loop).
-        vllm_mode (`str`, *optional*, defaults to `"server"`):
-            How the engine runs; only `"server"` (TRL's other mode, `"colocate"`, runs vLLM inside the training
-            process, and vLLM's CPU build cannot share this package's venv: it pins transformers < 5.20).
-        vllm_server_base_url (`str` or `None`, *optional*, defaults to `None`):
-            The server's URL (e.g. `"http://127.0.0.1:8000"`); `None` uses `vllm_server_host` and
-            `vllm_server_port`.
-        vllm_server_host (`str`, *optional*, defaults to `"0.0.0.0"`):
-            Host of the server, when `vllm_server_base_url` is `None`.
-        vllm_server_port (`int`, *optional*, defaults to `8000`):
-            Port of the server, when `vllm_server_base_url` is `None`.
-        vllm_server_timeout (`float`, *optional*, defaults to `240.0`):
-            Seconds the server may leave every request of a draw unanswered before the run stops with an error
-            naming it (one timeout whatever the number of prompts; raise it for large draws on a slow engine). A
-            refused connection (no server, or one still loading its model) stops the run at once: start training
-            once `hf-seqtemp serve` prints its URL. Must be > 0.
-        vllm_logprob_tolerance (`float`, *optional*, defaults to `1e-3`):
-            Largest accepted difference per token between the engine's log p of the first batch of samples and the
-            scorer's (float32 servers of the same weights agree to ~3e-5; a bfloat16 server needs more). Must be > 0.
-
         > Parameters that control the model
 
         model_init_kwargs (`dict` or `None`, *optional*, defaults to `None`):
@@ -233,16 +194,11 @@ class SeqTempConfig(TrainingArguments):
         precompute_ref_logps (`bool`, *optional*):
             Deprecated alias of `precompute_ref_log_probs`; removed in a later release.
 
-        > TRL parameters refused by name (each raises when set, saying why and what to use)
+        > Parameters documented with their own classes
 
-        steps_per_generation (`int`, *optional*): GRPO's sampling cadence; see `sample_every_steps`.
-        generation_batch_size (`int`, *optional*): GRPO's sampling cadence; see `sample_every_steps`.
-        generation_kwargs (`dict`, *optional*): completions are exact samples of p, with no processor.
-        chat_template_kwargs (`dict`, *optional*): set the template's variables in `tokenizer.chat_template` (one
-            template renders every prompt: training, evaluation, sampling).
-        dataset_num_proc (`int`, *optional*): tokenisation runs in the main process.
-        log_completions (`bool`, *optional*): not available; sampled completions are in the pool saved with each
-            checkpoint.
+        The sampling engine's fields, TRL's names for its vLLM server mode, are documented in
+        [`~hf_seqtemp.trainer.engine_arguments.EngineArguments`]; TRL's parameters refused by name (each raises
+        when set, saying why and what to use) in [`~hf_seqtemp.trainer.trl_names.RefusedTRLArguments`].
 
     > [!NOTE]
     > Defaults that differ from [`~transformers.TrainingArguments`]: `logging_steps=10`,
@@ -351,32 +307,6 @@ class SeqTempConfig(TrainingArguments):
         default="prompt_id",
         metadata={"help": "Column naming each example's prompt group, if present; else the prompt's tokens."},
     )
-    # Parameters that control the sampling engine
-    use_vllm: bool = field(
-        default=False,
-        metadata={
-            "help": "Sample the completions of p (and their reference log p) on a vLLM server (hf-seqtemp serve)."
-        },
-    )
-    vllm_mode: str = field(
-        default="server",
-        metadata={"help": "Only 'server': vLLM's CPU build cannot share this venv, so 'colocate' is refused."},
-    )
-    vllm_server_base_url: str | None = field(
-        default=None, metadata={"help": "URL of the vLLM server; None uses --vllm_server_host and --vllm_server_port."}
-    )
-    vllm_server_host: str = field(default="0.0.0.0", metadata={"help": "Host of the vLLM server (without base URL)."})
-    vllm_server_port: int = field(default=8000, metadata={"help": "Port of the vLLM server (without base URL)."})
-    vllm_server_timeout: float = field(
-        default=240.0,
-        metadata={
-            "help": "Seconds the server may leave a draw's requests unanswered (a refused connection fails at once); > 0."
-        },
-    )
-    vllm_logprob_tolerance: float = field(
-        default=1e-3,
-        metadata={"help": "Largest |engine − scorer| log p per token accepted on the first batch of samples; > 0."},
-    )
     # Parameters that control the model
     model_init_kwargs: dict | str | None = field(
         default=None,
@@ -400,23 +330,6 @@ class SeqTempConfig(TrainingArguments):
             "(saved with the adapter)."
         },
     )
-    # TRL parameters refused by name
-    steps_per_generation: int | None = field(
-        default=None, metadata={"help": "Refused: GRPO's cadence; use --sample_every_steps (optimisation steps)."}
-    )
-    generation_batch_size: int | None = field(
-        default=None, metadata={"help": "Refused: GRPO's cadence; use --sample_every_steps (optimisation steps)."}
-    )
-    generation_kwargs: dict | str | None = field(
-        default=None, metadata={"help": "Refused: completions are exact samples of p, with no processor."}
-    )
-    chat_template_kwargs: dict | str | None = field(
-        default=None, metadata={"help": "Refused: set the variables in tokenizer.chat_template itself."}
-    )
-    dataset_num_proc: int | None = field(
-        default=None, metadata={"help": "Refused: tokenisation runs in the main process."}
-    )
-    log_completions: bool = field(default=False, metadata={"help": "Refused: not available."})
     # Parameters that control the data preprocessing
     max_length: int = field(
         default=512,
@@ -465,81 +378,8 @@ class SeqTempConfig(TrainingArguments):
     )
 
     def __post_init__(self):
-        # normalise
-        if self.precompute_ref_logps is not None:
-            warnings.warn(
-                "`precompute_ref_logps` is deprecated and will be removed: use `precompute_ref_log_probs` (TRL's "
-                "name) instead.",
-                FutureWarning,
-                stacklevel=3,
-            )
-            self.precompute_ref_log_probs, self.precompute_ref_logps = self.precompute_ref_logps, None
-        if isinstance(self.loss_type, str):
-            self.loss_type = self.loss_type.strip().lower()
-        if self.dataloader_pin_memory and (self.use_cpu or not _has_accelerator()):
-            self.dataloader_pin_memory = False  # pinning only helps copies to an accelerator; torch warns without one
-        # validate
-        self.target_temperature = check_temperature_range(self.target_temperature, "target_temperature")
-        if self.loss_type not in LOSSES:
-            raise ValueError(f"`loss_type` must be one of {sorted(LOSSES)}, got {self.loss_type!r}.")
-        if self.nll_weight is None:  # each objective's own default
-            self.nll_weight = 0.0 if self.loss_type == "smc_distill" else 0.1
-        if self.smc_proposal not in ("token", "adapter"):
-            raise ValueError(f"`smc_proposal` must be 'token' or 'adapter', got {self.smc_proposal!r}.")
-        threshold = self.smc_ess_threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (0 <= threshold <= 1):
-            raise ValueError(f"`smc_ess_threshold` must be a float in [0, 1], got {threshold!r}.")
-        if (
-            isinstance(self.nll_weight, bool)
-            or not isinstance(self.nll_weight, (int, float))
-            or not (self.nll_weight >= 0)
-        ):
-            raise ValueError(f"`nll_weight` must be a float ≥ 0, got {self.nll_weight!r}.")
-        for name, low, high, closed_high in (
-            ("c_div_alpha", 1.0, float("inf"), False),
-            ("trunc_r_quantile", 0.0, 1.0, True),
-            ("lambda_pr_lambda", 0.0, float("inf"), False),
-        ):
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low < value
-            if not ok or not (value <= high if closed_high else value < high):
-                interval = f"({low:g}, {high:g}{']' if closed_high else ')'}"
-                raise ValueError(f"`{name}` must be in {interval}, got {value!r}.")
-        check_int(self.max_length, "max_length", 2, fix="An example needs a first token and one scored token.")
-        start = self.init_token_temperature
-        if start is not None:
-            if isinstance(start, bool) or not isinstance(start, (int, float)) or not (0 < start < float("inf")):
-                raise ValueError(f"`init_token_temperature` must be a float > 0 or None, got {start!r}.")
-            if not self.init_from_token_temperature:
-                raise ValueError(
-                    f"`init_token_temperature={start!r}` is the token temperature `init_from_token_temperature` "
-                    "starts the adapter at, and that is off: set `init_from_token_temperature=True` (or drop "
-                    "`init_token_temperature`)."
-                )
-        if self.likelihood_method is not None and self.likelihood_method not in ("exact", "mc"):
-            raise ValueError(
-                f"`likelihood_method` must be 'exact', 'mc' or None (pick by model family),"
-                f" got {self.likelihood_method!r}."
-            )
-        for name in ("num_generations", "max_completion_length", "num_orders", "sampling_batch_tokens"):
-            check_int(getattr(self, name), name)
-        check_trl_names(self)
-        check_engine_settings(self)
-        for name in ("sample_every_steps", "ref_num_orders"):
-            check_int(getattr(self, name), name, allow_none=True)
-        check_int(self.num_generations_eval, "num_generations_eval", 2, allow_none=True, fix="Use ≥ 2 or None.")
-        if (self.sample_every_steps is not None or self.loss_type == "smc_distill") and self.dataloader_num_workers:
-            raise ValueError(
-                f"`dataloader_num_workers={self.dataloader_num_workers}` with `sample_every_steps` or `loss_type="
-                f"'smc_distill'` (samples drawn during training): "
-                "the samples are drawn while batches are collated, so in worker processes they would never reach the "
-                "pool that checkpoints save, and a resumed run would draw others. Set `dataloader_num_workers=0`."
-            )
-        if self.remove_unused_columns:
-            raise ValueError(
-                "`remove_unused_columns=True` would drop the reference log-prob columns that the loss needs; "
-                "leave it False."
-            )
+        normalise_config(self)
+        check_config(self)
         super().__post_init__()
 
 

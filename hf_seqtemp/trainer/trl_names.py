@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass, field
 
 from ..checks import check_int
 from ..trl_vocabulary import grpo_only_meaning
@@ -28,6 +29,41 @@ REFUSED_TRL_NAMES = {
     "(`seqtemp_state_<rank>.json`)",
 }
 """TRL config names that mean something else here, or nothing: refused, with why and what to use instead."""
+
+
+@dataclass
+class RefusedTRLArguments:
+    r"""
+    TRL config fields that [`SeqTempConfig`] takes only to refuse them by name ([`REFUSED_TRL_NAMES`]): a TRL user's
+    config or command line that sets one gets why and what to use, not a silent no-op.
+
+    Parameters:
+        steps_per_generation (`int`, *optional*): GRPO's sampling cadence; see `sample_every_steps`.
+        generation_batch_size (`int`, *optional*): GRPO's sampling cadence; see `sample_every_steps`.
+        generation_kwargs (`dict`, *optional*): completions are exact samples of p, with no processor.
+        chat_template_kwargs (`dict`, *optional*): set the template's variables in `tokenizer.chat_template` (one
+            template renders every prompt: training, evaluation, sampling).
+        dataset_num_proc (`int`, *optional*): tokenisation runs in the main process.
+        log_completions (`bool`, *optional*): not available; sampled completions are in the pool saved with each
+            checkpoint.
+    """
+
+    steps_per_generation: int | None = field(
+        default=None, metadata={"help": "Refused: GRPO's cadence; use --sample_every_steps (optimisation steps)."}
+    )
+    generation_batch_size: int | None = field(
+        default=None, metadata={"help": "Refused: GRPO's cadence; use --sample_every_steps (optimisation steps)."}
+    )
+    generation_kwargs: dict | str | None = field(
+        default=None, metadata={"help": "Refused: completions are exact samples of p, with no processor."}
+    )
+    chat_template_kwargs: dict | str | None = field(
+        default=None, metadata={"help": "Refused: set the variables in tokenizer.chat_template itself."}
+    )
+    dataset_num_proc: int | None = field(
+        default=None, metadata={"help": "Refused: tokenisation runs in the main process."}
+    )
+    log_completions: bool = field(default=False, metadata={"help": "Refused: not available."})
 
 
 def check_trl_names(config) -> None:

@@ -10,6 +10,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast, TrainingArguments
 
 from hf_seqtemp import LOSSES, AutoregressiveScorer, SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig
+from hf_seqtemp.trainer.engine_arguments import EngineArguments
+from hf_seqtemp.trainer.trl_names import RefusedTRLArguments
 
 
 def _tokenizer():
@@ -133,6 +135,10 @@ def test_every_config_field_is_documented_and_choices_match_the_registry(tmp_pat
     ]
     doc = SeqTempConfig.__doc__
     note = doc[doc.index("> [!NOTE]") :]
+    # the engine's fields and the refused TRL names are documented by their own classes, which the docstring links
+    for part in (EngineArguments, RefusedTRLArguments):
+        assert f"[`~{part.__module__}.{part.__name__}`]" in doc, f"{part.__name__} is not linked"
+        doc += part.__doc__
     assert len(own) >= 17 and {"learning_rate", "logging_steps", "remove_unused_columns"} <= {f.name for f in changed}
     for field in own:
         assert re.search(rf"^\s+{field.name} \(`", doc, re.MULTILINE), f"{field.name} is not documented"
