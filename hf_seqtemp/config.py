@@ -320,6 +320,10 @@ def resolve_hub_file(path: str, filename: str, **hub_kwargs) -> str:
     try:
         return hf_hub_download(path, filename, **hub_kwargs)
     except Exception as error:  # offline, no such repository, no such file, an invalid repo id
+        from .offline import hub_offline, offline_message
+
+        if hub_offline():
+            raise FileNotFoundError(f"not found: {offline_message(path, 'repository')}") from error
         raise FileNotFoundError(
             f"{not_found}, and no Hub repository {path!r} with {filename} could be read "
             f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})."

@@ -14,6 +14,7 @@ from transformers import AutoModelForCausalLM
 from ..models.base import wrapped_model
 from ..models.diffusion import is_raw_diffusion_model, wrap_diffusion_model
 from ..models.validation import check_model_kind
+from ..offline import named_when_offline
 from ..peft_compat import adapter_changes_the_model, check_transformers_loads_adapter, peft_model_of
 from .config import SeqTempConfig
 
@@ -49,9 +50,10 @@ def load_processing_class(model, processing_class, args: SeqTempConfig):
 
         init = args.model_init_kwargs or {}
         options = {key: init[key] for key in ("revision", "trust_remote_code") if key in init}
-        processing_class = AutoTokenizer.from_pretrained(
-            model, **{"trust_remote_code": args.trust_remote_code, **options}
-        )
+        with named_when_offline(model):
+            processing_class = AutoTokenizer.from_pretrained(
+                model, **{"trust_remote_code": args.trust_remote_code, **options}
+            )
     return apply_chat_template_path(processing_class, args.chat_template_path)
 
 
@@ -97,7 +99,8 @@ def prepare_model(model, processing_class, args: SeqTempConfig, quantization_con
     """The model to train: loaded from a Hub id or path, checked, and a raw diffusion model wrapped."""
     if isinstance(model, str):
         check_transformers_loads_adapter(model)
-        model = AutoModelForCausalLM.from_pretrained(model, **_init_kwargs(args, quantization_config))
+        with named_when_offline(model):
+            model = AutoModelForCausalLM.from_pretrained(model, **_init_kwargs(args, quantization_config))
     elif args.model_init_kwargs or quantization_config is not None:
         given = "`model_init_kwargs`" if args.model_init_kwargs else "`quantization_config`"
         raise ValueError(
