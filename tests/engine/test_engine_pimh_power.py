@@ -75,5 +75,5 @@ def test_pimh_answers_on_the_engine_pass_where_one_runs_answers_fail(engine8, pr
     bound = plain[2].answer_bias_bound.view(len(PROMPTS), ANSWERS)[:, 0].tolist()
     print(f"{proposal}: one run p = {plain[0]} bound = {bound}; PIMH-32 p = {chain[0]}, "
           f"acceptance {chain[2].pimh_acceptance.view(len(PROMPTS), ANSWERS)[:, 0].tolist()}")  # fmt: skip
-    assert min(plain[0]) < 1e-3 and any("one run's answers may be up to" in m for m in plain[1])
+    assert min(plain[0]) < 1e-3 and any("one run's answers are estimated at" in m for m in plain[1])
     assert min(chain[0]) > 1e-3 and not chain[1]
