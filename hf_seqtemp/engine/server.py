@@ -74,6 +74,27 @@ def is_cpu_build(python: str) -> bool:
     return out.stdout.strip() == "1"
 
 
+def group_cpu_seconds(session: int) -> float:
+    """CPU seconds (user + system, children that were waited for included) of the processes of session `session`
+    (a server's watchdog starts one): its progress while it starts. 0 where `/proc` cannot be read."""
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0.0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone, or not ours to read
+        if int(fields[3]) == session:  # fields after the name: state ppid pgrp session ... utime stime cutime cstime
+            total += sum(int(value) for value in fields[11:15]) / tick
+    return total
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on now."""
     with socket.socket() as sock:
@@ -253,18 +274,30 @@ class EngineServer:
         self.url = f"http://{host}:{self.settings.port}"
         return self
 
-    def wait_until_up(self, timeout: float = 300.0) -> None:
+    def wait_until_up(self, timeout: float = 300.0, stall_timeout: float | None = None) -> None:
         """Waits until `/v1/models` answers, at most `timeout` seconds; a server that exits or does not answer in
-        time is stopped, and an [`EngineError`] gives the end of its log."""
+        time is stopped, and an [`EngineError`] gives the end of its log.
+
+        With `stall_timeout`, a server still starting is given up only after `stall_timeout` seconds *without
+        progress* (its log unchanged and its processes using no CPU time): on a loaded machine a start that keeps
+        working is waited for, up to `timeout`, while a hung one fails early."""
         try:
-            self._wait(timeout)
+            self._wait(timeout, stall_timeout)
         except BaseException:
             self.stop()
             raise
 
-    def _wait(self, timeout: float) -> None:
-        client, deadline = EngineClient(self.url, timeout=5.0), time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def progress(self) -> tuple[int, float]:
+        """What a starting server has done so far: the size of its log and the CPU seconds of its process group
+        (read from `/proc`; 0 where there is none)."""
+        size = os.path.getsize(self.log_file) if self.log_file and os.path.exists(self.log_file) else 0
+        return size, group_cpu_seconds(self.process.pid) if self.process is not None else 0.0
+
+    def _wait(self, timeout: float, stall_timeout: float | None = None) -> None:
+        client = EngineClient(self.url, timeout=5.0)
+        started = last_change = time.monotonic()
+        seen = self.progress()
+        while True:
             if self.process.poll() is not None:
                 raise EngineError(
                     f"the engine server exited while starting (code {self.process.returncode}):\n{self.log_tail()}"
@@ -275,11 +308,21 @@ class EngineServer:
             except EngineReplyError:
                 raise  # it answers, not as vLLM does: waiting does not help
             except EngineError:
-                time.sleep(1.0)
-        raise EngineError(
-            f"the engine server did not answer within {timeout:g} s (raise the start timeout on a loaded machine):\n"
-            f"{self.log_tail()}"
-        )
+                pass
+            now, current = time.monotonic(), self.progress()
+            if current[0] != seen[0] or current[1] >= seen[1] + 0.5:  # a log line, or half a CPU second of work
+                seen, last_change = current, now
+            if now - started >= timeout:
+                raise EngineError(
+                    f"the engine server did not answer within {timeout:g} s (raise the start timeout on a loaded "
+                    f"machine):\n{self.log_tail()}"
+                )
+            if stall_timeout is not None and now - last_change >= stall_timeout:
+                raise EngineError(
+                    f"the engine server made no progress for {stall_timeout:g} s while starting (its log unchanged, "
+                    f"its processes idle) and does not answer: it hangs.\n{self.log_tail()}"
+                )
+            time.sleep(1.0)
 
     def log_tail(self, lines: int = 40) -> str:
         """The last lines of the server's output."""

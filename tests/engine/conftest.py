@@ -25,7 +25,8 @@ from hf_seqtemp.models.tiny import tiny_causal_lm
 V, EOS, T = 4, 3, 0.5
 NEW = 3
 PROMPTS = ([0, 1], [2, 1, 0], [0, 2])  # three prompts of two lengths (the engine takes each as it is)
-START_TIMEOUT = 300.0  # seconds: a loaded 2-core machine starts two servers in about a minute
+START_TIMEOUT = 3600.0  # seconds in all: a busy machine (load 10-30) starts two servers slowly, but they work
+STALL_TIMEOUT = 300.0  # seconds without a log line or CPU time: a hung start fails here, whatever the load
 REQUEST_TIMEOUT = 300.0
 
 
@@ -117,8 +118,8 @@ def _served(tmp_path_factory, vocab_size: int):
     try:
         base.launch()
         proposer.launch()
-        base.wait_until_up(START_TIMEOUT)
-        proposer.wait_until_up(START_TIMEOUT)
+        base.wait_until_up(START_TIMEOUT, stall_timeout=STALL_TIMEOUT)
+        proposer.wait_until_up(START_TIMEOUT, stall_timeout=STALL_TIMEOUT)
         yield types.SimpleNamespace(
             base=base.client(REQUEST_TIMEOUT),
             proposer=proposer.client(REQUEST_TIMEOUT),
