@@ -38,7 +38,9 @@ from _common import REPO, provenance
 from _tasks import get_family, split_family
 
 RESULTS = REPO / "benchmarks" / "results"
-FAMILIES = ("addition", "capitals", "comparison")
+SHORT_FAMILIES = ("addition", "capitals", "comparison")  # answers of at most 4 tokens: the cost and figure
+LONG_FAMILIES = ("capital_after_sentence",)  # a sentence, then the answer: 96 tokens of reply, one training run
+FAMILIES = SHORT_FAMILIES + LONG_FAMILIES
 BOOTSTRAP = 2000
 # route: (key, label, task row, task-table files per training seed (`{}`: the family), toy KL source)
 FULL = "task_table_cpu_{}.json"
@@ -109,6 +111,8 @@ def per_prompt_answers(row: dict, settings: dict) -> list[list[list[bool]]]:
 def task_figures(route_row: str, patterns: tuple, family: str, rng: random.Random) -> tuple[dict, list[str]] | None:
     """Pass@1 / pass@8 / distinct answers of one route on one family, pooled over the runs (training seeds) found."""
     runs, sources = [], []
+    if family in LONG_FAMILIES:  # one table run holds every row of a long family (training seed 0)
+        patterns = (FULL,)
     for pattern in patterns:
         name = pattern.format(family)
         payload = _load(name)
@@ -241,7 +245,9 @@ def _span(values: list[float], digits: int = 2) -> str:
 
 
 def _cost_cells(route: dict) -> list[str]:
-    tasks = route["tasks"].values()
+    tasks = [figures for family, figures in route["tasks"].items() if family in SHORT_FAMILIES]
+    if not tasks:
+        return ["not measured"] * 7
     calls = _span([t["calls"] for t in tasks], 0)
     forwards = _span([t["token_forwards_per_answer"] for t in tasks], 0)
     train = [s for t in tasks for s in t["train_seconds"]]
@@ -281,10 +287,31 @@ def markdown(decision: dict) -> str:
     )
     cost = "".join(f"| {r['label']} | " + " | ".join(_cost_cells(r)) + " |\n" for r in decision["routes"])
     answers = "| route | addition | capitals | comparison |\n|---|---|---|---|\n" + "".join(
-        f"| {r['label']} | " + " | ".join(_answer_cell(r["tasks"].get(f)) for f in FAMILIES) + " |\n"
+        f"| {r['label']} | " + " | ".join(_answer_cell(r["tasks"].get(f)) for f in SHORT_FAMILIES) + " |\n"
         for r in decision["routes"]
+        if any(f in r["tasks"] for f in SHORT_FAMILIES)
     )
-    return head + cost + "\n" + answers + "\n" + _comparison_table(decision)
+    return head + cost + "\n" + answers + "\n" + _comparison_table(decision) + _long_table(decision)
+
+
+def _long_table(decision: dict) -> str:
+    """The long-answer families: pass@1 with its cost per answer (96 tokens of reply), the routes measured there."""
+    table = ""
+    for family in LONG_FAMILIES:
+        rows = [r for r in decision["routes"] if family in r["tasks"]]
+        if not rows:
+            continue
+        table += (
+            f"\n| route, long answers ({family}) | pass@1 [95 %] / pass@8 · distinct | sequential calls / answer | "
+            "token-forwards / answer |\n|---|---|---:|---:|\n"
+        )
+        for r in rows:
+            figures = r["tasks"][family]
+            table += (
+                f"| {r['label']} | {_answer_cell(figures)} | {figures['calls']:.0f} | "
+                f"{figures['token_forwards_per_answer']:.0f} |\n"
+            )
+    return table
 
 
 def _comparison_table(decision: dict) -> str:
@@ -297,7 +324,8 @@ def _comparison_table(decision: dict) -> str:
             pairs.setdefault((pair["first"], pair["second"]), {})[family] = (
                 f"{pair['difference']:+.2f} [{low:+.2f}, {high:+.2f}]"
             )
-    table = "| pass@1 difference (first − second) | addition | capitals | comparison |\n|---|---|---|---|\n"
+    names = " | ".join(family.replace("_", " ") for family in FAMILIES)
+    table = f"| pass@1 difference (first − second) | {names} |\n|---|{'---|' * len(FAMILIES)}\n"
     for (first, second), cells in pairs.items():
         row = " | ".join(cells.get(family, "not measured") for family in FAMILIES)
         table += f"| {labels[first]} − {labels[second]} | {row} |\n"
@@ -341,9 +369,9 @@ def plot(decision: dict, path: Path) -> None:
 
     # drawn at the size a docs page shows it (about 8 inches wide), with type that stays legible there
     plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11})
-    figure, axes = plt.subplots(1, len(FAMILIES), figsize=(11, 8.4), sharey=True, sharex=True)
+    figure, axes = plt.subplots(1, len(SHORT_FAMILIES), figsize=(11, 8.4), sharey=True, sharex=True)
     colours, markers = ROUTE_COLOURS, ROUTE_MARKERS
-    for axis, family in zip(axes, FAMILIES):
+    for axis, family in zip(axes, SHORT_FAMILIES):
         shifts = _side_by_side([route["tasks"].get(family) for route in decision["routes"]])
         for index, (marker, route) in enumerate(zip(markers, decision["routes"])):
             figures = route["tasks"].get(family)
