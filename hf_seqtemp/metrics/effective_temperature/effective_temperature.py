@@ -5,6 +5,7 @@ import evaluate
 
 from hf_seqtemp.metrics.core import effective_temperature, per_prompt_t_eff_error
 from hf_seqtemp.metrics.features import GroupedInputs, paired_logp_features
+from hf_seqtemp.metrics.modules import GROUPS_ARGUMENT, PAPER_CITATION, DescribedModule
 
 _DESCRIPTION = """
 Effective temperature T_eff: the least-squares slope of log p(x)/p(x') (base model) on log q(x)/q(x') (measured
@@ -12,14 +13,14 @@ model) over all pairs of sequences (Eq. 17 of Scheufele, Blohm and Garg). A mode
 temperature T (q ∝ p^{1/T}) has T_eff = T; the base model has 1. No partition function is needed.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = (
+    """
 Args:
     base_logp (`list` of `float`): sequence log-likelihoods log p(x) under the base model.
     tempered_logp (`list` of `float`): log q(x) of the same sequences under the measured model.
-    groups (`list`, *optional*): the prompt id of each sequence (any ids; compared as text). With it, every pair,
-        slope, rank and variance is taken within prompts, as a prompted model is tempered per prompt. Accepted
-        by `compute`, `add` and `add_batch` alike (through `evaluate.combine`, pass `groups=None` for one group).
-    target_temperature (`float`, *optional*): the temperature the model was tempered to. With it and `groups`,
+"""
+    + GROUPS_ARGUMENT
+    + """    target_temperature (`float`, *optional*): the temperature the model was tempered to. With it and `groups`,
         `per_prompt_t_eff_error` is returned too: the mean over prompts of |T_eff(c) − T| / T, each prompt's
         T_eff over its own sequences (a pooled T_eff of T can hide prompts tempered too much and too little).
 Returns:
@@ -31,25 +32,13 @@ Examples:
     >>> metric.compute(base_logp=[-1.0, -2.0, -4.0], tempered_logp=[-2.0, -4.0, -8.0])
     {'effective_temperature': 0.5}
 """
-
-_CITATION = """
-@article{scheufele2026temperature,
-  title={Temperature Scaling in Discrete Sequence (Language) Models},
-  author={Scheufele, Hannah and Blohm, Peter and Garg, Vikas},
-  year={2026}
-}
-"""
+)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class EffectiveTemperature(GroupedInputs, evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=paired_logp_features(),
-        )
+class EffectiveTemperature(DescribedModule, GroupedInputs, evaluate.Metric):
+    _module_description, _module_inputs, _module_citation = _DESCRIPTION, _KWARGS_DESCRIPTION, PAPER_CITATION
+    _module_features = staticmethod(paired_logp_features)
 
     def _compute(self, base_logp, tempered_logp, groups=None, target_temperature=None):
         groups = self._groups(groups)

@@ -5,6 +5,7 @@ import datasets
 import evaluate
 import torch
 
+from hf_seqtemp.metrics.modules import DescribedModule
 from hf_seqtemp.metrics.precision_recall_math import knn_precision_recall
 
 _DESCRIPTION = """
@@ -42,19 +43,16 @@ _CITATION = """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class KnnPrecisionRecall(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Sequence(datasets.Value("float64")),
-                    "references": datasets.Sequence(datasets.Value("float64")),
-                }
-            ),
+class KnnPrecisionRecall(DescribedModule, evaluate.Metric):
+    _module_description, _module_inputs, _module_citation = _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    _module_features = staticmethod(
+        lambda: datasets.Features(
+            {
+                "predictions": datasets.Sequence(datasets.Value("float64")),
+                "references": datasets.Sequence(datasets.Value("float64")),
+            }
         )
+    )
 
     def _compute(self, predictions, references, k=3):
         real = torch.tensor(references, dtype=torch.float64, device="cpu")

@@ -4,6 +4,7 @@
 import datasets
 import evaluate
 
+from hf_seqtemp.metrics.modules import DescribedModule
 from hf_seqtemp.metrics.pass_at_k_math import pass_at_k
 
 _DESCRIPTION = """
@@ -36,16 +37,11 @@ _CITATION = """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class PassAtK(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"num_samples": datasets.Value("int64"), "num_correct": datasets.Value("int64")}
-            ),
-        )
+class PassAtK(DescribedModule, evaluate.Metric):
+    _module_description, _module_inputs, _module_citation = _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    _module_features = staticmethod(
+        lambda: datasets.Features({"num_samples": datasets.Value("int64"), "num_correct": datasets.Value("int64")})
+    )
 
     def _compute(self, num_samples, num_correct, k=1):
         ks = [k] if isinstance(k, int) else list(k)

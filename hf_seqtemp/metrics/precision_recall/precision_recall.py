@@ -5,6 +5,7 @@ import datasets
 import evaluate
 import torch
 
+from hf_seqtemp.metrics.modules import DescribedModule
 from hf_seqtemp.metrics.precision_recall_math import precision_recall_curve, support_precision, support_recall
 
 _DESCRIPTION = """
@@ -43,14 +44,11 @@ _CITATION = """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class PrecisionRecall(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"p": datasets.Value("float64"), "q": datasets.Value("float64")}),
-        )
+class PrecisionRecall(DescribedModule, evaluate.Metric):
+    _module_description, _module_inputs, _module_citation = _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    _module_features = staticmethod(
+        lambda: datasets.Features({"p": datasets.Value("float64"), "q": datasets.Value("float64")})
+    )
 
     def _compute(self, p, q, lambdas=(1.0,)):
         p = torch.tensor(p, dtype=torch.float64, device="cpu")

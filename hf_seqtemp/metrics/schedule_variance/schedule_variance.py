@@ -5,6 +5,7 @@ import datasets
 import evaluate
 
 from hf_seqtemp.likelihood.schedule_variance import order_logp_variance
+from hf_seqtemp.metrics.modules import PAPER_CITATION, DescribedModule
 
 _DESCRIPTION = """
 Schedule variance of a masked or block diffusion LM: how much the sequence log-likelihood log p(x; π) depends on
@@ -32,24 +33,13 @@ Examples:
     {'schedule_variance': 1.0}
 """
 
-_CITATION = """
-@article{scheufele2026temperature,
-  title={Temperature Scaling in Discrete Sequence (Language) Models},
-  author={Scheufele, Hannah and Blohm, Peter and Garg, Vikas},
-  year={2026}
-}
-"""
-
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class ScheduleVariance(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"order_logps": datasets.Sequence(datasets.Value("float64"))}),
-        )
+class ScheduleVariance(DescribedModule, evaluate.Metric):
+    _module_description, _module_inputs, _module_citation = _DESCRIPTION, _KWARGS_DESCRIPTION, PAPER_CITATION
+    _module_features = staticmethod(
+        lambda: datasets.Features({"order_logps": datasets.Sequence(datasets.Value("float64"))})
+    )
 
     def _compute(self, order_logps, unbiased=True):
         return {"schedule_variance": float(order_logp_variance(order_logps, unbiased=unbiased).mean())}

@@ -5,6 +5,7 @@ import datasets
 import evaluate
 
 from hf_seqtemp.metrics.core import sequence_nll
+from hf_seqtemp.metrics.modules import PAPER_CITATION, DescribedModule
 
 _DESCRIPTION = """
 Mean negative log-likelihood of sequences: per sequence (mean of -log p(x)) and per token (sum of -log p(x) over
@@ -24,24 +25,13 @@ Examples:
     {'nll_per_sequence': 3.0, 'nll_per_token': 1.0}
 """
 
-_CITATION = """
-@article{scheufele2026temperature,
-  title={Temperature Scaling in Discrete Sequence (Language) Models},
-  author={Scheufele, Hannah and Blohm, Peter and Garg, Vikas},
-  year={2026}
-}
-"""
-
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class SequenceNll(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"logp": datasets.Value("float64"), "lengths": datasets.Value("int64")}),
-        )
+class SequenceNll(DescribedModule, evaluate.Metric):
+    _module_description, _module_inputs, _module_citation = _DESCRIPTION, _KWARGS_DESCRIPTION, PAPER_CITATION
+    _module_features = staticmethod(
+        lambda: datasets.Features({"logp": datasets.Value("float64"), "lengths": datasets.Value("int64")})
+    )
 
     def _compute(self, logp, lengths):
         return {name: float(value) for name, value in sequence_nll(logp, lengths).items()}
