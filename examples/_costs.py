@@ -63,7 +63,7 @@ def one_time_costs(args, reports: dict, totals: dict, prompts: int, train_prompt
         drawn = tuned_once["tuning_prompts"] / max(1, train_prompts)  # its samples of p: a share of the training's
         tokens = sampling[1] / max(1, args.num_generations * train_prompts) * tuned_once["tuning_sequences"]
         once["tuned_once"] = {
-            "seconds": tuned_once["seconds"] + drawn * sampling[0],
+            "seconds": tuned_once["search_seconds"] + drawn * sampling[0],
             "token_forwards": tuned_once["forward_passes"] * tokens + drawn * sampling[1],
             "per_prompt": False,
             "what": (

@@ -193,7 +193,7 @@ def tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenize
         "tuning_prompts": len(set(tuning_groups)),
         "tuning_sequences": len(tuning_groups),
         "scoring_passes": 1 + search["evaluations"],  # log p of the tuning samples, then the search's steps
-        "seconds": time.perf_counter() - started,  # scoring and searching, once (not drawing the samples)
+        "search_seconds": time.perf_counter() - started,  # scoring and searching, once (not drawing the samples)
         "forward_passes": 2,  # over the tuning samples: log p, and the one pass whose head inputs the search reuses
     }
     if t == target_temperature:

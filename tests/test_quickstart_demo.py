@@ -189,7 +189,7 @@ def test_one_time_costs_come_from_the_counted_phases(demo):
     args = SimpleNamespace(num_generations=8, max_steps=32, held_out_generations=16)
     totals = {"training: sampling": (40.0, 13000, 30.0), "training: steps": (60.0, 14000, 50.0),
               "held-out samples": (14.0, 2800, 10.0), "measurement": (30.0, 15000, 25.0)}  # fmt: skip
-    once_tuned = {"scoring_passes": 6, "tuning_sequences": 256, "tuning_prompts": 32, "seconds": 5.0}
+    once_tuned = {"scoring_passes": 6, "tuning_sequences": 256, "tuning_prompts": 32, "search_seconds": 5.0}
     once_tuned["forward_passes"] = 2
     reports = {"tuned_myopic": {"scoring_passes": 2}, "tuned_once": once_tuned}
     once = costs.one_time_costs(args, reports, totals, 14, 128)
