@@ -138,3 +138,45 @@ def plot_within_prompts(logps: dict, groups, reports: dict, temperature: float, 
     figure.savefig(path)
     plt.close(figure)
     return path
+
+
+def long_answers_markdown(payload: dict) -> str:
+    """The README's table of `fidelity_long.json`: per pool and target T, both routes' per-prompt T_eff error and
+    Kendall τ on the held-out prompts, their paired difference (+: the adapter better) with its 95 % interval over
+    prompts, and the split-half noise of the error (of one prompt's / of the mean over prompts)."""
+    rows = {}
+    for row in payload["comparisons"]:
+        rows.setdefault((row["pool"], row["target_temperature"]), {})[row["metric"]] = row
+    lines = [
+        (
+            "| pool, T | answers (tokens, cut) | held-out | tuned t | per-prompt T_eff error, adapter / tuned once "
+            "| difference | noise: one prompt / mean | Kendall τ, adapter / tuned once | difference |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (pool, temperature), metrics in rows.items():
+        error, tau = metrics["per_prompt_t_eff_error"], metrics.get("kendall_tau")
+        of_mean = error.get("noise_of_mean")
+        noise = f"{error['noise']:.3f} / " + (f"{max(of_mean.values()):.4f}" if of_mean else "—")
+        cells = [
+            f"{pool}, {temperature:g}",
+            (
+                f"mean {error['mean_answer_tokens']:.0f} of {error['max_completion_length']}, "
+                f"{100 * error['clipped_fraction']:.1f} % cut"
+            ),
+            f"{error['held_out_prompts']} × {error['samples_per_prompt']}",
+            f"{error['tuned_once_token_temperature']:.3f}",
+            f"{error['adapter']:.4f} / {error['tuned_once']:.4f}",
+            _signed(error),
+            noise,
+            f"{tau['adapter']:.3f} / {tau['tuned_once']:.3f}" if tau else "—",
+            _signed(tau) if tau else "—",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _signed(row: dict) -> str:
+    low, high = row["ci95"]
+    text = f"{row['difference']:+.4f} [{low:+.4f}, {high:+.4f}]"
+    return f"**{text}**" if low > 0 or high < 0 else text

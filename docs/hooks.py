@@ -14,7 +14,8 @@ markers. The build maps them into the site:
 - the `<!-- decision-tables:begin -->` … `end` block of a page is refilled with the tables
   `benchmarks/decision_table.py` renders from `benchmarks/results/decision.json`, and the `<!-- demo-run:begin -->`
   … `end` block with what `make demo` printed in the run committed as `benchmarks/results/demo.json`
-  (`tests/test_results_trace.py` checks that the committed blocks are these).
+  (`tests/test_results_trace.py` checks that the committed blocks are these), and the `<!-- long-answers:begin -->`
+  … `end` block with the table of `benchmarks/results/fidelity_long.json`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from mkdocs.structure.files import File, Files
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
 sys.path.insert(0, str(REPO / "benchmarks"))  # mkdocs restores sys.path once this module is loaded: import now
+from _fidelity_table import long_answers_markdown
 from decision_table import markdown as decision_tables
 from results_index import BACKFILLED_NOTE, backfilled, backfilled_note, recorded_commands, render_index
 
@@ -232,6 +234,8 @@ def filled(text: str, page: str | None = None) -> str:
     hour = json.loads(hour.read_text(encoding="utf-8")) if hour.is_file() else None
     text = fill_block(fill_block(text, "decision-tables", decision_block(decision)), "demo-run", demo_run(demo))
     text = fill_block(fill_block(text, "demo-quote", demo_quote(demo)), "first-hour", first_hour(hour))
+    long = json.loads((RESULTS / "fidelity_long.json").read_text(encoding="utf-8"))
+    text = fill_block(text, "long-answers", long_answers_markdown(long))
     text = _COMMANDS.sub(lambda m: m.group(1) + recorded_commands(m.group("names").split()) + m.group(4), text)
     return (
         fill_block(text, "backfilled-note", backfilled_note(REPO / page)) if page and (REPO / page).is_file() else text
