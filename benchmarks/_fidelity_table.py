@@ -140,25 +140,28 @@ def plot_within_prompts(logps: dict, groups, reports: dict, temperature: float, 
     return path
 
 
-def long_answers_markdown(payload: dict) -> str:
-    """The README's table of `fidelity_long.json`: per pool and target T, both routes' per-prompt T_eff error and
-    Kendall τ on the held-out prompts, their paired difference (+: the adapter better) with its 95 % interval over
-    prompts, and the split-half noise of the error (of one prompt's / of the mean over prompts)."""
+def long_answers_markdown(payloads: dict[str, dict]) -> str:
+    """The README's table of the long-answer runs (`{result file: fidelity_long payload}`): per run, pool and target
+    T, both routes' per-prompt T_eff error and Kendall τ on the held-out prompts, their paired difference (+: the
+    adapter better) with its 95 % interval over prompts, and the split-half noise of the error (of one prompt's / of
+    the mean over prompts)."""
     rows = {}
-    for row in payload["comparisons"]:
-        rows.setdefault((row["pool"], row["target_temperature"]), {})[row["metric"]] = row
+    for name, payload in payloads.items():
+        for row in payload["comparisons"]:
+            rows.setdefault((name, row["pool"], row["target_temperature"]), {})[row["metric"]] = row
     lines = [
         (
-            "| pool, T | answers (tokens, cut) | held-out | tuned t | per-prompt T_eff error, adapter / tuned once "
-            "| difference | noise: one prompt / mean | Kendall τ, adapter / tuned once | difference |"
+            "| result | pool, T | answers (tokens, cut) | held-out | tuned t | per-prompt T_eff error, adapter / tuned "
+            "once | difference | noise: one prompt / mean | Kendall τ, adapter / tuned once | difference |"
         ),
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for (pool, temperature), metrics in rows.items():
+    for (name, pool, temperature), metrics in rows.items():
         error, tau = metrics["per_prompt_t_eff_error"], metrics.get("kendall_tau")
         of_mean = error.get("noise_of_mean")
         noise = f"{error['noise']:.3f} / " + (f"{max(of_mean.values()):.4f}" if of_mean else "—")
         cells = [
+            f"[`{name}`](benchmarks/results/{name})",
             f"{pool}, {temperature:g}",
             (
                 f"mean {error['mean_answer_tokens']:.0f} of {error['max_completion_length']}, "

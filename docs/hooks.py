@@ -15,7 +15,7 @@ markers. The build maps them into the site:
   `benchmarks/decision_table.py` renders from `benchmarks/results/decision.json`, and the `<!-- demo-run:begin -->`
   … `end` block with what `make demo` printed in the run committed as `benchmarks/results/demo.json`
   (`tests/test_results_trace.py` checks that the committed blocks are these), and the `<!-- long-answers:begin -->`
-  … `end` block with the table of `benchmarks/results/fidelity_long.json`.
+  … `end` block with the table of the long-answer runs ([`LONG_RUNS`]).
 """
 
 from __future__ import annotations
@@ -142,6 +142,9 @@ def demo_run(record: dict) -> str:
     return head + "\n\n" + "\n\n".join(prose[:1]) + "\n\n" + block + "\n" + "\n\n".join(prose[1:]) + "\n"
 
 
+LONG_RUNS = ("fidelity_long.json", "fidelity_long_64.json")
+"""The long-answer runs the README's table shows (`benchmarks/fidelity_long.py`), newest first."""
+
 BLOCKS = (
     "README.md",
     "docs/install.md",
@@ -234,7 +237,8 @@ def filled(text: str, page: str | None = None) -> str:
     hour = json.loads(hour.read_text(encoding="utf-8")) if hour.is_file() else None
     text = fill_block(fill_block(text, "decision-tables", decision_block(decision)), "demo-run", demo_run(demo))
     text = fill_block(fill_block(text, "demo-quote", demo_quote(demo)), "first-hour", first_hour(hour))
-    long = json.loads((RESULTS / "fidelity_long.json").read_text(encoding="utf-8"))
+    long = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in map(RESULTS.joinpath, LONG_RUNS)
+            if path.is_file()}  # fmt: skip
     text = fill_block(text, "long-answers", long_answers_markdown(long))
     text = _COMMANDS.sub(lambda m: m.group(1) + recorded_commands(m.group("names").split()) + m.group(4), text)
     return (
