@@ -270,7 +270,8 @@ def main(argv=None) -> None:
                 "p": _rounded(p_logps["held_out"]), "adapter": _rounded(recipes[chosen]["held_out_logps"]),
                 "tuned_once": _rounded(once["held_out"]),
             }  # fmt: skip
-            out.with_name(out.stem + "_logps.json").write_text(json.dumps(logps) + "\n")
+            side = {"provenance": payload["provenance"], "benchmark": "fidelity_long_logps", "held_out": logps}
+            out.with_name(out.stem + "_logps.json").write_text(json.dumps(side) + "\n")
             print(f"wrote {out}", flush=True)
 
 
