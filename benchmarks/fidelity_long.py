@@ -293,7 +293,7 @@ def plot(payload: dict, path: Path) -> None:
         axis.set_ylabel("error of tuned t − error of adapter")
         axis.set_title(f"{row['pool']} pool, T = {row['target_temperature']:g}")
         axis.grid(alpha=0.3)
-    figure.suptitle("Per-prompt T_eff error gap against answer length (positive: the adapter is closer to T)")
+    figure.suptitle("Per-prompt T_eff error gap against answer length\n(positive: the adapter is closer to T)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     print(f"wrote {path}")
