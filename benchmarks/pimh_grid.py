@@ -3,7 +3,8 @@
 
 The toy: a one-layer random Llama with |V| = 9 (EOS 8, pad 0), three prompts of 3, 1 and 2 tokens left-padded in one
 batch, answers of at most 3 tokens (585 per prompt, every one enumerated and scored, so `p^α` is exact). For each
-cell (α, N = `num_particles`, K = `pimh_steps`, proposal: token temperature 1/α, or a random LoRA adapter), 2000
+cell (α, N = `num_particles`, K = `pimh_steps`, proposal: token temperature 1/α, or a random LoRA adapter, alone or
+with `defensive_mixture` ε of the token proposal mixed in: `--mixtures 0 0.5`), 2000
 answers per prompt are drawn with `smc_sample(..., pimh_steps=K)` (in calls of at most `--rows` particle rows), and:
 
 - `chi2_p` (per prompt; the cell's minimum is what fails, p < 1e-3) and `tv` (total variation of the answers' law to
@@ -17,6 +18,7 @@ in `confusion`; `docs/sampling.md` quotes it.
 
 Usage:
     python benchmarks/pimh_grid.py [--alphas 2 4] [--particles 2 4 16] [--steps 8 32 128] [--answers 2000]
+    python benchmarks/pimh_grid.py --proposals adapter --mixtures 0.5 --particles 1 2 4 --steps 8 32 64
 """
 
 from __future__ import annotations
@@ -101,12 +103,12 @@ def counts_of(sequences: torch.Tensor, answers: torch.Tensor) -> torch.Tensor:
     return counts
 
 
-def run_cell(model, proposal, alpha, particles, steps, answers, rows, seed, counter):
+def run_cell(model, proposal, alpha, particles, steps, answers, rows, seed, counter, mixture=0.0):
     """2000 (`answers`) chain answers per prompt, in calls of at most `rows` particle rows."""
     per_call = max(1, rows // (len(PROMPTS) * (steps + 1) * particles))
     outs, messages, drawn = [], [], 0
     generator = torch.Generator().manual_seed(seed)
-    kind = f"{proposal}-{alpha}-{particles}-{steps}"
+    kind = f"{proposal}-{alpha}-{particles}-{steps}-{mixture}"
     while drawn < answers:
         size = min(per_call, answers - drawn)
         with warnings.catch_warnings(record=True) as caught, torch.no_grad():
@@ -116,6 +118,7 @@ def run_cell(model, proposal, alpha, particles, steps, answers, rows, seed, coun
                     model, PROMPTS.repeat_interleave(size, 0), MASK.repeat_interleave(size, 0), max_new_tokens=NEW,
                     seq_temperature=1 / alpha, num_particles=particles, generator=generator, eos_token_id=EOS,
                     pad_token_id=PAD, return_dict_in_generate=True, pimh_steps=steps, proposal=proposal,
+                    defensive_mixture=mixture,
                 )  # fmt: skip
         messages += [str(w.message) for w in caught if "smc_sample" in str(w.message)]
         outs.append((size, out))
@@ -157,6 +160,8 @@ def main(argv=None) -> None:
     parser.add_argument("--particles", nargs="+", type=int, default=[2, 4, 16])
     parser.add_argument("--steps", nargs="+", type=int, default=[8, 32, 128])
     parser.add_argument("--proposals", nargs="+", default=["token", "adapter"])
+    parser.add_argument("--mixtures", nargs="+", type=float, default=[0.0],
+                        help="`defensive_mixture` values of the adapter proposal (the token proposal takes 0 only)")
     parser.add_argument("--answers", type=int, default=2000)
     parser.add_argument("--rows", type=int, default=400_000, help="particle rows per call at most")
     parser.add_argument("--seed", type=int, default=0)
@@ -178,15 +183,19 @@ def main(argv=None) -> None:
     for alpha in args.alphas:
         with adapted.disable_adapter():
             oracles = {"token": oracle(base, alpha), "adapter": oracle(adapted, alpha)}
-        for proposal, particles, steps in itertools.product(args.proposals, args.particles, args.steps):
+        grid = itertools.product(args.proposals, args.mixtures, args.particles, args.steps)
+        for proposal, mixture, particles, steps in grid:
+            if proposal == "token" and mixture:
+                continue
             model = adapted if proposal == "adapter" else base
             started = time.time()
             outs, messages, forwards = run_cell(model, proposal, alpha, particles, steps, args.answers, args.rows,
-                                                args.seed + len(cells), counters[proposal])  # fmt: skip
+                                                args.seed + len(cells), counters[proposal], mixture)  # fmt: skip
             answers, targets = oracles[proposal]
             per_prompt = summarise(outs, answers, targets, args.answers)
             cell = {
                 "alpha": alpha, "num_particles": particles, "pimh_steps": steps, "proposal": proposal,
+                "defensive_mixture": mixture,
                 "chi2_p": min(p["chi2_p"] for p in per_prompt), "tv": max(p["tv"] for p in per_prompt),
                 "tv_floor": tv_floor(targets, args.answers, len(cells)),
                 "fails": min(p["chi2_p"] for p in per_prompt) < 1e-3, "warned": bool(messages),
@@ -194,7 +203,7 @@ def main(argv=None) -> None:
                 "token_forwards_per_answer": forwards, "per_prompt": per_prompt, "seconds": time.time() - started,
             }  # fmt: skip
             cells.append(cell)
-            print(f"α={alpha:g} N={particles:2d} K={steps:3d} {proposal:7s} χ² p {cell['chi2_p']:.2g} TV {cell['tv']:.3f} "
+            print(f"α={alpha:g} N={particles:2d} K={steps:3d} {proposal:7s} ε={mixture:g} χ² p {cell['chi2_p']:.2g} TV {cell['tv']:.3f} "
                   f"warned {cell['warned']} σ²(log Ẑ) {max(p['log_normalizer_variance'] for p in per_prompt):.2f} "
                   f"share {max(p['largest_run_share'] for p in per_prompt):.2f} "
                   f"run ESS {min(p['run_ess'] for p in per_prompt):.1f} "
@@ -212,7 +221,8 @@ def markdown(payload: dict) -> str:
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for c in payload["cells"]:
         ess = min(p["run_ess"] for p in c["per_prompt"])
-        lines.append(f"| {c['alpha']:g} | {c['proposal']} | {c['num_particles']} | {c['pimh_steps']} | "
+        proposal = c["proposal"] + (f" + {c['defensive_mixture']:g} token" if c.get("defensive_mixture") else "")
+        lines.append(f"| {c['alpha']:g} | {proposal} | {c['num_particles']} | {c['pimh_steps']} | "
                      f"{c['chi2_p']:.2g}{' (fails)' if c['fails'] else ''} | {c['tv']:.3f} ({c['tv_floor']:.3f}) | "
                      f"{ess:.1f} | {'yes' if c['warned'] else 'no'} | {c['token_forwards_per_answer']:.0f} |")  # fmt: skip
     table = payload["confusion"]

@@ -197,7 +197,8 @@ class GenerateArguments(RemoteCodeArguments, ModelArguments):
             "help": "'auto' ('adapter' with --adapter_path, else 'smc': plain sampling's model calls per answer, where "
             "'mcmc' takes 5-6x as many), 'adapter' (needs --adapter_path), 'mcmc' "
             "(power sampling), 'glauber' or 'smc' (sequential Monte Carlo: --num_particles, --ess_threshold, "
-            "--alpha_ramp_tokens, --resampling, --pimh_steps, --proposal, --return_particles).",
+            "--alpha_ramp_tokens, --resampling, --pimh_steps, --proposal, --defensive_mixture, "
+            "--return_particles).",
             "choices": list(GENERATE_STRATEGIES),
         },
     )
@@ -243,6 +244,13 @@ class GenerateArguments(RemoteCodeArguments, ModelArguments):
             "help": "Who proposes (smc): 'token' (the base model at token temperature T) or 'adapter' (the "
             "--adapter_path adapter; the base model weighs). Default: 'adapter' with --adapter_path, else 'token'.",
             "choices": ["token", "adapter"],
+        },
+    )
+    defensive_mixture: float = field(
+        default=0.0,
+        metadata={
+            "help": "With --proposal adapter (smc): the token proposal's share mixed into the adapter's at every "
+            "step, which bounds the weights (0.5: exact PIMH at 1/T = 4 where a poor adapter alone was not)."
         },
     )
     return_particles: bool = field(

@@ -108,6 +108,7 @@ SMC_FLAGS = {
         "resampling",
         "pimh_steps",
         "proposal",
+        "defensive_mixture",
         "return_particles",
     )
 }

@@ -8,7 +8,7 @@ import copy
 SEQTEMP_OPTIONS = (
     "seq_temperature", "strategy", "mcmc_steps", "block_size", "glauber_rounds", "num_candidates", "num_particles",
     "alpha_ramp_tokens", "return_particles", "proposal", "ess_threshold", "resampling", "allow_active_adapters",
-    "engine", "proposal_engine", "engine_adapter", "pimh_steps",
+    "engine", "proposal_engine", "engine_adapter", "pimh_steps", "defensive_mixture",
 )  # fmt: skip
 """The keywords of `seqtemp_generate` beyond `generate`'s own, which a `GenerationConfig` may carry too."""
 

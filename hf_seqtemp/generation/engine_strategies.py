@@ -53,6 +53,11 @@ def _refuse_what_the_engine_cannot_apply(call, strategy: str) -> None:
             "`alpha_ramp_tokens` is not available on an engine (a round draws a block at one token temperature): "
             "leave it 0, or sample without `engine=`."
         )
+    if call.options.get("defensive_mixture", 0.0):
+        raise ValueError(
+            "`defensive_mixture` is not available on an engine (a round draws a block from one served model, not "
+            "from a mixture token by token): leave it 0, or sample without `engine=`."
+        )
     call.refuse_stopping_criteria(strategy)
 
 

@@ -155,8 +155,8 @@ def warn_if_heavy_tailed(run_ess: torch.Tensor, input_ids: torch.Tensor, attenti
         f"smc_sample: the {steps + 1} SMC runs of a PIMH chain rest on {level:.1f} effective runs on some prompt "
         f"(Kong's ESS of their normaliser estimates, below {RUN_ESS_LEVEL:g}): a few runs hold most of Z, the rare "
         "large ones the chain should spend its time in are mostly not drawn, and its answers may not follow p^(1/T) "
-        "even where it accepts often. Use more particles (`num_particles`), a proposal closer to p^(1/T), or more "
-        "`pimh_steps`. `SMCOutput.run_ess`, `log_normalizer_variance`, `largest_run_share` and `pareto_k` hold each "
+        "even where it accepts often. Use more particles (`num_particles`), a proposal closer to p^(1/T) (with "
+        "`proposal='adapter'`: `defensive_mixture=0.5`, which bounds the weights), or more `pimh_steps`. `SMCOutput.run_ess`, `log_normalizer_variance`, `largest_run_share` and `pareto_k` hold each "
         "row's figures.",
         UserWarning,
         stacklevel=3,

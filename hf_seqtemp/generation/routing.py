@@ -75,6 +75,7 @@ def seqtemp_generate(
     ess_threshold: float = 0.5,
     resampling: str = "systematic",
     pimh_steps: int = 0,
+    defensive_mixture: float = 0.0,
     generator: torch.Generator | None = None,
     allow_active_adapters: bool = False,
     engine=None,
@@ -152,6 +153,9 @@ def seqtemp_generate(
             independent Metropolis-Hastings chain over `K + 1` SMC runs drawn in one batch (exact p^(1/T) answers
             for any `num_particles`, its acceptance rate in `pimh_acceptance`); `0` returns one run's answer, biased
             at small `num_particles` ([`~hf_seqtemp.generation.pimh`]).
+        defensive_mixture (`float`, *optional*, defaults to `0.0`): `"smc"` with the adapter proposal only: the
+            token proposal's share in the adapter's at every step, which bounds the weights (0.5 made PIMH exact
+            at alpha = 4 where a poor adapter alone failed: [`~hf_seqtemp.generation.smc.smc_sample`]).
         generator (`torch.Generator`, *optional*): the randomness of every strategy (`"adapter"` and plain sampling
             draw from the global RNG, seeded from it inside a forked RNG state).
         allow_active_adapters (`bool`, *optional*, defaults to `False`): `"mcmc"` / `"glauber"` on a model with an
@@ -208,6 +212,7 @@ def seqtemp_generate(
     options.update(num_candidates=num_candidates, generator=generator, num_particles=num_particles)
     options.update(alpha_ramp_tokens=alpha_ramp_tokens, return_particles=return_particles)
     options.update(proposal=proposal, ess_threshold=ess_threshold, resampling=resampling, pimh_steps=pimh_steps)
+    options.update(defensive_mixture=defensive_mixture)
     options.update(allow_active_adapters=allow_active_adapters)
     options.update(engine=engine, proposal_engine=proposal_engine, engine_adapter=engine_adapter)
     sampling_args = (model, input_ids, logits_processor, stopping_criteria, generation_config, synced_gpus, streamer)
@@ -254,11 +259,12 @@ def seqtemp_generate(
 
 
 _SMC = ("num_particles", "alpha_ramp_tokens", "return_particles", "proposal", "ess_threshold", "resampling",
-        "pimh_steps")  # fmt: skip
+        "pimh_steps", "defensive_mixture")  # fmt: skip
 OPTION_DEFAULTS = {
     "mcmc_steps": 4, "block_size": None, "glauber_rounds": 2, "num_candidates": None, "num_particles": 16,
     "alpha_ramp_tokens": 0, "return_particles": False, "proposal": None, "ess_threshold": 0.5,
-    "resampling": "systematic", "pimh_steps": 0, "proposal_engine": None, "engine_adapter": None,
+    "resampling": "systematic", "pimh_steps": 0, "defensive_mixture": 0.0, "proposal_engine": None,
+    "engine_adapter": None,
 }  # fmt: skip
 """The options of [`seqtemp_generate`] that only some strategies read, with their defaults (`engine` is not among them:
 a strategy without an engine version refuses it itself, naming what to use instead)."""

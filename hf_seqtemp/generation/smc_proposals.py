@@ -14,12 +14,18 @@ log-probabilities `log r(v | x_<t)`; the loop draws `x_t ~ r` and weighs with `a
   logit-dependent processor of `p` (top-k, top-p, min-p) forbids tokens the adapter may like, and a proposal that
   drew one would meet `log p = -inf`. Restricted, it never proposes a token `p` forbids and still covers every
   token `p` allows, so the estimator stays consistent. Two forward passes per step (adapter off, adapter on), each
-  with its own cache.
+  with its own cache. With `defensive_mixture=eps > 0` it proposes from `eps * p^alpha_t / Z_t + (1 - eps) * r`
+  instead (defensive importance sampling, Hesterberg 1995): the token proposal is read from the base logits the
+  step computes anyway (no extra forward pass), and every incremental weight is then at most `1 / eps` times the
+  token proposal's and `1 / (1 - eps)` times the adapter's, so an adapter that misses part of `p^alpha` can no
+  longer give the normaliser estimates a heavy upper tail.
 
 A draft model, or any other `r` with the support of `p`, is one more subclass.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -128,9 +134,10 @@ class AdapterProposal(SMCProposal):
     calls_per_step = 2
     weight_before_draw = False
 
-    def __init__(self, model, adapter_name: str | None = None):
+    def __init__(self, model, adapter_name: str | None = None, defensive_mixture: float = 0.0):
         self.model, self.name = model, proposal_adapter_name(model, adapter_name)
         self.past_p = self.past_q = self.logits_q = None
+        self.mixture = float(defensive_mixture)
 
     def _both(self, ids, attention_mask):
         with active_adapter(self.model, None):
@@ -150,7 +157,11 @@ class AdapterProposal(SMCProposal):
         return self._both(token, attention_mask)
 
     def log_q(self, next_logp, alpha_t):
-        return self.logits_q.masked_fill(next_logp == -torch.inf, -torch.inf).log_softmax(dim=-1)
+        adapter = self.logits_q.masked_fill(next_logp == -torch.inf, -torch.inf).log_softmax(dim=-1)
+        if self.mixture == 0.0:
+            return adapter
+        token = (alpha_t * next_logp).log_softmax(dim=-1)
+        return torch.logaddexp(math.log(self.mixture) + token, math.log1p(-self.mixture) + adapter)
 
     def reorder(self, index):
         self.past_p.reorder_cache(index)

@@ -281,6 +281,7 @@ def _smc_strategy(call: GenerateCall):
             proposal=proposal,
             adapter_name=name,
             pimh_steps=call.options.get("pimh_steps", 0),
+            defensive_mixture=call.options.get("defensive_mixture", 0.0),
         )
 
 

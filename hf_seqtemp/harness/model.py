@@ -28,7 +28,7 @@ logger = logging.get_logger(__name__)
 
 ROUTE_OPTIONS = (
     "mcmc_steps", "block_size", "glauber_rounds", "num_candidates", "num_particles", "alpha_ramp_tokens", "proposal",
-    "ess_threshold", "resampling", "pimh_steps", "allow_active_adapters",
+    "ess_threshold", "resampling", "pimh_steps", "defensive_mixture", "allow_active_adapters",
 )  # fmt: skip
 """`seqtemp_generate`'s options a `--model_args` (or a request's `--gen_kwargs`) may set, passed on as they are."""
 
