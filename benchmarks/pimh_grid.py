@@ -160,8 +160,13 @@ def main(argv=None) -> None:
     parser.add_argument("--particles", nargs="+", type=int, default=[2, 4, 16])
     parser.add_argument("--steps", nargs="+", type=int, default=[8, 32, 128])
     parser.add_argument("--proposals", nargs="+", default=["token", "adapter"])
-    parser.add_argument("--mixtures", nargs="+", type=float, default=[0.0],
-                        help="`defensive_mixture` values of the adapter proposal (the token proposal takes 0 only)")
+    parser.add_argument(
+        "--mixtures",
+        nargs="+",
+        type=float,
+        default=[0.0],
+        help="`defensive_mixture` values of the adapter proposal (the token proposal takes 0 only)",
+    )
     parser.add_argument("--answers", type=int, default=2000)
     parser.add_argument("--rows", type=int, default=400_000, help="particle rows per call at most")
     parser.add_argument("--seed", type=int, default=0)
