@@ -89,6 +89,8 @@ def test_what_the_engine_cannot_apply_is_refused_by_name(engine):
         _generate(engine.model, strategy="smc", engine=url, repetition_penalty=1.3)
     with pytest.raises(ValueError, match="`alpha_ramp_tokens` is not available on an engine"):
         _generate(engine.model, strategy="smc", engine=url, alpha_ramp_tokens=2)
+    with pytest.raises(ValueError, match="`defensive_mixture` is not available on an engine"):
+        _generate(engine.model, strategy="smc", engine=url, defensive_mixture=0.5)
     with pytest.raises(ValueError, match="`strategy='glauber'` has no engine version"):
         _generate(engine.model, strategy="glauber", engine=url)
     with pytest.raises(TypeError, match="`engine` must be an engine server's URL or an `EngineClient`"):

@@ -45,6 +45,7 @@ def tempered(tmp_path_factory):
         ("smc", {"mcmc_steps": 8}, "'mcmc'"),
         ("adapter", {"proposal": "token"}, "'smc'"),
         ("mcmc", {"num_candidates": 4}, "'glauber'"),
+        ("adapter", {"defensive_mixture": 0.5}, "'smc'"),
     ],
 )
 def test_an_option_the_strategy_does_not_read_is_refused_by_name(tempered, strategy, option, reader):
@@ -98,3 +99,22 @@ def test_answers_given_as_tensors_are_read_as_values(rule):
         assert picks == lists
     assert majority_vote(torch.tensor([float("nan"), 3.0, 3.0, 4.0])) in (1, 2)
     assert majority_vote([torch.tensor(5), torch.tensor(5), torch.tensor(6)]) in (0, 1)
+
+
+def test_the_defensive_mixture_reaches_smc_through_generate(tempered, monkeypatch):
+    """`generate(strategy="smc", defensive_mixture=...)` reaches the adapter proposal of the SMC loop (the value it
+    was built with is recorded), and with the token proposal, which it cannot change, it is refused by name."""
+    from hf_seqtemp.generation import smc_proposals
+
+    built = []
+    original = smc_proposals.AdapterProposal.__init__
+
+    def record(self, model, adapter_name=None, defensive_mixture=0.0):
+        built.append(defensive_mixture)
+        original(self, model, adapter_name, defensive_mixture)
+
+    monkeypatch.setattr(smc_proposals.AdapterProposal, "__init__", record)
+    _generate(tempered, seq_temperature=0.5, strategy="smc", num_particles=2, defensive_mixture=0.25)
+    assert built == [0.25]
+    with pytest.raises(ValueError, match="`defensive_mixture=0.5` mixes the token proposal.*is 'token'"):
+        _generate(tempered, seq_temperature=0.5, strategy="smc", proposal="token", defensive_mixture=0.5)
