@@ -3,7 +3,7 @@
 
 The call is prepared by `generate` as usual (prompts, EOS and pad ids, the options); the particles or the MH
 rollouts are then drawn by the engine server ([`~hf_seqtemp.generation.engine_smc.engine_smc_sample`],
-[`~hf_seqtemp.generation.engine_power_sampling.engine_power_sample`]), which serves the model's base weights. The
+[`~hf_seqtemp.generation.power_sampling.engine_power_sample`]), which serves the model's base weights. The
 local model, which `generate` was called on, is the judge: before the first draw on a server, the server's `log p`
 is checked against the scorer on the local base model and its log-prob mode is measured
 ([`~hf_seqtemp.engine.probe_engine`]); an adapter proposal's `log q` is checked against the local adapter. The
@@ -17,9 +17,9 @@ from ..engine.agreement import check_against_scorer, probe_engine
 from ..engine.client import EngineClient
 from ..engine.sampling import SeedStream
 from .adapters import active_adapter
-from .engine_power_sampling import engine_power_sample
 from .engine_rollout import prompts_of
 from .engine_smc import engine_smc_sample
+from .power_sampling import engine_power_sample
 
 ENGINE_BLOCK_SIZE = 16
 """Tokens per SMC round on an engine when `block_size` is not given."""

@@ -19,6 +19,13 @@ is plain token-temperature sampling; more steps move the samples toward the sequ
 With logits processors (`logits_processor`, or those of a `generate` call) `p` is the processed distribution
 `p̃(x_j | x_<j) = softmax(processors(x_<j, l_j))` everywhere above: in the target, in the proposal
 `r = softmax(alpha * processors(x_<j, l_j))` and in the ratio (see [`~hf_seqtemp.generation.processed`]).
+
+**One chain, two backends.** The chain ([`_power_chain`]) asks its backend one thing: "extend these rows by `k`
+tokens from the token-temperature proposal and give each token's `log p` and `log r`" (`draw`). [`power_sample`]
+draws with the model itself ([`ModelRollouts`]: a KV cache per rollout, processors included);
+[`engine_power_sample`] draws on an inference engine ([`~hf_seqtemp.generation.engine_rollout.EngineRollouts`]:
+a sampling round and a scoring request per rollout). The boundaries, the acceptance ratios and the bookkeeping of
+answers that ended are the same code on both.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import torch
 from transformers.utils import ModelOutput, logging
 
 from ..checks import check_generator_device, check_int, check_temperature
+from ..engine.client import EngineClient
 from ..likelihood.autoregressive import (
     _accepts_position_ids,
     cache_kwargs,
@@ -38,6 +46,7 @@ from ..likelihood.autoregressive import (
     position_ids_from_attention_mask,
 )
 from .answers import resolve_eos_and_pad
+from .engine_rollout import EngineProposal, EngineRollouts, prompts_of, seed_stream
 from .processed import processed_conditionals
 
 logger = logging.get_logger(__name__)
@@ -98,21 +107,34 @@ def _rollout(model, ids, attn, num_new, alpha, generator, ends, conditionals=Non
     return torch.cat(tokens, dim=1), torch.stack(logp, dim=1), torch.stack(logr, dim=1)
 
 
+class ModelRollouts:
+    """The transformers backend of the chain: rollouts drawn by `model` itself ([`_rollout`]), `p` processed by
+    `conditionals` when the call has logits processors."""
+
+    def __init__(self, model, alpha: float, generator, eos: torch.Tensor, pad: int, conditionals=None):
+        self.model, self.alpha, self.generator = model, alpha, generator
+        self.eos, self.pad, self.conditionals = eos, pad, conditionals
+
+    def draw(self, ids, attn, length: int, active: torch.Tensor):
+        """`length` new tokens after each row of `ids` (prompt and answer so far; `attn` its mask) where `active`,
+        `pad` elsewhere: tokens, `log p` and `log r` of each `(batch, length)`, 0 on pad."""
+        ends = (self.eos, self.pad, ~active)
+        return _rollout(self.model, ids, attn, length, self.alpha, self.generator, ends, self.conditionals)
+
+
 def _ended(ids: torch.Tensor, eos: torch.Tensor) -> torch.Tensor:
     """Rows of `ids` (completion tokens only) that hold an EOS."""
     return torch.isin(ids, eos).any(dim=1)
 
 
-def _mh_step(model, state, prompt_attn, end, boundary, alpha, generator, eos_pad, conditionals=None):
+def _mh_step(rollouts, state, prompt_attn, end, boundary, alpha, generator, eos):
     """One MH move on the completion prefix `[:end]`: resample from `boundary`; returns (accepted, proposed) masks."""
     ids, logp, logr = state
-    eos, pad = eos_pad
     prompt_len = prompt_attn.shape[1]
     keep = ids[:, : prompt_len + boundary]
     proposed = ~_ended(keep[:, prompt_len:], eos)  # an answer that ended at or before `b` has nothing to resample
     attn = torch.cat([prompt_attn, prompt_attn.new_ones(ids.shape[0], boundary)], dim=1)
-    ends = (eos, pad, ~proposed)
-    new, new_logp, new_logr = _rollout(model, keep, attn, end - boundary, alpha, generator, ends, conditionals)
+    new, new_logp, new_logr = rollouts.draw(keep, attn, end - boundary, proposed)
     log_ratio = alpha * (new_logp.sum(1) - logp[:, boundary:end].sum(1)) + (
         logr[:, boundary:end].sum(1) - new_logr.sum(1)
     )
@@ -131,6 +153,35 @@ def _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size):
     check_int(max_new_tokens, "max_new_tokens")
     check_int(mcmc_steps, "mcmc_steps", 0)
     check_int(block_size, "block_size", allow_none=True, fix="None makes one block.")
+
+
+def _power_chain(rollouts, input_ids, attention_mask, max_new_tokens, alpha, mcmc_steps, block_size, generator, eos):
+    """The chain of the module docstring on any backend (`rollouts.draw`); returns the answers, each row's
+    acceptance rate and the per-token `log p` of its answer."""
+    block_size = max_new_tokens if block_size is None else block_size
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    batch, prompt_length = input_ids.shape
+    ids, logp, logr = input_ids, input_ids.new_zeros(batch, 0).float(), input_ids.new_zeros(batch, 0).float()
+    accepted = torch.zeros(batch, device=input_ids.device)
+    proposed = torch.zeros(batch, device=input_ids.device)
+    for start in range(0, max_new_tokens, block_size):
+        end = min(start + block_size, max_new_tokens)
+        attn = torch.cat([attention_mask, attention_mask.new_ones(batch, start)], dim=1)
+        active = ~_ended(ids[:, prompt_length:], eos)
+        new, new_logp, new_logr = rollouts.draw(ids, attn, end - start, active)
+        ids, logp, logr = torch.cat([ids, new], 1), torch.cat([logp, new_logp], 1), torch.cat([logr, new_logr], 1)
+        boundaries = range(0, end, block_size)
+        for _ in range(mcmc_steps):
+            draw = torch.randint(len(boundaries), (1,), generator=generator, device=input_ids.device)
+            boundary = boundaries[int(draw)]  # host sync: the block boundary slices the sequences, once per MH step
+            state = (ids, logp, logr)
+            accept, moved = _mh_step(rollouts, state, attention_mask, end, boundary, alpha, generator, eos)
+            accepted, proposed = accepted + accept.float(), proposed + moved.float()
+    acceptance = accepted / proposed  # nan for a row that never had anything to resample
+    if mcmc_steps:
+        logger.info(f"power sampling: mean MH acceptance rate {acceptance.nanmean().item():.3f}")
+    return ids, acceptance, logp
 
 
 @torch.no_grad()
@@ -197,32 +248,62 @@ def power_sample(
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
     eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
     eos = eos.to(input_ids.device)
-    block_size = max_new_tokens if block_size is None else block_size
-    if attention_mask is None:
-        attention_mask = torch.ones_like(input_ids)
-    batch, prompt_length = input_ids.shape
-    ids, logp, logr = input_ids, input_ids.new_zeros(batch, 0).float(), input_ids.new_zeros(batch, 0).float()
-    accepted = torch.zeros(batch, device=input_ids.device)
-    proposed = torch.zeros(batch, device=input_ids.device)
-    for start in range(0, max_new_tokens, block_size):
-        end = min(start + block_size, max_new_tokens)
-        attn = torch.cat([attention_mask, attention_mask.new_ones(batch, start)], dim=1)
-        ends = (eos, pad, _ended(ids[:, prompt_length:], eos))
-        new, new_logp, new_logr = _rollout(model, ids, attn, end - start, alpha, generator, ends, conditionals)
-        ids, logp, logr = torch.cat([ids, new], 1), torch.cat([logp, new_logp], 1), torch.cat([logr, new_logr], 1)
-        boundaries = range(0, end, block_size)
-        for _ in range(mcmc_steps):
-            draw = torch.randint(len(boundaries), (1,), generator=generator, device=input_ids.device)
-            boundary = boundaries[int(draw)]  # host sync: the block boundary slices the sequences, once per MH step
-            state = (ids, logp, logr)
-            eos_pad = (eos, pad)
-            accept, moved = _mh_step(
-                model, state, attention_mask, end, boundary, alpha, generator, eos_pad, conditionals
-            )
-            accepted, proposed = accepted + accept.float(), proposed + moved.float()
-    acceptance = accepted / proposed  # nan for a row that never had anything to resample
-    if mcmc_steps:
-        logger.info(f"power sampling: mean MH acceptance rate {acceptance.nanmean().item():.3f}")
+    rollouts = ModelRollouts(model, alpha, generator, eos, pad, conditionals)
+    chain = (input_ids, attention_mask, max_new_tokens, alpha, mcmc_steps, block_size, generator, eos)
+    ids, acceptance, logp = _power_chain(rollouts, *chain)
+    if not return_dict_in_generate:
+        return ids
+    return PowerSamplingOutput(sequences=ids, acceptance_rate=acceptance, sequence_logps=logp.sum(dim=1))
+
+
+@torch.no_grad()
+def engine_power_sample(
+    client: EngineClient,
+    input_ids: torch.LongTensor,
+    attention_mask: torch.Tensor | None = None,
+    max_new_tokens: int = 16,
+    seq_temperature: float = 0.5,
+    mcmc_steps: int = 4,
+    block_size: int | None = None,
+    generator: torch.Generator | None = None,
+    return_dict_in_generate: bool = False,
+    eos_token_id: int | Sequence[int] | None = None,
+    pad_token_id: int | None = None,
+) -> PowerSamplingOutput | torch.LongTensor:
+    """Samples answers approximately from `p(answer | prompt)^(1/T)` by power sampling on an engine server: the
+    chain and [`PowerSamplingOutput`] of [`power_sample`], every rollout drawn by the engine
+    ([`~hf_seqtemp.generation.engine_rollout.EngineRollouts`]: the base model at token temperature `1 / alpha`,
+    whose processed log-probability of each drawn token is exactly `log r`, needing `--logprobs-mode
+    processed_logprobs`; `log p` from scoring the rollout). The values of the current suffix are kept from the
+    rollout that drew it: `r(x_t | x_<t)` depends on the prefix only, which a move after `t` does not change. Each
+    rollout is two engine requests (sampling round, scoring request).
+
+    Args:
+        client ([`~hf_seqtemp.engine.EngineClient`]): the server of the base model `p`, started with
+            `--logprobs-mode processed_logprobs`.
+        input_ids (`torch.LongTensor` of shape `(batch, prompt_length)`): prompts, left-padded.
+        attention_mask (`torch.Tensor` of shape `(batch, prompt_length)`, *optional*): 0 on padding.
+        max_new_tokens (`int`, *optional*, defaults to `16`): longest answer.
+        seq_temperature (`float`, *optional*, defaults to `0.5`): sequence temperature `T`.
+        mcmc_steps (`int`, *optional*, defaults to `4`): MH steps after each new block (0: token temperature `T`).
+        block_size (`int`, *optional*): tokens per block; `None` makes one block.
+        generator (`torch.Generator`, *optional*): seeds the boundaries, the acceptances and the engine's requests.
+        return_dict_in_generate (`bool`, *optional*, defaults to `False`): return a [`PowerSamplingOutput`].
+        eos_token_id (`int` or `list[int]`, *optional*): tokens that end an answer (kept); none: fixed length.
+        pad_token_id (`int`, *optional*): written after an answer's end; defaults to the first EOS id, else 0.
+
+    Returns:
+        `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or a [`PowerSamplingOutput`].
+    """
+    _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size)
+    alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
+    eos, pad = resolve_eos_and_pad(None, eos_token_id, pad_token_id)
+    eos = eos.to(input_ids.device)
+    proposal = EngineProposal(client, alpha, eos.tolist())
+    proposal.check(prompts_of(input_ids, attention_mask), max_new_tokens, "MH power sampling")
+    rollouts = EngineRollouts(proposal, seed_stream(generator, input_ids.device), pad)
+    chain = (input_ids, attention_mask, max_new_tokens, alpha, mcmc_steps, block_size, generator, eos)
+    ids, acceptance, logp = _power_chain(rollouts, *chain)
     if not return_dict_in_generate:
         return ids
     return PowerSamplingOutput(sequences=ids, acceptance_rate=acceptance, sequence_logps=logp.sum(dim=1))
