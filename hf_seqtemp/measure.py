@@ -21,7 +21,12 @@ from .metrics.core import effective_temperature, kendall_tau, sequence_nll
 from .models.fit import check_prepared_fits, check_tokenizer_fits
 from .models.validation import check_model_kind
 from .peft_compat import is_peft_model
-from .token_tuning import TokenTemperatureScores, tune_myopic, tuned_once  # noqa: F401 (this module's API too)
+from .token_tuning import (  # noqa: F401 (this module's API too)
+    TokenTemperatureScores,
+    head_input_cache,
+    tune_myopic,
+    tuned_once,
+)
 
 MEASURED_MODELS = ("base", "myopic", "tempered")
 """The rows of a held-out measurement: the base model p, the myopic baseline (p at token temperature T) and the
@@ -253,21 +258,30 @@ def measure_held_out(
     myopic_scorer = AutoregressiveScorer(token_temperature=target_temperature)
     tuned = None
     with _quiet_preparation(), ref_context:
-        ref_logps, lengths = score_dataset(ref_model, prepared, scorer, desc="Scoring base", **kwargs)
-        myopic_logps, _ = score_dataset(ref_model, prepared, myopic_scorer, desc="Scoring myopic", **kwargs)
+        # one forward pass of the base model: log p, the myopic baseline and every tuned t read from its head inputs
+        cache = head_input_cache(ref_model, prepared, scorer, kwargs)
+        if cache is not None:
+            ref_logps, myopic_logps = cache.logps(1.0), cache.logps(target_temperature)
+            lengths = torch.tensor([sum(mask) for mask in prepared["completion_mask"]])
+        else:
+            ref_logps, lengths = score_dataset(ref_model, prepared, scorer, desc="Scoring base", **kwargs)
+            myopic_logps, _ = score_dataset(ref_model, prepared, myopic_scorer, desc="Scoring myopic", **kwargs)
         if tuned_myopic:
             known, search = {target_temperature: myopic_logps}, {}
             try:
                 tuned = tune_myopic(
-                    ref_model, prepared, target_temperature, ref_logps, groups, known, search_record=search, **kwargs
-                )
+                    ref_model, prepared, target_temperature, ref_logps, groups, known, search_record=search,
+                    cache=cache, **kwargs,
+                )  # fmt: skip
             except ValueError as error:
                 warnings.warn(f"no tuned myopic row: {error}", UserWarning, stacklevel=2)
         once = None
         if tune_on is not None:
             once = tuned_once(ref_model, tune_on, groups, target_temperature, tokenizer, scorer, myopic_logps, kwargs,
                               held_out=prepared)  # fmt: skip
-            if once is not None and once["token_temperature"] != target_temperature:
+            if once is not None and once["token_temperature"] != target_temperature and cache is not None:
+                once["logps"] = cache.logps(once["token_temperature"])
+            elif once is not None and once["token_temperature"] != target_temperature:
                 at_once = AutoregressiveScorer(token_temperature=once["token_temperature"])
                 once["logps"], _ = score_dataset(ref_model, prepared, at_once, desc="Scoring tuned once", **kwargs)
     with _quiet_preparation():

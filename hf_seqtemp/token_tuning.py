@@ -104,6 +104,16 @@ class TokenTemperatureScores:
         return out
 
 
+def head_input_cache(model, prepared, scorer, kwargs: dict) -> TokenTemperatureScores | None:
+    """One forward pass of `model` over `prepared` keeping the LM head's inputs ([`TokenTemperatureScores`]), from
+    which `log p` (t = 1) and every token temperature are scored, when `scorer` is the plain autoregressive scorer
+    at temperature 1 and the model's logits are its head's alone; else `None` (score with [`score_dataset`])."""
+    if type(scorer) is not AutoregressiveScorer or scorer.token_temperature != 1.0:
+        return None
+    cache = TokenTemperatureScores(model, prepared, **kwargs)
+    return cache if cache.available else None
+
+
 def tune_myopic(
     ref_model,
     dataset,
@@ -113,6 +123,7 @@ def tune_myopic(
     known=None,
     rel_tol: float = 0.005,
     search_record: dict | None = None,
+    cache: TokenTemperatureScores | None = None,
     **kwargs,
 ) -> tuple[float, torch.Tensor]:
     """The *tuned myopic* baseline: the token temperature t whose sequence T_eff (within prompts, against
@@ -122,11 +133,13 @@ def tune_myopic(
     without training is to pick t so that T_eff hits T, and then the question is τ and NLL. Found by
     [`~hf_seqtemp.audit.tune_token_temperature`] (one forward pass, then one pass of the LM head per step:
     [`TokenTemperatureScores`]; `known` maps token temperatures to log-likelihoods already scored). `search_record`, when given, is updated with the search's result
-    (`evaluations`: the scoring passes it ran, `points`: every `{t: T_eff}` seen): what the tuning cost. Keyword
-    arguments go to [`score_dataset`].
+    (`evaluations`: the scoring passes it ran, `points`: every `{t: T_eff}` seen): what the tuning cost. `cache`:
+    the [`TokenTemperatureScores`] of `dataset` when the caller has it already. Keyword arguments go to
+    [`score_dataset`].
     """
     scored = dict(known or {})
-    cache = TokenTemperatureScores(ref_model, dataset, **kwargs)  # one forward pass; each t then costs a head pass
+    if cache is None:
+        cache = TokenTemperatureScores(ref_model, dataset, **kwargs)  # one forward pass; each t then a head pass
 
     def t_eff_at(t: float) -> float:
         if t not in scored and cache.available:
@@ -178,12 +191,17 @@ def tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenize
             "Tune on samples of the training prompts only."
         )
     started = time.perf_counter()
-    ref, _ = score_dataset(ref_model, tuning, scorer, desc="Scoring base (tuning prompts)", **kwargs)
+    cache = head_input_cache(ref_model, tuning, scorer, kwargs)
+    if cache is not None:  # log p and every t from one forward pass
+        ref = cache.logps(1.0)
+    else:
+        ref, _ = score_dataset(ref_model, tuning, scorer, desc="Scoring base (tuning prompts)", **kwargs)
     search: dict = {}
     try:
         t, _ = tune_myopic(
-            ref_model, tuning, target_temperature, ref, tuning_groups, None, search_record=search, **kwargs
-        )
+            ref_model, tuning, target_temperature, ref, tuning_groups, None, search_record=search, cache=cache,
+            **kwargs,
+        )  # fmt: skip
     except ValueError as error:
         warnings.warn(f"no tuned-once row: {error}", UserWarning, stacklevel=3)
         return None
@@ -194,7 +212,7 @@ def tuned_once(ref_model, tune_on, held_out_groups, target_temperature, tokenize
         "tuning_sequences": len(tuning_groups),
         "scoring_passes": 1 + search["evaluations"],  # log p of the tuning samples, then the search's steps
         "search_seconds": time.perf_counter() - started,  # scoring and searching, once (not drawing the samples)
-        "forward_passes": 2,  # over the tuning samples: log p, and the one pass whose head inputs the search reuses
+        "forward_passes": 1 if cache is not None else 2,  # over the tuning samples: the head inputs the search reuses
     }
     if t == target_temperature:
         record["logps"] = myopic_logps
@@ -209,7 +227,8 @@ def tune_token_temperature_once(
 
     Tune it once on prompts you will not score it on, then sample with `generate(..., temperature=t)`. On long
     answers t lies well below T: the per-step normalisers of softmax(z / t) add up over the answer. One forward pass
-    of the samples, then one LM-head pass per step of the search ([`tune_myopic`]).
+    of the samples (its `log p` and the search's head inputs alike), then one LM-head pass per step of the search
+    ([`tune_myopic`]).
 
     Raises:
         ValueError: when no token temperature reaches T on these samples (T above the largest T_eff a token
@@ -235,6 +254,10 @@ def tune_token_temperature_once(
             "several completions per prompt (`sample_dataset(..., num_samples=8)`)."
         )
     kwargs = {"batch_size": batch_size, "max_length": max_length}
-    ref, _ = score_dataset(model, data, AutoregressiveScorer(), desc="Scoring p", **kwargs)
-    t, _ = tune_myopic(model, data, target_temperature, ref, groups, **kwargs)
+    cache = head_input_cache(model, data, AutoregressiveScorer(), kwargs)  # log p and every t from one pass
+    if cache is not None:
+        ref = cache.logps(1.0)
+    else:
+        ref, _ = score_dataset(model, data, AutoregressiveScorer(), desc="Scoring p", **kwargs)
+    t, _ = tune_myopic(model, data, target_temperature, ref, groups, cache=cache, **kwargs)
     return t
