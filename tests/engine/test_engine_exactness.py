@@ -27,9 +27,9 @@ from engine.conftest import EOS, NEW, PROMPTS, T, V
 
 from hf_seqtemp.engine import check_against_scorer, engine_sample_completions, probe_engine
 from hf_seqtemp.engine.agreement import local_token_logps
-from hf_seqtemp.generation.power_sampling import engine_power_sample
 from hf_seqtemp.generation.engine_rollout import EngineProposal
 from hf_seqtemp.generation.engine_smc import engine_smc_sample
+from hf_seqtemp.generation.power_sampling import engine_power_sample
 
 ALPHA = 1 / T
 

@@ -15,8 +15,8 @@ import hf_seqtemp
 from hf_seqtemp.config import SequenceTemperatureConfig
 from hf_seqtemp.generation import strategies
 from hf_seqtemp.generation.adapters import register_tempered_adapter
-from hf_seqtemp.generation.power_sampling import engine_power_sample
 from hf_seqtemp.generation.engine_smc import engine_smc_sample
+from hf_seqtemp.generation.power_sampling import engine_power_sample
 
 RUNS = 4
 
