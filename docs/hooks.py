@@ -164,6 +164,7 @@ def demo_quote(record: dict) -> str:
     printed = "\n".join(record["printed"]).splitlines()
     start = next((i for i, line in enumerate(printed) if line.startswith("Which route, from these rows?")), None)
     said = printed[start + 1 :] if start is not None else [line for line in printed if line.startswith("Does it")]
+    said = said[: next((i for i, line in enumerate(said) if line.startswith("By answer length")), len(said))]
     shared = "; other jobs shared the machine" if max(loads["start"], loads["end"]) >= 0.5 else ", idle"
     return (
         f"Measured run: {record['wall_seconds']:.0f} s wall on {source['machine']} (1-minute load average "

@@ -253,3 +253,43 @@ def recommendations(rows, pairs, names, costs, once, temperature) -> list[str]:
         + compute_recommendation(rows, pairs, names, costs, temperature),
         "- No training: " + no_training_recommendation(rows, pairs, names, once, temperature),
     ]
+
+
+BY_LENGTH = ("fidelity_vs_tuned.json", "fidelity_long.json")
+"""The committed comparisons of the adapter with the once-tuned token temperature, short answers then long ones."""
+
+
+def by_length(results) -> list[str]:
+    """Where the adapter beats the once-tuned token temperature and where it ties, by answer length: one line per
+    (answers, T) of the committed comparisons in `results` (a folder holding [`BY_LENGTH`]), each difference paired
+    over unseen prompts ("+": the adapter better). Empty when the files are not there (an installed package)."""
+    import json
+    from pathlib import Path
+
+    cells: dict = {}
+    for name in BY_LENGTH:
+        path = Path(results) / name
+        if not path.is_file():
+            continue
+        record = json.loads(path.read_text(encoding="utf-8"))
+        for c in record["comparisons"]:
+            if c.get("pool") not in ("open", "long"):
+                continue
+            if "mean_answer_tokens" in c:
+                length = f"answers of {c['mean_answer_tokens']:.0f} tokens on average ({c['pool']} prompts)"
+            else:
+                cut = c.get("max_completion_length", record["settings"]["max_completion_length"])
+                length = f"answers cut at {cut} tokens ({c['pool']} prompts)"
+            key = (length, c["target_temperature"], name)
+            low, high = c["ci95"]
+            word = reading((c["difference"], low, high))
+            figure = "per-prompt T_eff error" if c["metric"] == "per_prompt_t_eff_error" else "Kendall τ"
+            cells.setdefault(key, []).append(f"{figure} {c['difference']:+.3f} [{low:+.3f}, {high:+.3f}] ({word})")
+    if not cells:
+        return []
+    lines = [
+        "By answer length, the adapter against the token temperature tuned once (committed runs, unseen prompts):"
+    ]
+    for (length, temperature, name), parts in cells.items():
+        lines.append(f"- {length}, T = {temperature:g}: {'; '.join(parts)} (benchmarks/results/{name}).")
+    return lines

@@ -279,6 +279,7 @@ def compare_routes(args, trainer, tokenizer, held_prompts, reports, logps, once,
         _verdicts.rank_verdict(rows, pairs, names),
         _verdicts.cost_verdict(costs, names, once),
         *_verdicts.recommendations(rows, pairs, names, costs, once, args.temperature),
+        *_verdicts.by_length(Path(__file__).resolve().parents[1] / "benchmarks" / "results"),
     ]
     measured = {"names": names, "rows": rows, "pairs": pairs, "costs": costs, "one_time": once}
     return lines, {**measured, "held_out_sequences": len(groups), "held_out_prompts": len(set(groups))}

@@ -307,7 +307,9 @@ def test_under_accelerate_launch_the_demo_prints_each_line_once_with_consistent_
     # the figures it printed are written once, with what a committed result must record
     record = json.loads((tmp_path / "out" / "demo.json").read_text(encoding="utf-8"))
     assert all(record["provenance"][field] for field in ("command", "commit", "machine", "date"))
-    assert reach in record["printed"] and record["wall_seconds"] > 0 and record["printed"][-1].startswith("- No")
+    assert reach in record["printed"] and record["wall_seconds"] > 0
+    assert any(line.startswith("- No training") for line in record["printed"])
+    assert record["printed"][-1].startswith("- answers of")  # the verdicts by answer length close it
     assert set(record["phases"]) >= {"training: sampling", "training: steps", "measurement"}
     assert all(phase["token_forwards"] > 0 for phase in record["phases"].values())
     shown = {record["names"][name]: row["t_eff"] for name, row in record["rows"].items() if name != "base"}
@@ -334,3 +336,29 @@ def test_the_smc_routes_answer_bias_is_bounded_per_prompt_from_its_pool(routes, 
     line = verdicts.ess_line(costs, NAMES, 4)
     assert line.startswith("Its answers' distance to p^(1/T) is estimated at 0.31 in total variation")
     assert "reads low with few runs, not a bound" in line and "at most" not in line and "reads high" in line
+
+
+def test_the_verdict_by_answer_length_reads_each_committed_interval(verdicts, tmp_path):
+    """The demo's lines by answer length: one per (answers, T) of the committed comparisons, each difference read
+    from its own interval ("better" only where it excludes 0), short answers and long ones; nothing without the
+    files (an installed package)."""
+    short = {"settings": {"max_completion_length": 10}, "comparisons": [
+        {"pool": "open", "target_temperature": 0.5, "metric": "per_prompt_t_eff_error", "difference": 0.007,
+         "ci95": [-0.011, 0.025]},
+        {"pool": "mixed", "target_temperature": 0.5, "metric": "kendall_tau", "difference": 0.5, "ci95": [0.4, 0.6]},
+    ]}  # fmt: skip
+    long = {"settings": {}, "comparisons": [
+        {"pool": "long", "target_temperature": 0.25, "mean_answer_tokens": 43.0, "metric": "kendall_tau",
+         "difference": 0.0073, "ci95": [0.0051, 0.0096]},
+        {"pool": "long", "target_temperature": 0.25, "mean_answer_tokens": 43.0, "metric": "per_prompt_t_eff_error",
+         "difference": -0.004, "ci95": [-0.008, -0.001]},
+    ]}  # fmt: skip
+    (tmp_path / "fidelity_vs_tuned.json").write_text(json.dumps(short))
+    (tmp_path / "fidelity_long.json").write_text(json.dumps(long))
+    lines = verdicts.by_length(tmp_path)
+    assert len(lines) == 3  # the mixed pool is not a length
+    assert "answers cut at 10 tokens (open prompts), T = 0.5: per-prompt T_eff error +0.007" in lines[1]
+    assert "(not shown to differ)" in lines[1] and "better" not in lines[1]
+    assert "answers of 43 tokens on average (long prompts), T = 0.25" in lines[2]
+    assert "Kendall τ +0.007 [+0.005, +0.010] (better)" in lines[2] and "(worse)" in lines[2]
+    assert verdicts.by_length(tmp_path / "missing") == []
