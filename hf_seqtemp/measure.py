@@ -262,7 +262,7 @@ def measure_held_out(
         cache = head_input_cache(ref_model, prepared, scorer, kwargs)
         if cache is not None:
             ref_logps, myopic_logps = cache.logps(1.0), cache.logps(target_temperature)
-            lengths = torch.tensor([sum(mask) for mask in prepared["completion_mask"]])
+            lengths = torch.tensor([sum(mask) for mask in prepared["completion_mask"]], device="cpu")
         else:
             ref_logps, lengths = score_dataset(ref_model, prepared, scorer, desc="Scoring base", **kwargs)
             myopic_logps, _ = score_dataset(ref_model, prepared, myopic_scorer, desc="Scoring myopic", **kwargs)

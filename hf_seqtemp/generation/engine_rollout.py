@@ -139,14 +139,14 @@ class EngineRollouts:
         """`length` new tokens after each row of `ids` (prompt and answer so far, real where `attn` is 1) where
         `active`, `pad` elsewhere and after an EOS: tokens, `log p` and `log r` `(batch, length)`, 0 on pad."""
         batch = ids.shape[0]
-        tokens = torch.full((batch, length), self.pad, dtype=torch.long)
-        logp, logr = torch.zeros(batch, length), torch.zeros(batch, length)
+        tokens = torch.full((batch, length), self.pad, dtype=torch.long, device="cpu")
+        logp, logr = torch.zeros(batch, length, device="cpu"), torch.zeros(batch, length, device="cpu")
         rows = active.nonzero().flatten().tolist()  # host sync: the rows to send, once per rollout
         if rows:
             prefixes = prompts_of(ids[rows], attn[rows])
             for row, block in zip(rows, self.proposal.draw(prefixes, length, self.seeds)):
                 size = len(block.tokens)
-                tokens[row, :size] = torch.tensor(block.tokens, dtype=torch.long)
-                logp[row, :size] = torch.tensor(block.logp, dtype=torch.float32)
-                logr[row, :size] = torch.tensor(block.logr, dtype=torch.float32)
+                tokens[row, :size] = torch.tensor(block.tokens, dtype=torch.long, device="cpu")
+                logp[row, :size] = torch.tensor(block.logp, dtype=torch.float32, device="cpu")
+                logr[row, :size] = torch.tensor(block.logr, dtype=torch.float32, device="cpu")
         return tokens.to(ids.device), logp.to(ids.device), logr.to(ids.device)
