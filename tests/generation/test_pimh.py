@@ -183,41 +183,40 @@ def test_one_particle_without_a_chain_is_said_to_be_token_temperature():
         smc_sample(model, ids, max_new_tokens=2, num_particles=1, pimh_steps=4, pad_token_id=0)
 
 
-def test_at_alpha_4_the_chain_passes_or_warns(tmp_path):
+@pytest.mark.parametrize("proposal", ["token", "adapter"])
+def test_at_alpha_4_the_chain_passes_or_warns(proposal):
     """Where users run power sampling (α = 4), on the grid's toy (|V| = 9, three prompts of 3 / 1 / 2 tokens
     left-padded, 585 answers each, 2000 answers per prompt): with the token proposal and 4 particles, 8 steps fail
     chi-square (the runs rest on about 3 effective runs) and are warned; 32 steps pass and nothing is said; a random
     LoRA proposing fails by far (one effective run, a chain that hardly moves) and is warned; the same LoRA with
-    half the token proposal mixed in (`defensive_mixture=0.5`: weights bounded) passes at 32 steps, quietly."""
+    half the token proposal mixed in (`defensive_mixture=0.5`: weights bounded) passes at 32 steps, quietly. (One
+    test per proposal, so that the two can run side by side.)"""
     from hf_seqtemp.models import tiny_causal_lm
 
     grid_toy = {"hidden_size": 32, "initializer_range": 0.5, "eos_token_id": 8, "pad_token_id": 0}
-    base = tiny_causal_lm(9, seed=0, **grid_toy)
-    torch.manual_seed(1)
-    lora = LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False)
-    adapted = get_peft_model(tiny_causal_lm(9, seed=0, **grid_toy), lora).eval()
+    model = tiny_causal_lm(9, seed=0, **grid_toy)
+    if proposal == "adapter":
+        torch.manual_seed(1)
+        lora = LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False)
+        model = get_peft_model(model, lora).eval()
     prompts, mask = torch.tensor([[1, 2, 3], [0, 0, 4], [0, 5, 6]]), torch.tensor([[1, 1, 1], [0, 0, 1], [0, 1, 1]])
+    with model.disable_adapter() if proposal == "adapter" else torch.no_grad():
+        answers, targets = smc_oracle(model, 9, 8, 3, prompts, mask, 0.25)
 
-    def cell(model, steps, proposal, mixture=0.0):
+    def cell(steps, mixture=0.0):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = smc_sample(model, prompts.repeat_interleave(ANSWERS, 0), mask.repeat_interleave(ANSWERS, 0),
                              max_new_tokens=3, seq_temperature=0.25, num_particles=4, proposal=proposal,
                              generator=torch.Generator().manual_seed(steps), eos_token_id=8, pad_token_id=0,
                              return_dict_in_generate=True, pimh_steps=steps, defensive_mixture=mixture)  # fmt: skip
-        with model.disable_adapter() if proposal == "adapter" else torch.no_grad():
-            answers, targets = smc_oracle(model, 9, 8, 3, prompts, mask, 0.25)
         rows = [out.sequences[b * ANSWERS : (b + 1) * ANSWERS] for b in range(3)]
         pvalues = [chi_square_pvalue(cell_counts(r, a), t)[1] for r, a, t in zip(rows, answers, targets)]
         return min(pvalues), [str(w.message) for w in caught if "smc_sample" in str(w.message)]
 
-    worst, warned = cell(base, 8, "token")
+    worst, warned = cell(8)
     assert worst < 1e-3 and warned
-    worst, warned = cell(base, 32, "token")
-    assert worst > 1e-3 and not warned
-    worst, warned = cell(adapted, 8, "adapter")
-    assert worst < 1e-3 and warned
-    worst, warned = cell(adapted, 32, "adapter", mixture=0.5)
+    worst, warned = cell(32, mixture=0.5 if proposal == "adapter" else 0.0)
     assert worst > 1e-3 and not warned, (worst, warned)
 
 
