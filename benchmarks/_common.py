@@ -87,9 +87,15 @@ def _commit() -> str:
     return sha + ("-dirty" if dirty else "")
 
 
+STARTED_AT = _commit()
+"""The commit the benchmark started on (its modules were loaded from it): what a result records, even when the
+checkout moved on while it ran (a result written hours later at another HEAD would name code it did not run)."""
+
+
 def provenance(info: dict | None = None) -> dict:
     """What a committed result must say about itself (`tests/test_results_trace.py` checks it): the command that
-    wrote it, the commit it ran on, the machine and the date (UTC)."""
+    wrote it, the commit it started on ([`STARTED_AT`]; `commit_at_write` too when the checkout moved during the
+    run), the machine and the date (UTC)."""
     info = info or {}
     cpu = ", ".join(x for x in (info.get("cpu_model"), info.get("cpu_capability")) if x)
     device = f"{info['device_name']}; " if info.get("device") not in (None, "cpu") else ""
@@ -99,12 +105,16 @@ def provenance(info: dict | None = None) -> dict:
         f", {threads} torch thread{'s' * (threads != 1)}" if threads else ""
     )
     argv = [str(Path(sys.argv[0]).resolve().relative_to(REPO)) if Path(sys.argv[0]).is_file() else sys.argv[0]]
-    return {
+    record = {
         "command": shlex.join(["python", *argv, *sys.argv[1:]]),
-        "commit": _commit(),
+        "commit": STARTED_AT,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "machine": machine,
     }
+    now = _commit()
+    if now != STARTED_AT:
+        record["commit_at_write"] = now
+    return record
 
 
 def write_json(path: str, name: str, info: dict, settings: dict, rows: list, summary: dict) -> None:

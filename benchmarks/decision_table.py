@@ -72,6 +72,9 @@ ROUTES = (
     ("ancestral", "p itself (ancestral sampling)", "ancestral", (FULL,), ("samplers", "plain")),
 )  # fmt: skip
 # the ESS / N of the weights each SMC answer was drawn from: read from the rerun of the same route and settings
+ROW_ALIASES = {"smc α=4": ("smc α=4 N=8",)}
+"""Row names a later task table gives a route (the token-proposal SMC row names its particles since N became a
+flag)."""
 ESS_ROWS = {"smc8": "smc α=4 N=8", "smc_adapter": "smc-adapter α=4 N=4"}
 # route pairs compared at equal token-forwards per answer (paired over the held-out prompts): the adapters cost one
 # sample of p per answer (majority vote or sharpening over N = 1 sample is that sample: p itself, or token T), SMC-8
@@ -116,7 +119,8 @@ def task_figures(route_row: str, patterns: tuple, family: str, rng: random.Rando
     for pattern in patterns:
         name = pattern.format(family)
         payload = _load(name)
-        rows = [r for r in (payload or {}).get("rows", []) if r["row"] == route_row]
+        names = (route_row, *ROW_ALIASES.get(route_row, ()))
+        rows = [r for r in (payload or {}).get("rows", []) if r["row"] in names]
         if rows:
             runs.append((rows[0], payload))
             sources.append(name)
