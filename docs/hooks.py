@@ -158,14 +158,22 @@ BLOCKS = (
 """The pages whose generated blocks are committed (`python docs/hooks.py` refreshes them)."""
 
 
-def demo_quote(record: dict) -> str:
-    """The README's lines on the committed demo run: its time and machine, then what it recommended."""
+def demo_quote(record: dict, hour: dict | None = None) -> str:
+    """The README's lines on the committed demo run: its time and machine, then what it recommended. When the run
+    is the `make demo` step of `first_hour.json` (the same commit), whether the machine was idle is read from the
+    cores busy as it started (the 1-minute load average still counts the step before it)."""
     source, loads = record["provenance"], record["load_average_1min"]
     printed = "\n".join(record["printed"]).splitlines()
     start = next((i for i, line in enumerate(printed) if line.startswith("Which route, from these rows?")), None)
     said = printed[start + 1 :] if start is not None else [line for line in printed if line.startswith("Does it")]
     said = said[: next((i for i, line in enumerate(said) if line.startswith("By answer length")), len(said))]
     shared = "; other jobs shared the machine" if max(loads["start"], loads["end"]) >= 0.5 else ", idle"
+    step = (hour or {}).get("steps", {}).get("demo", {})
+    if (hour or {}).get("provenance", {}).get("commit") == source["commit"] and "cores_busy_before" in step:
+        busy = step["cores_busy_before"]
+        shared = f"; the `make demo` step of the first-hour run above, cores busy {busy:.2f} as it started" + (
+            "" if busy < 0.5 else ": other jobs shared the machine"
+        )
     return (
         f"Measured run: {record['wall_seconds']:.0f} s wall on {source['machine']} (1-minute load average "
         f"{loads['start']:.1f} at the start and {loads['end']:.1f} at the end{shared}; commit `{source['commit'][:8]}`, "
@@ -177,7 +185,13 @@ def demo_quote(record: dict) -> str:
     )
 
 
-STEP_NAMES = {"venv": "`make venv`", "quickstart": "the quick start", "demo": "`make demo`", "test": "`make test`"}
+STEP_NAMES = {
+    "venv": "`make venv`",
+    "quickstart": "the quick start",
+    "owndata": "the own-data command",
+    "demo": "`make demo`",
+    "test": "`make test`",
+}
 
 
 def first_hour(record: dict | None) -> str:
@@ -204,7 +218,9 @@ def first_hour(record: dict | None) -> str:
         load = f"1-minute load average at most {highest:.2f}"
     state = "idle" if highest < 0.5 else "with other jobs on the machine"
     return (
-        f"Measured one after the other in a fresh clone on {record['provenance']['machine']}, {state} ({load}): "
+        "Measured one after the other in a fresh clone"
+        + (f" of commit `{commit[:8]}`" if (commit := record["provenance"].get("commit")) else "")
+        + f" on {record['provenance']['machine']}, {state} ({load}): "
         + ", ".join(parts)
         + " (`make venv` includes its downloads; the quick "
         "start as written, torch's default threads; `benchmarks/results/first_hour.json`, written by "
@@ -237,7 +253,7 @@ def filled(text: str, page: str | None = None) -> str:
     hour = RESULTS / "first_hour.json"
     hour = json.loads(hour.read_text(encoding="utf-8")) if hour.is_file() else None
     text = fill_block(fill_block(text, "decision-tables", decision_block(decision)), "demo-run", demo_run(demo))
-    text = fill_block(fill_block(text, "demo-quote", demo_quote(demo)), "first-hour", first_hour(hour))
+    text = fill_block(fill_block(text, "demo-quote", demo_quote(demo, hour)), "first-hour", first_hour(hour))
     long = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in map(RESULTS.joinpath, LONG_RUNS)
             if path.is_file()}  # fmt: skip
     text = fill_block(text, "long-answers", long_answers_markdown(long))
