@@ -27,7 +27,7 @@ RERUN = (
 
 
 def _git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run(["git", *args], check=False, cwd=ROOT, capture_output=True, text=True)
 
 
 def _timed_commit(name: str) -> str:
