@@ -45,18 +45,12 @@ import torch
 
 from ..checks import check_generator_device, check_int, check_temperature
 from .answers import resolve_eos_and_pad
-from .pimh import check_pimh_memory, one_run_bias_bound, pimh_sample, warn_if_one_run_biased
+from .pimh import LOW_ESS_FRACTION, check_pimh_memory, diagnose_one_run, pimh_sample  # noqa: F401 (API)
 from .smc_output import SMCOutput
 from .smc_proposals import AdapterProposal, SMCProposal, TokenTemperatureProposal
 
 RESAMPLING = ("systematic", "multinomial")
 PROPOSALS = ("token", "adapter")
-LOW_ESS_FRACTION = 0.5
-"""With one run per prompt in the batch (nothing to estimate [`~hf_seqtemp.generation.pimh.ONE_RUN_BIAS_BOUND`]
-from), [`smc_sample`] warns when the answers were drawn from weights whose ESS / N, averaged over the prompts, is
-below this. It is a weak signal: the ESS of a few particles under-reads the weights' tail (measured on an enumerable
-toy at N = 4: ESS / N 0.60-0.79 where the answers were at total variation 0.39-0.51 from p^alpha), so it fires only
-where the weights have collapsed. `num_return_sequences > 1` gives the truthful bound; `pimh_steps` exact answers."""
 
 
 def ramp_exponent(step: int, alpha: float, ramp_tokens: int) -> float:
@@ -229,35 +223,6 @@ def _run(proposal: SMCProposal, state, logits, settings, max_new_tokens, generat
             break
     state.log_weights += ((alpha - alpha_prev) * state.logp).view(batch, n)  # the rest of a ramp: target p^alpha
     return calls, resamples, torch.stack(ess, dim=1)
-
-
-def diagnose_one_run(out: SMCOutput, input_ids, attention_mask, num_particles: int) -> SMCOutput:
-    """One run's answers (`pimh_steps=0`): their bias bound where a prompt has several runs in the batch, warned on
-    ([`~hf_seqtemp.generation.pimh.ONE_RUN_BIAS_BOUND`]); else the low-ESS warning ([`LOW_ESS_FRACTION`])."""
-    if attention_mask is None:
-        attention_mask = torch.ones_like(input_ids)
-    out.answer_bias_bound = one_run_bias_bound(out.log_normalizer, input_ids, attention_mask)
-    if not warn_if_one_run_biased(out.answer_bias_bound, input_ids, attention_mask):
-        _warn_if_degenerate(out.ess[:, -1], num_particles)
-    return out
-
-
-def _warn_if_degenerate(final_ess: torch.Tensor, num_particles: int) -> None:
-    """The warning of [`LOW_ESS_FRACTION`]: `final_ess` `(batch,)` is each prompt's ESS of the weights its answer is
-    drawn from (before any resampling of the last step)."""
-    if num_particles < 2:
-        return
-    fraction = float((final_ess / num_particles).mean())  # host sync: once per call
-    if fraction < LOW_ESS_FRACTION:
-        warnings.warn(
-            f"smc_sample: the answers were drawn from particle weights of mean ESS / N {fraction:.2f} (N = "
-            f"{num_particles}), below {LOW_ESS_FRACTION}: a few particles decided each answer, so the answers' law is "
-            "biased away from p^(1/T) (the weighted particles stay consistent). Use more particles "
-            "(`num_particles`) or a proposal closer to p^(1/T) (an adapter trained toward it). `SMCOutput.ess` holds "
-            "each prompt's ESS after every step.",
-            UserWarning,
-            stacklevel=3,
-        )
 
 
 @torch.no_grad()
