@@ -8,7 +8,7 @@ export TOKENIZERS_PARALLELISM := false
 
 LINTED := hf_seqtemp tests benchmarks examples docs/hooks.py docs/hf_docstrings.py
 
-.PHONY: venv venv-vllm lint test test-slow test-latest test-oldest lock demo bench docs clean
+.PHONY: venv venv-vllm lint test test-engine test-slow test-latest test-oldest lock demo bench docs clean
 
 # The tested versions come from requirements/lock.txt (pip constraints); `make lock` moves them (see README).
 LOCK := requirements/lock.txt
@@ -46,12 +46,16 @@ lint: venv
 
 # lint first (seconds), then the suite; the suite includes every docstring example (tests/test_docstring_examples.py).
 # Two worker processes of one torch thread each (pytest-xdist): the tests are single-threaded, so one process leaves a
-# core idle; the engine tests (tests/engine), which share the vLLM servers started from .venv-vllm once per run, are
-# kept on one worker (`xdist_group`). In CI (`CI` set) a missing engine venv fails them instead of skipping them.
-# `make test TEST_WORKERS=0` runs everything in this process.
+# core idle. `make test TEST_WORKERS=0` runs everything in this process.
+# The engine tests (tests/engine: two vLLM servers from .venv-vllm, started once per run, then exactness oracles over
+# HTTP) are `make test-engine`: minutes of server start-up and sampling on two cores, so `make test` leaves them out,
+# and `.ci/run` runs both. With `CI` set a missing engine venv fails them instead of skipping them.
 TEST_WORKERS ?= 2
-test: lint venv-vllm
-	$(PY) -m pytest tests $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+test: lint venv
+	$(PY) -m pytest tests --ignore=tests/engine $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+
+test-engine: venv venv-vllm
+	$(PY) -m pytest tests/engine
 
 test-slow: venv
 	$(PY) -m pytest tests -m slow

@@ -12,10 +12,11 @@ puts them in the README). Run it on an idle machine: other jobs' load inflates e
 - `owndata`: the README's "Your own data" command (its bash block running `hf-seqtemp train`), as written, in the
   clone, with the clone's `.venv/bin` first on the PATH; its printed plan (the estimate) is recorded beside the time;
 - `demo`: `make demo` in the clone; its `demo.json` (the demo's figures and provenance) is copied to `--demo_json`;
-- `test`: `make test` in the clone (lint, then the default suite).
+- `test`: `make test` in the clone (lint, then the default suite);
+- `test_engine`: `make test-engine` in the clone (`.ci/run`'s second command: the vLLM venv, then the engine tests).
 
 Usage:
-    python benchmarks/first_hour.py                                  # all four, into outputs/bench/first_hour.json
+    python benchmarks/first_hour.py                                  # every step, into outputs/bench/first_hour.json
     python benchmarks/first_hour.py --output benchmarks/results/first_hour.json \\
         --demo_json benchmarks/results/demo.json                     # the committed figures (idle machine)
     python benchmarks/first_hour.py --steps quickstart               # the quick start alone, with this Python
@@ -38,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 from _common import REPO, cores_busy, default_output, device_info, provenance
 
-STEPS = ("venv", "quickstart", "owndata", "demo", "test")
+STEPS = ("venv", "quickstart", "owndata", "demo", "test", "test_engine")
 
 
 TIMING_RUN = "HF_SEQTEMP_FIRST_HOUR_RUN"
@@ -135,6 +136,10 @@ def run(args) -> dict:
             shutil.copy(clone / "outputs" / "quickstart" / "demo.json", args.demo_json)
     if "test" in args.steps:
         steps["test"] = timed("test", ["make", "test"], clone, env, work / "test.log", check=False)
+    if "test_engine" in args.steps:  # CI's second command (`.ci/run`): the vLLM venv and the engine tests
+        steps["test_engine"] = timed(
+            "test_engine", ["make", "test-engine"], clone, env, work / "engine.log", check=False
+        )
     return steps
 
 

@@ -191,6 +191,7 @@ STEP_NAMES = {
     "owndata": "the own-data command",
     "demo": "`make demo`",
     "test": "`make test`",
+    "test_engine": "`make test-engine` (CI's second command: the vLLM venv and the engine tests)",
 }
 
 
