@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import statistics
 import string
 from importlib import resources
 from typing import Any
@@ -30,10 +31,15 @@ CARD_ORDER = ("base", "myopic", "tuned_once", "tempered", "tuned_myopic")
 """The order of the card's rows: the baselines a user has, the adapter, then the in-sample oracle for reference."""
 
 
-def _verdict_against_tuned_once(reports: dict) -> str:
+def _verdict_against_tuned_once(reports: dict, answer_tokens: float | None = None) -> str:
     """One sentence: the adapter against the token temperature a user tunes once on the training prompts, on T_eff
-    (within ±10 % of T) and Kendall τ, with what every figure means."""
+    (within ±10 % of T) and Kendall τ, with what every figure means, and the answer length it holds for."""
     once, adapter = reports["tuned_once"], reports["tempered"]
+    length = "" if answer_tokens is None else (
+        f" They hold for answers of about {answer_tokens:.0f} tokens: what separates a token temperature from a "
+        "sequence temperature adds up with the answer's length, and hf_seqtemp's \"Which route?\" page compares "
+        "the two by answer length."
+    )  # fmt: skip
     t = once["token_temperature"]
     tau = adapter["kendall_tau"] - once["kendall_tau"]
     return (
@@ -44,7 +50,7 @@ def _verdict_against_tuned_once(reports: dict) -> str:
         "(T for a model tempered exactly at T); τ: the rank agreement of q with p within each prompt (1: the same "
         "order); NLL / token: q's negative log-likelihood per token of p's completions (lower: q covers p's "
         "completions better). This card's figures are one set of samples without an interval: "
-        "`benchmarks/fidelity_vs_tuned.py` gives paired intervals over prompts."
+        "`benchmarks/fidelity_vs_tuned.py` gives paired intervals over prompts." + length
     )
 
 
@@ -87,7 +93,8 @@ NO_HELD_OUT = (
 )
 
 
-def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source, reason, prompts=None) -> str:
+def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source, reason, config) -> str:
+    prompts, answer_tokens = config.eval_prompts, config.eval_answer_tokens
     if not reports:
         reason = reason or NO_HELD_OUT
         return f"**Nothing was measured** for this card: {reason}, so it reports no T_eff, Kendall τ or NLL."
@@ -116,7 +123,9 @@ def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source
     data = f" from {', '.join(f'`{d}`' for d in dataset_names)}" if dataset_names else ""
     lines = [
         (
-            f"Measured on {num_sequences} held-out sequences{data}, never used for training. Every model is"
+            f"Measured on {num_sequences} held-out sequences{data}"
+            + (f" (answers of {answer_tokens:.1f} tokens on average)" if answer_tokens is not None else "")
+            + ", never used for training. Every model is"
             " compared with the base model p on the same sequences"
             + (f", within each of their {prompts} prompts." if prompts else ".")
         ),
@@ -127,7 +136,7 @@ def _evaluation_section(reports, num_sequences, dataset_names, plot_name, source
     for key in (key for key in CARD_ORDER if key in reports):
         r = reports[key]
         lines.append(f"| {ROW_NAMES[key]} | {r['t_eff']:.4f} | {r['kendall_tau']:.4f} | {r['nll_per_token']:.4f} |")
-    lines += ["", _verdict_against_tuned_once(reports)] if "tuned_once" in reports else []
+    lines += ["", _verdict_against_tuned_once(reports, answer_tokens)] if "tuned_once" in reports else []
     if prompts and prompts < MIN_HELD_OUT_PROMPTS:
         lines += ["", few_held_out_prompts(prompts)]
     if "token_temperature" in reports.get("tuned_myopic", {}):
@@ -291,7 +300,7 @@ def render_model_card(
         "training_table": "\n".join(f"| {key} | {value} |" for key, value in hyper.items()),
         **_usage_lines(chat_template),
         "evaluation": _evaluation_section(
-            reports, num_sequences, dataset_names, plot_name if reports else None, source, reason, config.eval_prompts
+            reports, num_sequences, dataset_names, plot_name if reports else None, source, reason, config
         ),
     }
     return _card_template().substitute(values)
@@ -348,6 +357,8 @@ def write_card(
         num_sequences = int(logps["base"].numel())
         config.eval_sequences = num_sequences
         config.eval_prompts = len(set(logps["groups"])) if "groups" in logps else None
+        if "lengths" in logps:
+            config.eval_answer_tokens = statistics.fmean(float(n) for n in logps["lengths"])
         config.eval_t_eff = reports["tempered"]["t_eff"]
         config.eval_kendall_tau = reports["tempered"]["kendall_tau"]
         config.eval_nll = reports["tempered"]["nll_per_token"]

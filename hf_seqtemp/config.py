@@ -113,6 +113,9 @@ class SequenceTemperatureConfig:
         eval_prompts (`int`, *optional*): number of held-out prompts the figures were measured over. T_eff and τ
             are within-prompt figures: only completions of the same prompt are compared.
         eval_sequences (`int`, *optional*): number of held-out completions (over all prompts) they were measured on.
+        eval_answer_tokens (`float`, *optional*): their mean length in completion tokens. What separates a token
+            temperature from a sequence temperature adds up with the answer's length: the figures hold for answers
+            of about this length.
         base_model_fingerprint (`dict`, *optional*): what identifies the base weights p the adapter was tempered
             against ([`~hf_seqtemp.fingerprint.base_fingerprint`]): a SHA-256 of the float32 weights and the base's
             log-probabilities of a fixed canary sequence. `load_tempered` compares it with the base it is given.
@@ -156,6 +159,7 @@ class SequenceTemperatureConfig:
     eval_nll: float | None = None
     eval_prompts: int | None = None
     eval_sequences: int | None = None
+    eval_answer_tokens: float | None = None
     base_model_fingerprint: dict[str, Any] | None = None
     base_model_source: str | None = None
     weights_sha256: str | None = None
@@ -179,6 +183,9 @@ class SequenceTemperatureConfig:
         self.eval_nll = _check_optional_number("eval_nll", self.eval_nll, 0.0)
         self.eval_prompts = _check_optional_count("eval_prompts", self.eval_prompts)
         self.eval_sequences = _check_optional_count("eval_sequences", self.eval_sequences)
+        self.eval_answer_tokens = _check_optional_number(
+            "eval_answer_tokens", self.eval_answer_tokens, 0.0, allow_nan=False
+        )
         if self.base_model_fingerprint is not None:
             check_fingerprint(self.base_model_fingerprint)
         if self.weights_sha256 is not None and not _is_sha256(self.weights_sha256):

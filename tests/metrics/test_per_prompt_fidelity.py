@@ -101,6 +101,7 @@ def test_the_evaluate_module_reports_the_per_prompt_error_given_the_target():
 
 
 def test_the_card_gives_its_verdict_against_the_once_tuned_token_temperature_and_defines_its_figures():
+    from hf_seqtemp import SequenceTemperatureConfig
     from hf_seqtemp.card import ROW_NAMES, _evaluation_section
 
     row = {"t_eff": 0.5, "kendall_tau": 0.9, "nll_per_token": 4.0}
@@ -111,7 +112,12 @@ def test_the_card_gives_its_verdict_against_the_once_tuned_token_temperature_and
         "tempered": {**row, "t_eff": 0.51},
         "tuned_myopic": {**row, "token_temperature": 0.444},
     }
-    text = _evaluation_section(reports, 224, None, None, "held out", None, prompts=14)
+    config = SequenceTemperatureConfig(0.5, eval_prompts=14, eval_answer_tokens=43.25)
+    text = _evaluation_section(reports, 224, None, None, "held out", None, config)
+    assert "Measured on 224 held-out sequences (answers of 43.2 tokens on average)" in text
+    assert "They hold for answers of about 43 tokens" in text  # the verdict says the length it holds for
+    unmeasured = _evaluation_section(reports, 224, None, None, "held out", None, SequenceTemperatureConfig(0.5))
+    assert "tokens on average" not in unmeasured and "They hold for answers" not in unmeasured
     assert f"| {ROW_NAMES['tuned_once']} | 0.4800 |" in text
     assert (
         text.index(ROW_NAMES["tuned_once"]) < text.index(ROW_NAMES["tempered"]) < text.index(ROW_NAMES["tuned_myopic"])
@@ -147,8 +153,13 @@ def test_held_out_figures_on_few_prompts_are_said_to_be_indicative(tmp_path):
     few = _samples(model, PROMPTS[:2], seed=1)
     with pytest.warns(UserWarning, match=r"rest on 2 held-out prompts, fewer than 8: .* indicative only"):
         measurement = measure_held_out(model, few, 0.5, base_model=model)
-    write_card(tmp_path, SequenceTemperatureConfig(0.5, base_model_id="my/base"), measurement)
+    written = write_card(tmp_path, SequenceTemperatureConfig(0.5, base_model_id="my/base"), measurement)
     assert "rest on 2 held-out prompts, fewer than 8" in (tmp_path / "README.md").read_text()
+    # the answer length the figures hold for: the mean count of completion tokens (prompt and padding never count)
+    tokens = [sum(mask) for mask in few["completion_mask"]]
+    assert written.eval_answer_tokens == pytest.approx(sum(tokens) / len(tokens))
+    assert SequenceTemperatureConfig.from_pretrained(tmp_path).eval_answer_tokens == written.eval_answer_tokens
+    assert f"(answers of {written.eval_answer_tokens:.1f} tokens on average)" in (tmp_path / "README.md").read_text()
     eight = tuple((a, b) for a in range(2) for b in range(VOCAB))
     many = as_prompted_dataset(sample_completions(model, 12, LENGTH, prompts=eight, seed=1), 2)
     with warnings.catch_warnings():
