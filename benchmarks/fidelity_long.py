@@ -19,7 +19,9 @@ adds up with the answer's length. This benchmark measures it on the embedded Smo
   |T_eff(c) − T| / T and Kendall τ(c); `difference` is paired over prompts (positive: the adapter better), `ci95`
   a percentile bootstrap over prompts, `noise` the split-half noise of the per-prompt error (mean over prompts of
   |err(c) on half the samples − err(c) on the other half|), `noise` per route in `noise_by_route`, and
-  `noise_of_mean` the split-half noise of the compared figure itself (the mean over prompts, random halvings);
+  `noise_of_mean` the split-half noise of the compared figure itself (the mean over prompts, random halvings),
+  `excess_error` per route the root-mean-square error split into noise and what the noise does not explain
+  ([`excess_error`]: an `excess_mean_square` at or below 0 says the per-prompt errors are sampling noise);
 - `by_length`: each held-out prompt's mean answer length beside its two errors, the gap against answer length.
 
 Writes `fidelity_long.json` after each comparison (`provenance`, `settings`, `pools`, `comparisons`, `by_length`),
@@ -27,6 +29,7 @@ and beside it `fidelity_long_logps.json`: every held-out sample's log p, log q (
 
 Usage:
     python benchmarks/fidelity_long.py [--pools long] [--temperatures 0.5 0.25] [--max_completion_length 80]
+    python benchmarks/fidelity_long.py --output RESULT.json --excess_from RESULT_logps.json   # add excess_error
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset
 from hf_seqtemp.metrics import (
     effective_temperature,
+    excess_error,
     paired_interval,
     per_prompt_effective_temperature,
     split_half_noise,
@@ -83,6 +87,23 @@ def _rounded(values) -> list[float]:
     return [round(float(v), 5) for v in values]
 
 
+def add_excess(output: Path, logps_path: Path) -> None:
+    """Adds to each per-prompt-error row of `output` both routes' [`excess_error`] (the error sampling noise does not
+    explain), recomputed from the per-sample log-likelihoods a run wrote beside it (runs before the figure existed)."""
+    payload, side = json.loads(output.read_text()), json.loads(logps_path.read_text())["held_out"]
+    for row in payload["comparisons"]:
+        key = f"{row['pool']}@{row['target_temperature']:g}"
+        if row["metric"] == "per_prompt_t_eff_error" and key in side:
+            h = side[key]
+            row["excess_error"] = {
+                route: excess_error(h["p"], h[route], h["groups"], row["target_temperature"])
+                for route in ("adapter", "tuned_once")
+            }
+            print(f"{key}: {row['excess_error']}")
+    payload.setdefault("amended", []).append({**provenance(), "added": "excess_error, from " + logps_path.name})
+    output.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+
+
 def route_figures(ref, policy, groups, temperature: float) -> dict:
     t_effs = list(per_prompt_effective_temperature(ref, policy, groups).values())
     return {
@@ -92,6 +113,7 @@ def route_figures(ref, policy, groups, temperature: float) -> dict:
         "pooled_t_eff": effective_temperature(ref, policy, groups=groups),
         "noise": split_half_noise(ref, policy, groups, temperature),
         "noise_of_mean": split_half_noise(ref, policy, groups, temperature, level="mean"),
+        "excess": excess_error(ref, policy, groups, temperature),
     }
 
 
@@ -162,7 +184,11 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--output", default="outputs/bench/fidelity_long.json")
     parser.add_argument("--plot", action="store_true", help="draw the gap against answer length from --output")
+    parser.add_argument("--excess_from", help="add `excess_error` to --output's rows from this *_logps.json, and stop")
     args = parser.parse_args(argv)
+    if args.excess_from:
+        add_excess(Path(args.output), Path(args.excess_from))
+        return
     if args.plot:
         plot(json.loads(Path(args.output).read_text()), Path(args.output).with_suffix(".png"))
         return
@@ -249,6 +275,7 @@ def main(argv=None) -> None:
                         adapter["noise"] <= min(row["adapter"], row["tuned_once"]) / 2
                     )
                     row["noise_of_mean"] = {"adapter": adapter["noise_of_mean"], "tuned_once": tuned["noise_of_mean"]}
+                    row["excess_error"] = {"adapter": adapter["excess"], "tuned_once": tuned["excess"]}
                     row["noise_of_mean_at_most_half_the_smaller_error"] = (
                         max(adapter["noise_of_mean"], tuned["noise_of_mean"])
                         <= min(row["adapter"], row["tuned_once"]) / 2

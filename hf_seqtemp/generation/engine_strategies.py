@@ -93,7 +93,7 @@ def engine_smc_strategy(call, proposal: str, local_adapter: str | None):
     """`strategy="smc"` on the engine of `call.options["engine"]`."""
     _refuse_what_the_engine_cannot_apply(call, "smc")
     client = as_client(call.options["engine"])
-    eos, pad = call.eos_and_pad()
+    eos, _ = call.eos_and_pad()
     prompts = prompts_of(call.input_ids, call.model_kwargs.get("attention_mask"))
     with call.on_base_model("smc"):
         _check_once(client, call.model, prompts, eos)
@@ -104,47 +104,23 @@ def engine_smc_strategy(call, proposal: str, local_adapter: str | None):
         _check_adapter_once(proposer, call.model, adapter, local_adapter, prompts, eos)
     block = call.options.get("block_size") or ENGINE_BLOCK_SIZE
     return engine_smc_sample(
-        client,
-        call.input_ids,
-        call.model_kwargs.get("attention_mask"),
-        max_new_tokens=call.max_new_tokens,
-        seq_temperature=call.seq_temperature,
-        num_particles=call.options.get("num_particles", 16),
-        ess_threshold=call.options.get("ess_threshold", 0.5),
-        block_size=block,
-        resampling=call.options.get("resampling", "systematic"),
-        generator=call.options["generator"],
-        return_dict_in_generate=call.return_dict,
-        return_particles=call.options.get("return_particles", False),
-        eos_token_id=eos,
-        pad_token_id=pad,
-        adapter=adapter,
-        proposal_client=proposer,
-        pimh_steps=call.options.get("pimh_steps", 0),
-    )
+        client, call.input_ids, call.model_kwargs.get("attention_mask"), **call.smc_kwargs(), block_size=block,
+        adapter=adapter, proposal_client=proposer,
+    )  # fmt: skip
 
 
 def engine_mcmc_strategy(call):
     """`strategy="mcmc"` (MH power sampling) on the engine of `call.options["engine"]`."""
     _refuse_what_the_engine_cannot_apply(call, "mcmc")
     client = as_client(call.options["engine"])
-    eos, pad = call.eos_and_pad()
+    eos, _ = call.eos_and_pad()
     prompts = prompts_of(call.input_ids, call.model_kwargs.get("attention_mask"))
     with call.on_base_model("mcmc"):
         _check_once(client, call.model, prompts, eos)
     return engine_power_sample(
-        client,
-        call.input_ids,
-        call.model_kwargs.get("attention_mask"),
-        max_new_tokens=call.max_new_tokens,
-        seq_temperature=call.seq_temperature,
-        mcmc_steps=call.options["mcmc_steps"],
-        block_size=call.options["block_size"],
-        generator=call.options["generator"],
-        return_dict_in_generate=call.return_dict,
-        eos_token_id=eos,
-        pad_token_id=pad,
-    )
+        client, call.input_ids, call.model_kwargs.get("attention_mask"), **call.sampler_kwargs(),
+        mcmc_steps=call.options["mcmc_steps"], block_size=call.options["block_size"],
+    )  # fmt: skip
 
 
 def refuse_on_engine(strategy: str) -> None:

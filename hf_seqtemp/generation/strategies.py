@@ -76,6 +76,25 @@ class GenerateCall:
         pad = config.pad_token_id if pad is None else pad
         return eos, None if pad is None else int(torch.as_tensor(pad, device="cpu").flatten()[0])
 
+    def sampler_kwargs(self) -> dict[str, Any]:
+        """What every training-free sampler takes from the call, whichever backend draws (the transformers loop or
+        an engine): the answer length, T, the generator, the return format, the EOS ids and the pad id."""
+        eos, pad = self.eos_and_pad()
+        return {
+            "max_new_tokens": self.max_new_tokens, "seq_temperature": self.seq_temperature,
+            "generator": self.options["generator"], "return_dict_in_generate": self.return_dict,
+            "eos_token_id": eos, "pad_token_id": pad,
+        }  # fmt: skip
+
+    def smc_kwargs(self) -> dict[str, Any]:
+        """[`sampler_kwargs`] and SMC's own options, with their defaults, on either backend."""
+        options = self.options
+        return {
+            **self.sampler_kwargs(), "num_particles": options.get("num_particles", 16),
+            "ess_threshold": options.get("ess_threshold", 0.5), "resampling": options.get("resampling", "systematic"),
+            "return_particles": options.get("return_particles", False), "pimh_steps": options.get("pimh_steps", 0),
+        }  # fmt: skip
+
     def target_processors(self) -> LogitsProcessorList:
         """The call's logits processors that shape the target: all but the token-level warpers (temperature, top-k,
         top-p, min-p, top-h, typical, epsilon, eta), which the sequence temperature replaces; a warning names the
@@ -203,23 +222,13 @@ def _mcmc_strategy(call: GenerateCall):
     ([`~hf_seqtemp.generation.engine_strategies`])."""
     if call.options.get("engine") is not None:
         return engine_mcmc_strategy(call)
-    eos_token_id, pad_token_id = call.eos_and_pad()
     call.refuse_stopping_criteria("mcmc")
     with call.on_base_model("mcmc"):
         return power_sample(
-            call.model,
-            call.input_ids,
-            call.model_kwargs.get("attention_mask"),
-            max_new_tokens=call.max_new_tokens,
-            seq_temperature=call.seq_temperature,
-            mcmc_steps=call.options["mcmc_steps"],
-            block_size=call.options["block_size"],
-            generator=call.options["generator"],
-            return_dict_in_generate=call.return_dict,
-            eos_token_id=eos_token_id,
-            pad_token_id=pad_token_id,
+            call.model, call.input_ids, call.model_kwargs.get("attention_mask"), **call.sampler_kwargs(),
+            mcmc_steps=call.options["mcmc_steps"], block_size=call.options["block_size"],
             logits_processor=call.target_processors(),
-        )
+        )  # fmt: skip
 
 
 def _smc_proposal(call: GenerateCall) -> tuple[str, str | None]:
@@ -257,32 +266,15 @@ def _smc_strategy(call: GenerateCall):
     proposal, name = _smc_proposal(call)
     if call.options.get("engine") is not None:
         return engine_smc_strategy(call, proposal, name)
-    eos_token_id, pad_token_id = call.eos_and_pad()
     call.refuse_stopping_criteria("smc")
     processors = call.target_processors()
     # the adapter proposal switches adapters itself (q on, p off) and restores them
     with call.on_base_model("smc") if proposal == "token" else contextlib.nullcontext():
         return smc_sample(
-            call.model,
-            call.input_ids,
-            call.model_kwargs.get("attention_mask"),
-            max_new_tokens=call.max_new_tokens,
-            seq_temperature=call.seq_temperature,
-            num_particles=call.options.get("num_particles", 16),
-            ess_threshold=call.options.get("ess_threshold", 0.5),
-            alpha_ramp_tokens=call.options.get("alpha_ramp_tokens", 0),
-            resampling=call.options.get("resampling", "systematic"),
-            logits_processor=processors,
-            generator=call.options["generator"],
-            return_dict_in_generate=call.return_dict,
-            return_particles=call.options.get("return_particles", False),
-            eos_token_id=eos_token_id,
-            pad_token_id=pad_token_id,
-            proposal=proposal,
-            adapter_name=name,
-            pimh_steps=call.options.get("pimh_steps", 0),
-            defensive_mixture=call.options.get("defensive_mixture", 0.0),
-        )
+            call.model, call.input_ids, call.model_kwargs.get("attention_mask"), **call.smc_kwargs(),
+            alpha_ramp_tokens=call.options.get("alpha_ramp_tokens", 0), logits_processor=processors,
+            proposal=proposal, adapter_name=name, defensive_mixture=call.options.get("defensive_mixture", 0.0),
+        )  # fmt: skip
 
 
 def _check_glauber(call: GenerateCall) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .comparison import paired_interval, split_half_noise
+from .comparison import excess_error, paired_interval, split_half_noise
 from .core import (
     effective_temperature,
     kendall_tau,
@@ -54,6 +54,7 @@ __all__ = [
     "available_modules",
     "effective_temperature",
     "embedding_precision_recall",
+    "excess_error",
     "kendall_tau",
     "knn_precision_recall",
     "module_path",

@@ -5,6 +5,9 @@
   two halves; the noise is `|err on one half − err on the other|`, of each prompt's error (`level="prompt"`) or of
   their mean over prompts (`level="mean"`, the figure routes are compared on). A comparison whose difference is not
   well above it cannot tell the routes apart (a tie read from it is no tie).
+- [`excess_error`]: the per-prompt T_eff error that sampling noise does not explain. Where a route is (nearly)
+  exact, its measured per-prompt error is noise folded by `|·|` and the split-half noise is about twice it at any
+  sample size; `excess_error` subtracts the noise's share from the mean square and says whether anything is left.
 - [`paired_interval`]: the mean of per-prompt differences and its 95 % percentile bootstrap interval, prompts
   resampled (never sequences: the prompt is the unit).
 """
@@ -84,6 +87,55 @@ def split_half_noise(
             halves[1] += shuffled[len(rows) // 2 :]
         gaps.append(abs(statistics.fmean(errors(halves[0]).values()) - statistics.fmean(errors(halves[1]).values())))
     return statistics.fmean(gaps)
+
+
+def excess_error(
+    ref_logps: Sequence[float] | torch.Tensor,
+    policy_logps: Sequence[float] | torch.Tensor,
+    groups: Groups,
+    target_temperature: float,
+) -> dict[str, float]:
+    """The root-mean-square per-prompt T_eff error, split into sampling noise and what is left.
+
+    Per prompt c, the measured error `e_c = (T_eff(c) − T) / T` is the true error `b_c` plus sampling noise of
+    variance `v_c`, so `E[e_c²] = b_c² + v_c`. `v_c` is estimated from the two halves of the prompt's samples (split
+    alternately, as [`split_half_noise`]): `(e_c(A) − e_c(B))² / 4` (the difference of two independent halves has
+    twice the variance of one half, which has twice the variance of the whole). Returns
+    `{"rms_error": √mean e_c², "rms_noise": √mean v_c, "excess_mean_square": mean(e_c² − v_c),
+    "rms_excess": √max(0, excess_mean_square)}`: an `excess_mean_square` at or below 0 says that the per-prompt
+    errors are sampling noise (the route is exact within what the samples can show), and then no sample size makes
+    the noise small beside the error.
+
+    Example:
+    ```python
+    >>> out = excess_error([-1.0, -2.0, -3.0, -4.0], [-2.0, -4.0, -6.0, -8.0], ["a"] * 4, 0.4)
+    >>> round(out["rms_error"], 6), round(out["rms_noise"], 6), round(out["rms_excess"], 6)  # exact at 0.5
+    (0.25, 0.0, 0.25)
+    ```
+    """
+    ref = torch.as_tensor(ref_logps, dtype=torch.float64, device="cpu")  # per-prompt slopes: host figures
+    policy = torch.as_tensor(policy_logps, dtype=torch.float64, device="cpu")
+    ids = groups.tolist() if isinstance(groups, torch.Tensor) else list(groups)
+    members: dict = {}
+    for index, group in enumerate(ids):
+        members.setdefault(group, []).append(index)
+    if any(len(rows) < 4 for rows in members.values()):
+        raise ValueError(
+            "`excess_error` needs at least 4 sequences of every prompt (2 per half, for a slope in each): "
+            f"{min(len(rows) for rows in members.values())} for some prompt. Sample more completions per prompt."
+        )
+
+    def errors(rows: list[int]) -> dict:
+        values = per_prompt_effective_temperature(ref[rows], policy[rows], [ids[i] for i in rows])
+        return {g: (v - target_temperature) / target_temperature for g, v in values.items()}
+
+    whole = errors(list(range(len(ids))))
+    first, second = (errors([i for rows in members.values() for i in rows[start::2]]) for start in (0, 1))
+    square = statistics.fmean(whole[g] ** 2 for g in members)
+    noise = statistics.fmean((first[g] - second[g]) ** 2 / 4 for g in members)
+    excess = square - noise
+    return {"rms_error": square**0.5, "rms_noise": noise**0.5, "excess_mean_square": excess,
+            "rms_excess": max(excess, 0.0) ** 0.5}  # fmt: skip
 
 
 def paired_interval(differences: Sequence[float], seed: int = 0, replicates: int = 4000) -> list[float]:

@@ -95,3 +95,40 @@ def test_bad_levels_and_splits_are_refused():
         split_half_noise(ref, policy, groups, 0.5, level="prompts")
     with pytest.raises(ValueError, match="`splits` must be a positive integer"):
         split_half_noise(ref, policy, groups, 0.5, level="mean", splits=0)
+
+
+def _unbiased_toy(temperatures, samples: int, residual: float, seed: int):
+    """Per prompt c: log q ~ N(−40, 10²) and log p = T_c · log q + a residual N(0, residual²): the residual is in the
+    regressand of T_eff's slope, so each prompt's T_eff is T_c plus zero-mean sampling noise (a residual in log q
+    instead would also bias the slope towards 0)."""
+    generator = torch.Generator().manual_seed(seed)
+    ref, policy, groups = [], [], []
+    for c, t in enumerate(temperatures):
+        logq = -40 + 10 * torch.randn(samples, generator=generator, dtype=torch.float64)
+        ref.append(t * logq + residual * torch.randn(samples, generator=generator, dtype=torch.float64))
+        policy.append(logq + 3.0 * c)
+        groups += [c] * samples
+    return torch.cat(ref), torch.cat(policy), groups
+
+
+def test_the_excess_error_is_what_the_noise_does_not_explain():
+    """Per-prompt temperatures known: a route exact at T has per-prompt errors that are only noise (the excess reads
+    about 0 while the raw error and the split-half noise do not), and a route off by a known relative error on every
+    prompt reads that error back."""
+    from hf_seqtemp.metrics import excess_error
+
+    # 256 prompts: over seeds 0-11 the exact route's excess read at most 0.45 of its raw error, the shifted one's
+    # 0.092-0.102
+    exact = excess_error(*_unbiased_toy([0.5] * 256, 128, 2.0, 5), 0.5)
+    assert exact["rms_error"] > 0.02 and exact["rms_noise"] > 0.02  # noise to see
+    assert exact["rms_excess"] < 0.6 * exact["rms_error"], exact
+    off = [0.5 * (1 + (0.1 if c % 2 else -0.1)) for c in range(256)]  # |error| 0.1 on every prompt
+    shifted = excess_error(*_unbiased_toy(off, 128, 2.0, 6), 0.5)
+    assert shifted["rms_excess"] == pytest.approx(0.1, rel=0.1), shifted
+    noiseless = excess_error(*_unbiased_toy(off, 16, 0.0, 7), 0.5)
+    assert noiseless["rms_noise"] == pytest.approx(0.0, abs=1e-9)
+    assert noiseless["rms_excess"] == pytest.approx(0.1, rel=1e-6)
+    biased = excess_error(*_toy([0.5] * 64, 128, 2.0, 5), 0.5)  # a residual in log q biases the slope: seen
+    assert biased["rms_excess"] > 0.5 * biased["rms_error"]
+    with pytest.raises(ValueError, match="at least 4 sequences of every prompt"):
+        excess_error(*_toy([0.5, 0.5], 3, 1.0, 0), 0.5)
