@@ -143,8 +143,9 @@ def plot_within_prompts(logps: dict, groups, reports: dict, temperature: float, 
 def long_answers_markdown(payloads: dict[str, dict]) -> str:
     """The README's table of the long-answer runs (`{result file: fidelity_long payload}`): per run, pool and target
     T, both routes' per-prompt T_eff error and Kendall τ on the held-out prompts, their paired difference (+: the
-    adapter better) with its 95 % interval over prompts, and the split-half noise of the error (of one prompt's / of
-    the mean over prompts)."""
+    adapter better) with its 95 % interval over prompts, the split-half noise of the error (of one prompt's / of
+    the mean over prompts) and each route's error beyond that noise (`excess_error`'s `rms_excess`: 0 where the
+    per-prompt errors are noise)."""
     rows = {}
     for name, payload in payloads.items():
         for row in payload["comparisons"]:
@@ -152,9 +153,10 @@ def long_answers_markdown(payloads: dict[str, dict]) -> str:
     lines = [
         (
             "| result | pool, T | answers (tokens, cut) | held-out | tuned t | per-prompt T_eff error, adapter / tuned "
-            "once | difference | noise: one prompt / mean | Kendall τ, adapter / tuned once | difference |"
+            "once | difference | noise: one prompt / mean | error beyond noise, adapter / tuned once | Kendall τ, adapter "
+            "/ tuned once | difference |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (name, pool, temperature), metrics in rows.items():
         error, tau = metrics["per_prompt_t_eff_error"], metrics.get("kendall_tau")
@@ -172,6 +174,11 @@ def long_answers_markdown(payloads: dict[str, dict]) -> str:
             f"{error['adapter']:.4f} / {error['tuned_once']:.4f}",
             _signed(error),
             noise,
+            (
+                " / ".join(f"{error['excess_error'][r]['rms_excess']:.4f}" for r in ("adapter", "tuned_once"))
+                if "excess_error" in error
+                else "—"
+            ),
             f"{tau['adapter']:.3f} / {tau['tuned_once']:.3f}" if tau else "—",
             _signed(tau) if tau else "—",
         ]
