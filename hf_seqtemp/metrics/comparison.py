@@ -23,6 +23,28 @@ import torch
 from .core import Groups, per_prompt_effective_temperature
 
 
+def _per_prompt_errors(ref_logps, policy_logps, groups: Groups, target_temperature: float, caller: str):
+    """Each prompt's rows (`{prompt id: [row, ...]}`, at least 4 each: 2 per half, for a slope in each) and the
+    function of a subset of rows that gives each prompt's signed relative T_eff error `(T_eff(c) − T) / T` on it."""
+    ref = torch.as_tensor(ref_logps, dtype=torch.float64, device="cpu")  # per-prompt slopes: host figures
+    policy = torch.as_tensor(policy_logps, dtype=torch.float64, device="cpu")
+    ids = groups.tolist() if isinstance(groups, torch.Tensor) else list(groups)
+    members: dict = {}
+    for index, group in enumerate(ids):
+        members.setdefault(group, []).append(index)
+    if any(len(rows) < 4 for rows in members.values()):
+        raise ValueError(
+            f"`{caller}` needs at least 4 sequences of every prompt (2 per half, for a slope in each): "
+            f"{min(len(rows) for rows in members.values())} for some prompt. Sample more completions per prompt."
+        )
+
+    def errors(rows: list[int]) -> dict:
+        values = per_prompt_effective_temperature(ref[rows], policy[rows], [ids[i] for i in rows])
+        return {g: (v - target_temperature) / target_temperature for g, v in values.items()}
+
+    return members, errors
+
+
 def split_half_noise(
     ref_logps: Sequence[float] | torch.Tensor,
     policy_logps: Sequence[float] | torch.Tensor,
@@ -53,25 +75,14 @@ def split_half_noise(
     0.0
     ```
     """
-    ref = torch.as_tensor(ref_logps, dtype=torch.float64, device="cpu")  # per-prompt slopes: host figures
-    policy = torch.as_tensor(policy_logps, dtype=torch.float64, device="cpu")
-    ids = groups.tolist() if isinstance(groups, torch.Tensor) else list(groups)
     if level not in ("prompt", "mean"):
         raise ValueError(f"`level` must be 'prompt' or 'mean', got {level!r}.")
     if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
         raise ValueError(f"`splits` must be a positive integer (random halvings for level='mean'), got {splits!r}.")
-    members: dict = {}
-    for index, group in enumerate(ids):
-        members.setdefault(group, []).append(index)
-    if any(len(rows) < 4 for rows in members.values()):
-        raise ValueError(
-            "`split_half_noise` needs at least 4 sequences of every prompt (2 per half, for a slope in each): "
-            f"{min(len(rows) for rows in members.values())} for some prompt. Sample more completions per prompt."
-        )
+    members, signed = _per_prompt_errors(ref_logps, policy_logps, groups, target_temperature, "split_half_noise")
 
     def errors(rows: list[int]) -> dict:
-        values = per_prompt_effective_temperature(ref[rows], policy[rows], [ids[i] for i in rows])
-        return {g: abs(v - target_temperature) / target_temperature for g, v in values.items()}
+        return {g: abs(v) for g, v in signed(rows).items()}
 
     if level == "prompt":
         halves = [[i for rows in members.values() for i in rows[start::2]] for start in (0, 1)]
@@ -113,23 +124,8 @@ def excess_error(
     (0.25, 0.0, 0.25)
     ```
     """
-    ref = torch.as_tensor(ref_logps, dtype=torch.float64, device="cpu")  # per-prompt slopes: host figures
-    policy = torch.as_tensor(policy_logps, dtype=torch.float64, device="cpu")
-    ids = groups.tolist() if isinstance(groups, torch.Tensor) else list(groups)
-    members: dict = {}
-    for index, group in enumerate(ids):
-        members.setdefault(group, []).append(index)
-    if any(len(rows) < 4 for rows in members.values()):
-        raise ValueError(
-            "`excess_error` needs at least 4 sequences of every prompt (2 per half, for a slope in each): "
-            f"{min(len(rows) for rows in members.values())} for some prompt. Sample more completions per prompt."
-        )
-
-    def errors(rows: list[int]) -> dict:
-        values = per_prompt_effective_temperature(ref[rows], policy[rows], [ids[i] for i in rows])
-        return {g: (v - target_temperature) / target_temperature for g, v in values.items()}
-
-    whole = errors(list(range(len(ids))))
+    members, errors = _per_prompt_errors(ref_logps, policy_logps, groups, target_temperature, "excess_error")
+    whole = errors([i for rows in members.values() for i in rows])
     first, second = (errors([i for rows in members.values() for i in rows[start::2]]) for start in (0, 1))
     square = statistics.fmean(whole[g] ** 2 for g in members)
     noise = statistics.fmean((first[g] - second[g]) ** 2 / 4 for g in members)
