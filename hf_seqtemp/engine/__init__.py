@@ -8,7 +8,8 @@
 - [`probe_engine`] / [`check_against_scorer`]: the server's model and log-prob mode, measured against the scorer.
 
 SMC and MH power sampling on the engine are in [`~hf_seqtemp.generation.engine_smc`] and
-[`~hf_seqtemp.generation.power_sampling.engine_power_sample`] (the one MH chain, with the engine drawing).
+[`~hf_seqtemp.generation.power_sampling.power_sample`] given an `EngineClient` (the one MH chain, with the engine
+drawing).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 The call is prepared by `generate` as usual (prompts, EOS and pad ids, the options); the particles or the MH
 rollouts are then drawn by the engine server ([`~hf_seqtemp.generation.engine_smc.engine_smc_sample`],
-[`~hf_seqtemp.generation.power_sampling.engine_power_sample`]), which serves the model's base weights. The
+[`~hf_seqtemp.generation.power_sampling.power_sample` given the client]), which serves the model's base weights. The
 local model, which `generate` was called on, is the judge: before the first draw on a server, the server's `log p`
 is checked against the scorer on the local base model and its log-prob mode is measured
 ([`~hf_seqtemp.engine.probe_engine`]); an adapter proposal's `log q` is checked against the local adapter. The
@@ -19,7 +19,7 @@ from ..engine.sampling import SeedStream
 from .adapters import active_adapter
 from .engine_rollout import prompts_of
 from .engine_smc import engine_smc_sample
-from .power_sampling import engine_power_sample
+from .power_sampling import power_sample
 
 ENGINE_BLOCK_SIZE = 16
 """Tokens per SMC round on an engine when `block_size` is not given."""
@@ -117,7 +117,7 @@ def engine_mcmc_strategy(call):
     prompts = prompts_of(call.input_ids, call.model_kwargs.get("attention_mask"))
     with call.on_base_model("mcmc"):
         _check_once(client, call.model, prompts, eos)
-    return engine_power_sample(
+    return power_sample(
         client, call.input_ids, call.model_kwargs.get("attention_mask"), **call.sampler_kwargs(),
         mcmc_steps=call.options["mcmc_steps"], block_size=call.options["block_size"],
     )  # fmt: skip

@@ -22,10 +22,10 @@ With logits processors (`logits_processor`, or those of a `generate` call) `p` i
 
 **One chain, two backends.** The chain ([`_power_chain`]) asks its backend one thing: "extend these rows by `k`
 tokens from the token-temperature proposal and give each token's `log p` and `log r`" (`draw`). [`power_sample`]
-draws with the model itself ([`ModelRollouts`]: a KV cache per rollout, processors included);
-[`engine_power_sample`] draws on an inference engine ([`~hf_seqtemp.generation.engine_rollout.EngineRollouts`]:
-a sampling round and a scoring request per rollout). The boundaries, the acceptance ratios and the bookkeeping of
-answers that ended are the same code on both.
+given a model draws with the model itself ([`ModelRollouts`]: a KV cache per rollout, processors included); given an
+[`~hf_seqtemp.engine.EngineClient`] it draws on that inference engine
+([`~hf_seqtemp.generation.engine_rollout.EngineRollouts`]: a sampling round and a scoring request per rollout). The
+boundaries, the acceptance ratios and the bookkeeping of answers that ended are the same code on both.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def _power_chain(rollouts, input_ids, attention_mask, max_new_tokens, alpha, mcm
 
 @torch.no_grad()
 def power_sample(
-    model: torch.nn.Module,
+    model: torch.nn.Module | EngineClient,
     input_ids: torch.LongTensor,
     attention_mask: torch.Tensor | None = None,
     max_new_tokens: int = 16,
@@ -207,7 +207,12 @@ def power_sample(
     ordinary token and every completion has exactly `max_new_tokens` tokens.
 
     Args:
-        model (`torch.nn.Module`): a causal LM (any `transformers` `...ForCausalLM`, PEFT-wrapped or not).
+        model (`torch.nn.Module` or [`~hf_seqtemp.engine.EngineClient`]): a causal LM (any `transformers`
+            `...ForCausalLM`, PEFT-wrapped or not), or an engine server of the base model `p` started with
+            `--logprobs-mode processed_logprobs`: every rollout is then drawn by the engine at token temperature
+            `1 / alpha`, whose processed log-probability of each drawn token is exactly `log r`, and `log p` comes
+            from scoring the rollout (two requests per rollout). The values of the current suffix are kept from the
+            rollout that drew it: `r(x_t | x_<t)` depends on the prefix only, which a move after `t` does not change.
         input_ids (`torch.LongTensor` of shape `(batch, prompt_length)`): prompts, left-padded.
         attention_mask (`torch.Tensor` of shape `(batch, prompt_length)`, *optional*): 0 on padding.
         max_new_tokens (`int`, *optional*, defaults to `16`): longest answer.
@@ -226,7 +231,8 @@ def power_sample(
             target: the base distribution becomes `p̃(x_t | x_<t) = softmax(processors(x_<t, logits_t))`, evaluated
             on each prefix (prompt included), in the proposal and in the acceptance ratio alike, so the target is
             `p̃(answer)^(1/T)` (see [`~hf_seqtemp.generation.processed`]; e.g. a suppressed token is never
-            sampled). Processors with a state across steps are refused with an error naming them.
+            sampled). Processors with a state across steps are refused with an error naming them; on an engine,
+            which targets the served `p` itself, any processor is refused.
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or a [`PowerSamplingOutput`].
@@ -243,65 +249,24 @@ def power_sample(
     ```
     """
     _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size)
-    check_generator_device(generator, input_ids.device)
-    conditionals = processed_conditionals(logits_processor)
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
-    eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
-    eos = eos.to(input_ids.device)
-    rollouts = ModelRollouts(model, alpha, generator, eos, pad, conditionals)
-    chain = (input_ids, attention_mask, max_new_tokens, alpha, mcmc_steps, block_size, generator, eos)
-    ids, acceptance, logp = _power_chain(rollouts, *chain)
-    if not return_dict_in_generate:
-        return ids
-    return PowerSamplingOutput(sequences=ids, acceptance_rate=acceptance, sequence_logps=logp.sum(dim=1))
-
-
-@torch.no_grad()
-def engine_power_sample(
-    client: EngineClient,
-    input_ids: torch.LongTensor,
-    attention_mask: torch.Tensor | None = None,
-    max_new_tokens: int = 16,
-    seq_temperature: float = 0.5,
-    mcmc_steps: int = 4,
-    block_size: int | None = None,
-    generator: torch.Generator | None = None,
-    return_dict_in_generate: bool = False,
-    eos_token_id: int | Sequence[int] | None = None,
-    pad_token_id: int | None = None,
-) -> PowerSamplingOutput | torch.LongTensor:
-    """Samples answers approximately from `p(answer | prompt)^(1/T)` by power sampling on an engine server: the
-    chain and [`PowerSamplingOutput`] of [`power_sample`], every rollout drawn by the engine
-    ([`~hf_seqtemp.generation.engine_rollout.EngineRollouts`]: the base model at token temperature `1 / alpha`,
-    whose processed log-probability of each drawn token is exactly `log r`, needing `--logprobs-mode
-    processed_logprobs`; `log p` from scoring the rollout). The values of the current suffix are kept from the
-    rollout that drew it: `r(x_t | x_<t)` depends on the prefix only, which a move after `t` does not change. Each
-    rollout is two engine requests (sampling round, scoring request).
-
-    Args:
-        client ([`~hf_seqtemp.engine.EngineClient`]): the server of the base model `p`, started with
-            `--logprobs-mode processed_logprobs`.
-        input_ids (`torch.LongTensor` of shape `(batch, prompt_length)`): prompts, left-padded.
-        attention_mask (`torch.Tensor` of shape `(batch, prompt_length)`, *optional*): 0 on padding.
-        max_new_tokens (`int`, *optional*, defaults to `16`): longest answer.
-        seq_temperature (`float`, *optional*, defaults to `0.5`): sequence temperature `T`.
-        mcmc_steps (`int`, *optional*, defaults to `4`): MH steps after each new block (0: token temperature `T`).
-        block_size (`int`, *optional*): tokens per block; `None` makes one block.
-        generator (`torch.Generator`, *optional*): seeds the boundaries, the acceptances and the engine's requests.
-        return_dict_in_generate (`bool`, *optional*, defaults to `False`): return a [`PowerSamplingOutput`].
-        eos_token_id (`int` or `list[int]`, *optional*): tokens that end an answer (kept); none: fixed length.
-        pad_token_id (`int`, *optional*): written after an answer's end; defaults to the first EOS id, else 0.
-
-    Returns:
-        `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or a [`PowerSamplingOutput`].
-    """
-    _check_arguments(input_ids, max_new_tokens, mcmc_steps, block_size)
-    alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
-    eos, pad = resolve_eos_and_pad(None, eos_token_id, pad_token_id)
-    eos = eos.to(input_ids.device)
-    proposal = EngineProposal(client, alpha, eos.tolist())
-    proposal.check(prompts_of(input_ids, attention_mask), max_new_tokens, "MH power sampling")
-    rollouts = EngineRollouts(proposal, seed_stream(generator, input_ids.device), pad)
+    if isinstance(model, EngineClient):
+        if logits_processor:
+            raise ValueError(
+                "`logits_processor` cannot be applied by an engine (it targets the served model's own p): drop it, "
+                "or pass the model instead of the engine (the transformers loop includes processors in p)."
+            )
+        eos, pad = resolve_eos_and_pad(None, eos_token_id, pad_token_id)
+        eos = eos.to(input_ids.device)
+        proposal = EngineProposal(model, alpha, eos.tolist())
+        proposal.check(prompts_of(input_ids, attention_mask), max_new_tokens, "MH power sampling")
+        rollouts = EngineRollouts(proposal, seed_stream(generator, input_ids.device), pad)
+    else:
+        check_generator_device(generator, input_ids.device)
+        conditionals = processed_conditionals(logits_processor)
+        eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
+        eos = eos.to(input_ids.device)
+        rollouts = ModelRollouts(model, alpha, generator, eos, pad, conditionals)
     chain = (input_ids, attention_mask, max_new_tokens, alpha, mcmc_steps, block_size, generator, eos)
     ids, acceptance, logp = _power_chain(rollouts, *chain)
     if not return_dict_in_generate:

@@ -29,7 +29,7 @@ from hf_seqtemp.engine import check_against_scorer, engine_sample_completions, p
 from hf_seqtemp.engine.agreement import local_token_logps
 from hf_seqtemp.generation.engine_rollout import EngineProposal
 from hf_seqtemp.generation.engine_smc import engine_smc_sample
-from hf_seqtemp.generation.power_sampling import engine_power_sample
+from hf_seqtemp.generation.power_sampling import power_sample
 
 ALPHA = 1 / T
 
@@ -182,7 +182,7 @@ def test_pimh_answers_on_the_engine_are_exact_where_one_runs_answer_is_not(engin
 def test_mh_power_sampling_on_the_engine_is_exact(engine):
     runs = 500
     ids, mask = _rows(runs)
-    out = engine_power_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, mcmc_steps=6,
+    out = power_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, mcmc_steps=6,
                               block_size=1, generator=torch.Generator().manual_seed(2), eos_token_id=EOS,
                               return_dict_in_generate=True)  # fmt: skip
     width = max(len(p) for p in PROMPTS)
@@ -203,7 +203,7 @@ def test_a_raw_log_prob_server_is_refused_for_the_token_proposal(engine, monkeyp
     with pytest.raises(ValueError, match="--logprobs-mode processed_logprobs"):
         engine_smc_sample(engine.base, ids, mask, max_new_tokens=NEW, eos_token_id=EOS)
     with pytest.raises(ValueError, match="raw log p"):
-        engine_power_sample(engine.base, ids, mask, max_new_tokens=NEW, eos_token_id=EOS)
+        power_sample(engine.base, ids, mask, max_new_tokens=NEW, eos_token_id=EOS)
     with pytest.raises(ValueError, match="is not served"):
         engine_smc_sample(engine.base, ids, mask, max_new_tokens=NEW, eos_token_id=EOS, adapter="other",
                           proposal_client=engine.proposer)  # fmt: skip

@@ -16,7 +16,7 @@ from hf_seqtemp.config import SequenceTemperatureConfig
 from hf_seqtemp.generation import strategies
 from hf_seqtemp.generation.adapters import register_tempered_adapter
 from hf_seqtemp.generation.engine_smc import engine_smc_sample
-from hf_seqtemp.generation.power_sampling import engine_power_sample
+from hf_seqtemp.generation.power_sampling import power_sample
 
 RUNS = 4
 
@@ -60,7 +60,7 @@ def test_generate_smc_and_mcmc_on_the_engine_draw_what_the_engine_samplers_draw(
                                generator=torch.Generator().manual_seed(7), **common)  # fmt: skip
     assert torch.equal(smc, direct) and smc.shape == (len(PROMPTS) * RUNS, ids.shape[1] + NEW)
     mh = _generate(engine.model, strategy="mcmc", engine=engine.base.base_url, mcmc_steps=2, block_size=1)
-    direct = engine_power_sample(engine.base, ids, mask, mcmc_steps=2, block_size=1,
+    direct = power_sample(engine.base, ids, mask, mcmc_steps=2, block_size=1,
                                  generator=torch.Generator().manual_seed(7), **common)  # fmt: skip
     assert torch.equal(mh, direct)
 

@@ -90,3 +90,16 @@ def test_power_sample_errors(kwargs, match):
         power_sample(tiny_llama(), torch.tensor([[0]]), **kwargs)
     with pytest.raises(ValueError, match="`input_ids` must be a 2-D tensor"):
         power_sample(tiny_llama(), torch.tensor([0]))
+
+
+def test_power_sample_on_an_engine_refuses_logits_processors_before_any_request():
+    """Given an engine client the chain targets the served p itself: a processor it cannot apply is refused by name
+    (before any request: nothing listens at this address), never dropped."""
+    from transformers import LogitsProcessorList, SuppressTokensLogitsProcessor
+
+    from hf_seqtemp.engine import EngineClient
+
+    client = EngineClient("http://127.0.0.1:9", timeout=1.0)
+    processors = LogitsProcessorList([SuppressTokensLogitsProcessor([2])])
+    with pytest.raises(ValueError, match="`logits_processor` cannot be applied by an engine"):
+        power_sample(client, torch.tensor([[1, 2]]), max_new_tokens=2, eos_token_id=3, logits_processor=processors)
