@@ -11,6 +11,8 @@ adds up with the answer's length. This benchmark measures it on the embedded Smo
 - p's completions are drawn exactly (`max_completion_length` tokens at most; the share cut before EOS is reported per
   pool as `clipped_fraction`);
 - the **once-tuned token temperature** is searched on the fit prompts' samples ([`tune_token_temperature_once`]);
+  where none reaches T (T_eff(t) peaks below T, as at T = 2 on long answers), the grid t whose T_eff there is
+  closest (`tuned_once_reaches_target` false, its T_eff in `tuned_once_fit_t_eff`);
 - each adapter recipe trains on the fit prompts (ratio loss L_p + 0.1 NLL, LoRA r = 16 all-linear): `from_T` starts at
   token temperature T (the demo's recipe), `from_tuned` starts at the once-tuned t (`init_token_temperature`), so
   training only has to learn what one scalar cannot. The recipe with the lower per-prompt error on the validation
@@ -52,7 +54,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _common import device_info, pick_device, print_device, provenance
 from _prompts import split_long_prompts, split_prompts
 from _tasks import conversation
-from fidelity_vs_tuned import per_prompt_tau
+from fidelity_vs_tuned import closest_token_temperature, per_prompt_tau
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset, tune_token_temperature_once
 from hf_seqtemp.likelihood import AutoregressiveScorer
@@ -85,6 +87,21 @@ def pool_split(pool: str, fit: int, validation: int, held_out: int, seed: int) -
 
 def _rounded(values) -> list[float]:
     return [round(float(v), 5) for v in values]
+
+
+def tuned_or_closest(base, fit, temperature: float, tokenizer, score: dict) -> tuple[float, bool | float]:
+    """The once-tuned token temperature and `True`; where no token temperature reaches T on the fit prompts (T_eff(t)
+    peaks below T), what a user who tunes once can do instead: the t of `fidelity_vs_tuned.GRID` whose T_eff on the
+    fit prompts is closest to T, and that T_eff."""
+    try:
+        return tune_token_temperature_once(base, fit, temperature, tokenizer, **score), True
+    except ValueError as error:
+        if "no token temperature" not in str(error):
+            raise
+        t, t_eff, _ = closest_token_temperature(base, fit, temperature, score["batch_size"])
+        print(f"  no token temperature reaches T = {temperature:g} on the fit prompts: the closest, t = {t:g}, gives "
+              f"T_eff {t_eff:.3f} there", flush=True)  # fmt: skip
+        return t, t_eff
 
 
 def add_excess(output: Path, logps_path: Path) -> None:
@@ -222,7 +239,7 @@ def main(argv=None) -> None:
         print(f"[{pool}] clipped {clipped}, mean answer tokens {lengths}", flush=True)
         for temperature in args.temperatures:
             started = time.time()
-            t_once = tune_token_temperature_once(base, data["fit"], temperature, tokenizer, **score)
+            t_once, reached = tuned_or_closest(base, data["fit"], temperature, tokenizer, score)
             once = {name: score_dataset(base, data[name], AutoregressiveScorer(token_temperature=t_once), **score)[0]
                     for name in ("validation", "held_out")}  # fmt: skip
             print(f"[{pool}] T = {temperature:g}: once-tuned token temperature {t_once:.4f}", flush=True)
@@ -256,6 +273,8 @@ def main(argv=None) -> None:
                 "held_out_prompts": len(set(groups["held_out"])),
                 "samples_per_prompt": args.held_out_generations,
                 "tuned_once_token_temperature": t_once,
+                "tuned_once_reaches_target": reached is True,
+                "tuned_once_fit_t_eff": temperature if reached is True else reached,
                 "pooled_t_eff": {"adapter": adapter["pooled_t_eff"], "tuned_once": tuned["pooled_t_eff"]},
                 "recipes": {recipe: recipe_summary(figures) for recipe, figures in recipes.items()},
                 "tuned_once_validation_error": statistics.fmean(tuned_validation["error"]),
