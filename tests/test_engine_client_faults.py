@@ -116,7 +116,7 @@ def test_a_refused_connection_stops_training_at_once_naming_the_server(tmp_path)
     """Nothing listens at `vllm_server_base_url`: the trainer's first draw fails in about no time, not after
     `vllm_server_timeout` (30 s here; 240 s by default) of polling a closed port."""
     from datasets import Dataset
-    from engine.conftest import engine_llama, word_tokenizer
+    from engine_models import engine_llama, word_tokenizer
     from peft import LoraConfig
 
     from hf_seqtemp import SeqTempConfig, SeqTempTrainer

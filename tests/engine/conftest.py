@@ -18,9 +18,9 @@ import types
 
 import pytest
 import torch
+from engine_models import engine_llama, word_tokenizer  # the engine tests import them from here
 
 from hf_seqtemp.engine import EngineServer, EngineSettings, engine_python
-from hf_seqtemp.models.tiny import tiny_causal_lm
 
 V, EOS, T = 4, 3, 0.5
 NEW = 3
@@ -28,34 +28,6 @@ PROMPTS = ([0, 1], [2, 1, 0], [0, 2])  # three prompts of two lengths (the engin
 START_TIMEOUT = 3600.0  # seconds in all: a busy machine (load 10-30) starts two servers slowly, but they work
 STALL_TIMEOUT = 300.0  # seconds without a log line or CPU time: a hung start fails here, whatever the load
 REQUEST_TIMEOUT = 300.0
-
-
-def engine_llama(vocab_size: int = V, initializer_range: float = 0.3):
-    """The served model: one layer, head size 32 (vLLM's CPU attention takes 32, 64, 80, ...), |V| = 4 with EOS 3,
-    conditionals far from uniform but not degenerate (entropy about 0.8 nats per token, EOS about a third); with
-    `vocab_size=8` (EOS 7) and `initializer_range=0.1`, near-uniform conditionals, the toy on which one SMC run's
-    answers are visibly biased at N = 4 (bias bounds 0.27-0.45 measured on its local copy)."""
-    return tiny_causal_lm(
-        vocab_size=vocab_size,
-        seed=1,
-        hidden_size=64,
-        max_position_embeddings=64,
-        initializer_range=initializer_range,
-        bos_token_id=0,
-        eos_token_id=vocab_size - 1,
-        pad_token_id=None,
-    )
-
-
-def word_tokenizer():
-    """The served model's words: "x", "y" are tokens 1 and 2, "z" (token 3) is EOS, "<s>" (0) is prepended."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    backend = Tokenizer(models.WordLevel({"<s>": 0, "x": 1, "y": 2, "z": 3}, unk_token="<s>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="z", pad_token="<s>")
 
 
 def lora_of(model, seed: int = 2, scale: float = 0.3):
