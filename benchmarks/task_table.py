@@ -132,6 +132,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--adapter_particles", type=int, nargs="+", help="override the mode's adapter-proposal sizes")
     parser.add_argument(
+        "--adapter_pimh_steps", type=int, nargs="+", help="adapter-proposal SMC rows per PIMH chain length (default 0)"
+    )
+    parser.add_argument(
         "--answer_samples", type=int, nargs="+", help="override the mode's N of majority vote / answer sharpening"
     )
     parser.add_argument("--train_seed", type=int, help=f"seed of both trainings (default {TRAINING['train_seed']})")
@@ -170,7 +173,7 @@ def resolve_settings(args) -> dict:
     if args.train_seed is not None:
         settings["train_seed"] = args.train_seed
     for name in ("families", "seeds", "alphas", "held_out_prompts", "train_prompts", "max_steps", "max_new_tokens",
-                 "smc_particles", "adapter_particles", "answer_samples", "prompts_per_call", "pimh_steps"):  # fmt: skip
+                 "smc_particles", "adapter_particles", "answer_samples", "prompts_per_call", "pimh_steps", "adapter_pimh_steps"):  # fmt: skip
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     if args.mcmc_steps is not None:
@@ -368,12 +371,14 @@ def trained_rows(tokenizer, family, train, held_out, settings, device, scores) -
                 row(f"distill T={temperature:g}", model, temperature, train_seconds=distill_seconds,
                     train_steps=settings["max_steps"], train_log=log)  # fmt: skip
                 adapter_particles = settings["adapter_particles"] if "smc-adapter" in settings["rows"] else []
-                for particles in adapter_particles:  # the distilled adapter proposes, p^α is the target
-                    name = f"smc-adapter α={alpha:g} N={particles}"
-                    result = evaluate(samplers.smc(alpha, particles, proposal="adapter"), model, tokenizer, family,
-                                      held_out, settings, settings["seeds"], settings["samples"])  # fmt: skip
+                chains = settings.get("adapter_pimh_steps") or [0]
+                for particles, steps in [(n, k) for n in adapter_particles for k in chains]:  # p^α is the target
+                    name = f"smc-adapter α={alpha:g} N={particles}" + (f" pimh={steps}" if steps else "")
+                    sampler = samplers.smc(alpha, particles, proposal="adapter", pimh_steps=steps)
+                    result = evaluate(sampler, model, tokenizer, family, held_out, settings, settings["seeds"],
+                                      settings["samples"])  # fmt: skip
                     rows.append({"row": name, "target_T": temperature, **result, "num_particles": particles,
-                                 "proposal": f"distill T={temperature:g}"})  # fmt: skip
+                                 "pimh_steps": steps, "proposal": f"distill T={temperature:g}"})  # fmt: skip
                     print(f"  {name}: pass@1 {result['pass@1']:.3f}", flush=True)
                 del model
             if "rloo" not in settings["rows"]:
