@@ -49,7 +49,9 @@ def test_token_temperature_tempers_the_toys_prompts_unequally_and_the_metric_rea
     mask[:, 2:] = True
     with torch.no_grad():
         myopic = scorer(model, rows, torch.ones_like(rows), mask).double()
-    per_prompt = torch.tensor(list(per_prompt_effective_temperature(ref, myopic, groups).values()))
+    per_prompt = torch.tensor(
+        list(per_prompt_effective_temperature(ref, myopic, groups).values()), dtype=torch.float64
+    )
     for g, value in enumerate(per_prompt.tolist()):  # each prompt's figure is its own least-squares slope
         members = groups == g
         assert value == pytest.approx(effective_temperature(ref[members], myopic[members]), rel=1e-6)
