@@ -51,6 +51,9 @@ DISTILLED = tuple(f"task_table_cpu_{{}}_distill_train_seed{seed}.json" for seed 
 ANSWER_LEVEL = ("task_table_cpu_{}_answer_level.json",)
 SMC_ESS = "task_table_cpu_{}_smc_ess.json"
 TUNED_PIMH = "task_table_cpu_{}_tuned_pimh.json"  # the once-tuned token temperature; SMC-4 and its PIMH chains
+# long families: the adapter as SMC's proposal with PIMH chains (a second distillation run of training seed 0)
+ADAPTER_PIMH = "task_table_cpu_{}_adapter_pimh.json"
+LONG_ONLY = (ADAPTER_PIMH,)
 ROUTES = (
     ("token", "token temperature 0.25", "token T=0.25", (FULL,), ("samplers", "token_temperature")),
     ("tuned", "token temperature tuned once (T_eff 0.25 on training prompts)", "token tuned once T=0.25",
@@ -58,6 +61,10 @@ ROUTES = (
     ("ratio", "trained adapter (ratio loss)", "ours T=0.25", TRAINED, None),
     ("distill", "trained adapter (SMC distillation)", "distill T=0.25", DISTILLED, None),
     ("smc_adapter", "adapter as SMC's proposal, N = 4", "smc-adapter α=4 N=4", DISTILLED, ("smc_proposals", "adapter_N4")),
+    ("smc_adapter_pimh3", "adapter as SMC's proposal, N = 4, PIMH 3 steps (4 runs)", "smc-adapter α=4 N=4 pimh=3",
+     (ADAPTER_PIMH,), None),
+    ("smc_adapter_pimh7", "adapter as SMC's proposal, N = 4, PIMH 7 steps (8 runs)", "smc-adapter α=4 N=4 pimh=7",
+     (ADAPTER_PIMH,), None),
     ("smc8", "token-proposal SMC, N = 8", "smc α=4", (FULL,), None),
     ("smc4", "token-proposal SMC, N = 4 (one run's answer)", "smc α=4 N=4", (TUNED_PIMH,), None),
     ("smc4_pimh1", "SMC, N = 4, PIMH 1 step (2 runs)", "smc α=4 N=4 pimh=1", (TUNED_PIMH,), None),
@@ -84,6 +91,8 @@ COMPARISONS = (
     *[(a, b) for a in ("smc8", "smc_adapter") for b in ("vote_p4", "sharpen_p4", "vote_t4", "sharpen_t4")],
     ("smc4_pimh1", "smc8"),  # 8 particles' token-forwards each: two runs of 4 in a chain, or one run of 8
     ("smc4_pimh3", "smc4"),
+    ("smc_adapter_pimh3", "smc_adapter"),  # long family: what the chain buys over one run (4x the forwards)
+    ("smc_adapter_pimh7", "mh"),  # long family: 8 runs of 4 particles cost about MH's token-forwards
 )
 
 
@@ -114,8 +123,8 @@ def per_prompt_answers(row: dict, settings: dict) -> list[list[list[bool]]]:
 def task_figures(route_row: str, patterns: tuple, family: str, rng: random.Random) -> tuple[dict, list[str]] | None:
     """Pass@1 / pass@8 / distinct answers of one route on one family, pooled over the runs (training seeds) found."""
     runs, sources = [], []
-    if family in LONG_FAMILIES:  # one table run holds every row of a long family (training seed 0)
-        patterns = (FULL,)
+    if family in LONG_FAMILIES:  # one table run holds a long family's rows (training seed 0); PIMH rows a second
+        patterns = tuple(p for p in patterns if p in LONG_ONLY) or (FULL,)
     for pattern in patterns:
         name = pattern.format(family)
         payload = _load(name)
@@ -289,7 +298,11 @@ def markdown(decision: dict) -> str:
         "| route | sequential calls / answer | token-forwards / answer | GPU latency | training (CPU, 8 steps) | "
         "T_eff / τ, target 0.25 | KL to p^4, toy | ESS / N per answer |\n|---|---:|---:|---|---|---|---|---|\n"
     )
-    cost = "".join(f"| {r['label']} | " + " | ".join(_cost_cells(r)) + " |\n" for r in decision["routes"])
+    cost = "".join(
+        f"| {r['label']} | " + " | ".join(_cost_cells(r)) + " |\n"
+        for r in decision["routes"]
+        if any(f in r["tasks"] for f in SHORT_FAMILIES)
+    )
     answers = "| route | addition | capitals | comparison |\n|---|---|---|---|\n" + "".join(
         f"| {r['label']} | " + " | ".join(_answer_cell(r["tasks"].get(f)) for f in SHORT_FAMILIES) + " |\n"
         for r in decision["routes"]
