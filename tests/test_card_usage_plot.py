@@ -8,9 +8,8 @@ import pytest
 import torch
 from datasets import Dataset
 from peft import LoraConfig
-from tiny_models import tiny_causal_lm
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+from tiny_models import save_word_base, word_tokenizer
+from transformers import AutoModelForCausalLM
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig
 from hf_seqtemp.card import plot_log_likelihoods, render_model_card, within_prompt_points
@@ -20,37 +19,29 @@ CHAT = "{% for m in messages %}{{ m['content'] }} {% endfor %}{% if add_generati
 
 
 def _tokenizer(chat: bool):
-    vocab = {"<s>": 0, "a": 1, "b": 2, "c": 3, "d": 4, "<pad>": 5}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>")
-    tokenizer.chat_template = CHAT if chat else None
-    return tokenizer
+    return word_tokenizer(CHAT if chat else None)
 
 
-@pytest.mark.parametrize("chat", [True, False])
-def test_the_cards_usage_example_runs_and_uses_the_real_repo_id(chat, tmp_path, capsys):
-    base = tiny_causal_lm(6, seed=3)
-    base.config.pad_token_id = 5
-    base.save_pretrained(tmp_path / "base")
-    _tokenizer(chat).save_pretrained(tmp_path / "base")
+def _trainer(tmp_path, chat: bool, output_dir: str, **config) -> SeqTempTrainer:
+    """One step of training on the tiny model saved to `tmp_path / "base"` with its word tokenizer (a chat template
+    when `chat`), ready to save a card."""
+    save_word_base(tmp_path / "base", CHAT if chat else None)
     args = SeqTempConfig(
-        output_dir=str(tmp_path / "run"),
-        use_cpu=True,
-        max_steps=1,
-        save_strategy="no",
-        per_device_train_batch_size=8,
-        report_to="none",
-        hub_model_id="me/real-repo",  # known, though nothing is pushed
+        output_dir=output_dir, use_cpu=True, max_steps=1, save_strategy="no", per_device_train_batch_size=8, **config
     )
-    trainer = SeqTempTrainer(
+    return SeqTempTrainer(
         AutoModelForCausalLM.from_pretrained(tmp_path / "base"),
         args,
         train_dataset=Dataset.from_dict({"text": ["a b c d", "b c d a"] * 4}),
         processing_class=_tokenizer(chat),
         peft_config=LoraConfig(r=2, target_modules=["q_proj"]),
     )
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_the_cards_usage_example_runs_and_uses_the_real_repo_id(chat, tmp_path, capsys):
+    # the Hub repository is known, though nothing is pushed
+    trainer = _trainer(tmp_path, chat, str(tmp_path / "run"), report_to="none", hub_model_id="me/real-repo")
     trainer.save_model(str(tmp_path / "saved"))
     card = (tmp_path / "saved" / "README.md").read_text(encoding="utf-8")
     assert 'load_tempered("me/real-repo")' in card and "<user>/<repo>" not in card
@@ -95,21 +86,8 @@ def test_the_plot_is_within_prompts_with_a_panel_per_model(tmp_path):
 def test_without_a_repo_id_the_cards_example_runs_offline_from_the_folder_as_written(tmp_path, capsys, monkeypatch):
     """No Hub repository named: the card's example loads the folder it was written to, model and tokenizer (the
     folder ships one), and runs as printed, offline, from the folder the save was made in."""
-    base = tiny_causal_lm(6, seed=3)
-    base.config.pad_token_id = 5
-    base.save_pretrained(tmp_path / "base")
-    _tokenizer(True).save_pretrained(tmp_path / "base")
     monkeypatch.chdir(tmp_path)
-    args = SeqTempConfig(
-        output_dir="run", use_cpu=True, max_steps=1, save_strategy="no", per_device_train_batch_size=8
-    )
-    trainer = SeqTempTrainer(
-        AutoModelForCausalLM.from_pretrained(tmp_path / "base"),
-        args,
-        train_dataset=Dataset.from_dict({"text": ["a b c d", "b c d a"] * 4}),
-        processing_class=_tokenizer(True),
-        peft_config=LoraConfig(r=2, target_modules=["q_proj"]),
-    )
+    trainer = _trainer(tmp_path, True, "run")
     trainer.save_model("out/adapter")
     card = (tmp_path / "out" / "adapter" / "README.md").read_text(encoding="utf-8")
     assert "<user>/<repo>" not in card and "pip install hf-seqtemp" not in card
@@ -219,21 +197,8 @@ def test_the_cards_training_free_line_works_on_the_folder_it_is_in(tmp_path, mon
     through the folder's own `custom_generate/` (what the Hub repository carries)."""
     import hf_seqtemp
 
-    base = tiny_causal_lm(6, seed=3)
-    base.config.pad_token_id = 5
-    base.save_pretrained(tmp_path / "base")
-    _tokenizer(False).save_pretrained(tmp_path / "base")
     monkeypatch.chdir(tmp_path)
-    args = SeqTempConfig(
-        output_dir="run", use_cpu=True, max_steps=1, save_strategy="no", per_device_train_batch_size=8
-    )
-    trainer = SeqTempTrainer(
-        AutoModelForCausalLM.from_pretrained(tmp_path / "base"),
-        args,
-        train_dataset=Dataset.from_dict({"text": ["a b c d", "b c d a"] * 4}),
-        processing_class=_tokenizer(False),
-        peft_config=LoraConfig(r=2, target_modules=["q_proj"]),
-    )
+    trainer = _trainer(tmp_path, False, "run")
     trainer.save_model("saved")
     trainer.save_for_hub("hub")
     inputs = _tokenizer(False)("a b", return_tensors="pt")

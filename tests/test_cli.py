@@ -7,9 +7,8 @@ import re
 
 import pytest
 import torch
-from tiny_models import tiny_causal_lm
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+from tiny_models import save_word_base, tiny_causal_lm, word_tokenizer
+from transformers import AutoModelForCausalLM
 
 from hf_seqtemp import SeqTempConfig, SequenceTemperatureConfig, hub, load_tempered
 from hf_seqtemp.cli import COMMANDS, main
@@ -21,21 +20,14 @@ WORDS = ["a", "b", "c", "d"]
 
 
 def _tokenizer():
-    vocab = {"<s>": 0, "a": 1, "b": 2, "c": 3, "d": 4, "<pad>": 5}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>")
+    return word_tokenizer()
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     """A tiny base model + tokenizer folder, a train and a held-out jsonl file, and a prompts file."""
     root = tmp_path_factory.mktemp("cli")
-    model = tiny_causal_lm(6, seed=3)
-    model.config.pad_token_id = 5
-    model.save_pretrained(root / "base")
-    _tokenizer().save_pretrained(root / "base")
+    save_word_base(root / "base")
     rng = random.Random(0)
     for name, count in (("train", 32), ("held_out", 16)):
         with open(root / f"{name}.jsonl", "w", encoding="utf-8") as handle:

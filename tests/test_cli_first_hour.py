@@ -8,25 +8,13 @@ import subprocess
 import sys
 
 import pytest
-from tiny_models import tiny_causal_lm
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import PreTrainedTokenizerFast
+from tiny_models import save_word_base
 
 from hf_seqtemp.cli import commands as cli_commands
 from hf_seqtemp.cli import main
 
 WORDS = ["a", "b", "c", "d"]
 CHAT = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
-
-
-def _tokenizer():
-    vocab = {"<s>": 0, "a": 1, "b": 2, "c": 3, "d": 4, "<pad>": 5}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>")
-    tokenizer.chat_template = CHAT
-    return tokenizer
 
 
 def _jsonl(path, rows):
@@ -37,10 +25,7 @@ def _jsonl(path, rows):
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("first_hour")
-    model = tiny_causal_lm(6, seed=3)
-    model.config.pad_token_id = 5
-    model.save_pretrained(root / "base")
-    _tokenizer().save_pretrained(root / "base")
+    save_word_base(root / "base", CHAT)
     rng = random.Random(0)
     _jsonl(root / "text.jsonl", [{"text": " ".join(rng.choice(WORDS) for _ in range(4))} for _ in range(32)])
     prompts = [f"{x} {y}" for x in WORDS for y in WORDS[:2]]  # 8 prompts, 3 completions each, 2 turns before

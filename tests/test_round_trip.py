@@ -10,9 +10,8 @@ import pytest
 import torch
 from datasets import Dataset
 from peft import LoraConfig
-from tiny_models import tiny_causal_lm
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+from tiny_models import save_word_base, word_tokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, hub, load_tempered
 from hf_seqtemp.cli import main
@@ -22,11 +21,7 @@ PROBE = torch.tensor([[0, 1, 2, 3, 4], [0, 4, 4, 1, 2], [0, 2, 1, 1, 3]])
 
 
 def _tokenizer():
-    vocab = {"<s>": 0, "a": 1, "b": 2, "c": 3, "d": 4, "<pad>": 5}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>")
+    return word_tokenizer()
 
 
 def _logps(model) -> torch.Tensor:
@@ -39,10 +34,7 @@ def _logps(model) -> torch.Tensor:
 def root(tmp_path_factory):
     """A tiny base model + tokenizer folder and a text corpus."""
     root = tmp_path_factory.mktemp("round_trip")
-    model = tiny_causal_lm(6, seed=3)
-    model.config.pad_token_id = 5
-    model.save_pretrained(root / "base")
-    _tokenizer().save_pretrained(root / "base")
+    save_word_base(root / "base")
     rng = random.Random(0)
     texts = [" ".join(rng.choice(WORDS) for _ in range(4)) for _ in range(32)]
     (root / "train.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")

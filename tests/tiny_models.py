@@ -152,3 +152,31 @@ class TinyMaskedLM(DiffusionLM):
 def masked_lm():
     """Vocabulary of 5 with id 4 as the mask token: 4 real tokens."""
     return TinyMaskedLM(tiny_bert(), mask_token_id=4)
+
+
+# ------------------------------------------------------------------------------------------------ word tokenizer
+WORD_VOCAB = {"<s>": 0, "a": 1, "b": 2, "c": 3, "d": 4, "<pad>": 5}
+
+
+def word_tokenizer(chat_template: str | None = None):
+    """A whitespace word tokenizer over `WORD_VOCAB` ("a" … "d", BOS `<s>` prepended, pad `<pad>` = 5, no EOS), with
+    `chat_template` when given: the vocabulary of `tiny_causal_lm(6, ...)` models saved as a folder."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel(WORD_VOCAB, unk_token="<pad>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>")
+    tokenizer.chat_template = chat_template
+    return tokenizer
+
+
+def save_word_base(folder, chat_template: str | None = None, seed: int = 3):
+    """Saves `tiny_causal_lm(6, seed)` (pad id 5) and its `word_tokenizer` to `folder`, as a user's base model
+    folder; returns the folder."""
+    model = tiny_causal_lm(6, seed=seed)
+    model.config.pad_token_id = 5
+    model.save_pretrained(folder)
+    word_tokenizer(chat_template).save_pretrained(folder)
+    return folder

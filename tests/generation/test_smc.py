@@ -71,6 +71,23 @@ def _runs(model, num_particles, runs, seed=0, **kwargs):
     )
 
 
+def _generate_runs(model, num_particles, runs, seed=0, **kwargs):
+    """`_runs` through `model.generate(..., custom_generate=hf_seqtemp.seqtemp_generate, strategy="smc")`."""
+    return model.generate(
+        PROMPTS.repeat_interleave(runs, dim=0),
+        attention_mask=PROMPT_MASK.repeat_interleave(runs, dim=0),
+        max_new_tokens=NEW,
+        custom_generate=hf_seqtemp.seqtemp_generate,
+        seq_temperature=T,
+        strategy="smc",
+        num_particles=num_particles,
+        generator=torch.Generator().manual_seed(seed),
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        **kwargs,
+    )
+
+
 def _answer_law_kls(model, out, runs):
     """Per prompt, KL(law of the returned answer || target), the law estimated from the weighted particles."""
     answers, targets = _oracle(model)
@@ -184,20 +201,7 @@ def test_generate_smc_targets_the_processed_model_with_a_ramp(model):
     from transformers.generation.logits_process import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
 
     runs = 1000
-    out = model.generate(
-        PROMPTS.repeat_interleave(runs, dim=0),
-        attention_mask=PROMPT_MASK.repeat_interleave(runs, dim=0),
-        max_new_tokens=NEW,
-        custom_generate=hf_seqtemp.seqtemp_generate,
-        seq_temperature=T,
-        strategy="smc",
-        num_particles=128,
-        alpha_ramp_tokens=2,
-        repetition_penalty=3.0,
-        generator=torch.Generator().manual_seed(0),
-        eos_token_id=EOS,
-        pad_token_id=PAD,
-    )
+    out = _generate_runs(model, 128, runs, alpha_ramp_tokens=2, repetition_penalty=3.0)
     answers, plain_targets = _oracle(model)
     against_plain = []
     for b in range(len(answers)):

@@ -14,7 +14,19 @@ import math
 import pytest
 import torch
 from distribution_checks import cell_counts, chi_square_pvalue
-from generation.test_smc import EOS, NEW, PAD, PROMPT_MASK, PROMPTS, T, V, _oracle, _processed_target, _runs
+from generation.test_smc import (
+    EOS,
+    NEW,
+    PAD,
+    PROMPT_MASK,
+    PROMPTS,
+    T,
+    V,
+    _generate_runs,
+    _oracle,
+    _processed_target,
+    _runs,
+)
 from peft import LoraConfig, get_peft_model
 from tiny_models import tiny_llama
 
@@ -244,19 +256,7 @@ def test_generate_with_a_loaded_adapter_proposes_from_it_by_default():
     model = _adapted(seed=2)
     register_tempered_adapter(model, SequenceTemperatureConfig(target_temperature=T), "default")
     runs = 1000
-    out = model.generate(
-        PROMPTS.repeat_interleave(runs, dim=0),
-        attention_mask=PROMPT_MASK.repeat_interleave(runs, dim=0),
-        max_new_tokens=NEW,
-        custom_generate=hf_seqtemp.seqtemp_generate,
-        seq_temperature=T,
-        strategy="smc",
-        num_particles=64,
-        generator=torch.Generator().manual_seed(0),
-        eos_token_id=EOS,
-        pad_token_id=PAD,
-        return_dict_in_generate=True,
-    )
+    out = _generate_runs(model, 64, runs, return_dict_in_generate=True)
     assert out.model_calls == 2 * NEW  # the adapter proposal's two passes per token
     with model.disable_adapter():
         answers, targets = _oracle(model)

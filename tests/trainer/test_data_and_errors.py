@@ -5,9 +5,8 @@ import re
 import pytest
 import torch
 from datasets import Dataset
-from tiny_models import tiny_causal_lm
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import PreTrainedTokenizerFast, TrainingArguments
+from tiny_models import tiny_causal_lm, word_tokenizer
+from transformers import TrainingArguments
 
 from hf_seqtemp import LOSSES, AutoregressiveScorer, SeqTempConfig, SeqTempTrainer, SequenceTemperatureConfig
 from hf_seqtemp.trainer.engine_arguments import EngineArguments
@@ -15,11 +14,7 @@ from hf_seqtemp.trainer.trl_names import RefusedTRLArguments
 
 
 def _tokenizer():
-    vocab = {"<s>": 0, "a": 1, "b": 2, "c": 3, "d": 4, "<pad>": 5}
-    backend = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>")
+    return word_tokenizer()
 
 
 def _args(tmp_path, **kw):

@@ -10,8 +10,9 @@ import torch
 from datasets import Dataset
 from peft import LoraConfig
 from tiny_models import tiny_masked_lm
+from trainer.test_trainer import _config as trainer_config
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer
+from hf_seqtemp import SeqTempTrainer
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
 from hf_seqtemp.likelihood.elbo import diffusion_elbo_loss
 from hf_seqtemp.likelihood.masked_diffusion import MaskedDiffusionScorer, order_logps
@@ -53,23 +54,8 @@ def samples(ref_logps: torch.Tensor, num: int, seed: int = 0) -> Dataset:
 
 
 def _config(tmp_path, **overrides):
-    values = {
-        "output_dir": str(tmp_path),
-        "target_temperature": 0.5,
-        "learning_rate": 3e-3,
-        "max_steps": 80,
-        "nll_weight": 0.05,
-        "per_device_train_batch_size": 64,
-        "per_device_eval_batch_size": 64,
-        "logging_steps": 40,
-        "save_strategy": "no",
-        "use_cpu": True,
-        "seed": 0,
-        "lr_scheduler_type": "constant",
-        "disable_tqdm": True,
-    }
-    values.update(overrides)
-    return SeqTempConfig(**values)
+    """The autoregressive training tests' configuration, 80 steps with 0.05 x L_diff."""
+    return trainer_config(tmp_path, **{"max_steps": 80, "nll_weight": 0.05, "logging_steps": 40, **overrides})
 
 
 @pytest.mark.parametrize("method", ["exact", "mc"])

@@ -10,21 +10,9 @@ from datasets import Dataset
 from peft import LoraConfig, get_peft_model
 from tiny_models import tiny_causal_lm
 from toy import as_dataset, sample_sequences
+from trainer.test_trl_habits import LORA, _config, _data
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
-
-LORA = {"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"]}
-
-
-def _config(tmp_path, **overrides):
-    values = {"output_dir": str(tmp_path / "run"), "target_temperature": 0.5, "max_steps": 2, "seed": 0}
-    values.update(per_device_train_batch_size=8, per_device_eval_batch_size=8, learning_rate=1e-2)
-    values.update(save_strategy="no", use_cpu=True, disable_tqdm=True, report_to=[])
-    return SeqTempConfig(**{**values, **overrides})
-
-
-def _data(seed=2, num=16):
-    return as_dataset(sample_sequences(tiny_causal_lm(6, seed=3), num, 4, seed=seed))
 
 
 def _logged(trainer, name):
