@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -68,6 +67,7 @@ from _tasks import FAMILIES, conversation, get_family, split_family
 from hf_seqtemp import load_default_model, pass_at_k, sample_dataset
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report, tune_myopic
+from hf_seqtemp.metrics import paired_interval
 
 MODES = {
     "quick": {
@@ -181,13 +181,6 @@ def resolve_settings(args) -> dict:
     return settings
 
 
-def bootstrap_interval(values: list[float], seed: int = 0) -> tuple[float, float]:
-    """95 % percentile interval of the mean of `values` (one per prompt), resampling prompts."""
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(values, k=len(values))) for _ in range(BOOTSTRAP))
-    return means[int(0.025 * BOOTSTRAP)], means[int(0.975 * BOOTSTRAP) - 1]
-
-
 def evaluate(sample, model, tokenizer, family, held_out: list, settings: dict, seeds: list[int], n: int) -> dict:
     """pass@1 (interval), pass@8 and costs of one sampler on the held-out prompts, over `seeds` (and, for an SMC
     sampler that records it, the ESS / N of the weights each answer was drawn from)."""
@@ -223,7 +216,7 @@ def summarise(runs: list[dict], family, held_out: list, n: int) -> dict:
             per_prompt[i].append(c / n)
         per_seed.append(statistics.fmean(c / n for c in correct))
         pass8.append(statistics.fmean(pass_at_k(n, c, min(8, n)) for c in correct))
-    low, high = bootstrap_interval([statistics.fmean(v) for v in per_prompt])
+    low, high = paired_interval([statistics.fmean(v) for v in per_prompt], seed=0, replicates=BOOTSTRAP)
     answers = sum(r["answers"] for r in runs)
     return {
         "pass@1": statistics.fmean(per_seed),
