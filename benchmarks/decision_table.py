@@ -61,10 +61,6 @@ ROUTES = (
     ("ratio", "trained adapter (ratio loss)", "ours T=0.25", TRAINED, None),
     ("distill", "trained adapter (SMC distillation)", "distill T=0.25", DISTILLED, None),
     ("smc_adapter", "adapter as SMC's proposal, N = 4", "smc-adapter α=4 N=4", DISTILLED, ("smc_proposals", "adapter_N4")),
-    ("smc_adapter_pimh3", "adapter as SMC's proposal, N = 4, PIMH 3 steps (4 runs)", "smc-adapter α=4 N=4 pimh=3",
-     (ADAPTER_PIMH,), None),
-    ("smc_adapter_pimh7", "adapter as SMC's proposal, N = 4, PIMH 7 steps (8 runs)", "smc-adapter α=4 N=4 pimh=7",
-     (ADAPTER_PIMH,), None),
     ("smc8", "token-proposal SMC, N = 8", "smc α=4", (FULL,), None),
     ("smc4", "token-proposal SMC, N = 4 (one run's answer)", "smc α=4 N=4", (TUNED_PIMH,), None),
     ("smc4_pimh1", "SMC, N = 4, PIMH 1 step (2 runs)", "smc α=4 N=4 pimh=1", (TUNED_PIMH,), None),
@@ -77,6 +73,11 @@ ROUTES = (
     ("vote_t4", "majority vote, 4 samples at token T 0.25", "vote T=0.25 N=4", ANSWER_LEVEL, None),
     ("sharpen_t4", "answer-level sharpening, 4 samples at token T 0.25", "sharpen α=4 T=0.25 N=4", ANSWER_LEVEL, None),
     ("ancestral", "p itself (ancestral sampling)", "ancestral", (FULL,), ("samplers", "plain")),
+    # last, so that the bootstrap draws of the routes above do not move with them
+    ("smc_adapter_pimh3", "adapter as SMC's proposal, N = 4, PIMH 3 steps (4 runs)", "smc-adapter α=4 N=4 pimh=3",
+     (ADAPTER_PIMH,), None),
+    ("smc_adapter_pimh7", "adapter as SMC's proposal, N = 4, PIMH 7 steps (8 runs)", "smc-adapter α=4 N=4 pimh=7",
+     (ADAPTER_PIMH,), None),
 )  # fmt: skip
 # the ESS / N of the weights each SMC answer was drawn from: read from the rerun of the same route and settings
 ROW_ALIASES = {"smc α=4": ("smc α=4 N=8",)}
