@@ -6,7 +6,7 @@ normalisers Z_i(t) differ from prefix to prefix, so what separates a token tempe
 adds up with the answer's length. This benchmark measures it on the embedded SmolLM2-135M-Instruct, per prompt:
 
 - a pool of prompts (`long`: a sentence, two tips, a one-sentence explanation; `open`: the fidelity benchmark's
-  short-answer prompts) is split BY PROMPT into `fit` prompts (training and tuning), `validation` prompts (both drawn
+  short-answer prompts; `mixed`: half open, half addition and capital questions, as in `fidelity_vs_tuned.py`) is split BY PROMPT into `fit` prompts (training and tuning), `validation` prompts (both drawn
   from the training side: they choose the recipe) and `held_out` prompts (scored only);
 - p's completions are drawn exactly (`max_completion_length` tokens at most; the share cut before EOS is reported per
   pool as `clipped_fraction`);
@@ -54,7 +54,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _common import device_info, pick_device, print_device, provenance
 from _prompts import split_long_prompts, split_prompts
 from _tasks import conversation
-from fidelity_vs_tuned import closest_token_temperature, per_prompt_tau
+from fidelity_vs_tuned import closest_token_temperature, per_prompt_tau, pool_prompts
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset, tune_token_temperature_once
 from hf_seqtemp.likelihood import AutoregressiveScorer
@@ -75,14 +75,18 @@ RECIPES = {
     "lr 1e-3 cosine",
 }
 LEARNING_RATES = {"from_T": 1e-3, "from_tuned": 3e-4, "from_tuned_fast": 1e-3}
+POOLS = ("long", "open", "mixed")
 
 
 def pool_split(pool: str, fit: int, validation: int, held_out: int, seed: int) -> dict:
     """`{"fit", "validation", "held_out"}` conversations of `pool`: disjoint prompts; validation comes from the
     training side of the split (the held-out prompts are the same whatever `fit` and `validation` ask)."""
+    if pool not in POOLS:
+        raise ValueError(f"`pool` must be one of {list(POOLS)}, got {pool!r}.")
+    if pool == "mixed":  # conversations already, the training side shuffled so that fit and validation hold both kinds
+        train, held = pool_prompts("mixed", fit + validation, held_out, seed)
+        return {"fit": train[:fit], "validation": train[fit:], "held_out": held}
     split = split_long_prompts if pool == "long" else split_prompts
-    if pool not in ("long", "open"):
-        raise ValueError(f"`pool` must be 'long' or 'open', got {pool!r}.")
     train, held = split(fit + validation, held_out, seed=seed)
     parts = {"fit": train[:fit], "validation": train[fit:], "held_out": held}
     return {name: [conversation(p) for p in prompts] for name, prompts in parts.items()}
@@ -187,7 +191,7 @@ def lengths_by_prompt(data, groups) -> list[float]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pools", nargs="+", default=["long"], choices=["long", "open"])
+    parser.add_argument("--pools", nargs="+", default=["long"], choices=list(POOLS))
     parser.add_argument("--temperatures", nargs="+", type=float, default=[0.5, 0.25])
     parser.add_argument("--recipes", nargs="+", default=["from_T", "from_tuned"], choices=list(RECIPES))
     parser.add_argument("--fit_prompts", type=int, default=48)
