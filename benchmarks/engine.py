@@ -11,7 +11,7 @@ or a server given by `--engine_url`), with the same chat-templated prompts of th
 - `max_abs_logp_difference`: the largest |engine − scorer| log p over every token the engine sampled (float32).
   Target <= 1e-4. Also `max_abs_logr_difference`: the engine's processed log-probabilities at token temperature
   T against the scorer's `log p_T`, the `log r` that SMC and MH take from the engine.
-- `smc_latency_ratio`: seconds per answer of SMC with 8 particles on the engine (`engine_smc_sample`, token
+- `smc_latency_ratio`: seconds per answer of SMC with 8 particles on the engine (`smc_sample` given the client, token
   proposal, T = 0.5, resampling every `block_size` tokens) over plain engine sampling of one answer per prompt;
   pairs alternate. Target <= 3 (Power-SMC reports 1.4-3.3x on a GPU, where 8 particles cost about one sequence; on
   a CPU 8 particles cost about 8 sequences). Also `smc_over_plain_same_tokens`: SMC-8 over plain sampling of 8
@@ -132,7 +132,7 @@ def smc_part(client, model, tokenizer, settings: dict) -> tuple[dict, dict]:
     """SMC-8 per answer over plain engine sampling per answer (and over 8 plain answers per prompt)."""
     from hf_seqtemp.data import eos_ids_of, tokenize_prompt
     from hf_seqtemp.engine import engine_sample_completions
-    from hf_seqtemp.generation.engine_smc import engine_smc_sample
+    from hf_seqtemp.generation.smc import smc_sample
 
     prompts = [tokenize_prompt(tokenizer, conversation(p)) for p in split_prompts(settings["prompts"], 0)[0]]
     width, eos, new, n = max(map(len, prompts)), sorted(eos_ids_of(model, tokenizer)), settings["new_tokens"], 8
@@ -145,9 +145,9 @@ def smc_part(client, model, tokenizer, settings: dict) -> tuple[dict, dict]:
                                                  seed=next(seeds))  # fmt: skip
 
     def smc():
-        out = engine_smc_sample(client, ids, mask, max_new_tokens=new, seq_temperature=DEMO["temperature"],
-                                num_particles=n, block_size=settings["smc_block"], eos_token_id=eos,
-                                generator=torch.Generator().manual_seed(next(seeds)), return_dict_in_generate=True)  # fmt: skip
+        out = smc_sample(client, ids, mask, max_new_tokens=new, seq_temperature=DEMO["temperature"],
+                         num_particles=n, block_size=settings["smc_block"], eos_token_id=eos,
+                         generator=torch.Generator().manual_seed(next(seeds)), return_dict_in_generate=True)  # fmt: skip
         calls.append(out.model_calls)
 
     per_answer = time_pairs(plain(1), smc, torch.device("cpu"), warmup=1, pairs=settings["pairs"])

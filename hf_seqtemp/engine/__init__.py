@@ -7,9 +7,9 @@
 - [`engine_sample_completions`]: samples of the reference p with their log p (the trainer's `use_vllm=True`).
 - [`probe_engine`] / [`check_against_scorer`]: the server's model and log-prob mode, measured against the scorer.
 
-SMC and MH power sampling on the engine are in [`~hf_seqtemp.generation.engine_smc`] and
-[`~hf_seqtemp.generation.power_sampling.power_sample`] given an `EngineClient` (the one MH chain, with the engine
-drawing).
+SMC and MH power sampling on the engine are [`~hf_seqtemp.generation.smc.smc_sample`] and
+[`~hf_seqtemp.generation.power_sampling.power_sample`] given an `EngineClient` (one sampler per route, with the
+engine drawing).
 """
 
 from __future__ import annotations

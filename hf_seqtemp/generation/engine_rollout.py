@@ -1,7 +1,8 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """One block of tokens for many particles on an engine server: the proposal draws it, the base model scores it.
 
-The engine samplers ([`~hf_seqtemp.generation.engine_smc`]; MH power sampling through [`EngineRollouts`], its engine backend)
+The samplers on an engine (SMC through [`~hf_seqtemp.generation.smc_particles.EngineParticles`]; MH power sampling
+through [`EngineRollouts`]: their engine backends)
 target `p(answer)^alpha`, `p` the served base model. A block proposal `r` gives, for the tokens it draws, `log r`
 and (after scoring) `log p` of each, and every weight or acceptance ratio is made of these two:
 

@@ -163,9 +163,10 @@ def seqtemp_generate(
             may already be tempered; `True` tempers the adapted model as it is.
         engine (`str` or [`~hf_seqtemp.engine.EngineClient`], *optional*): `"smc"` and `"mcmc"` only: an engine
             server of the model's base weights (`hf-seqtemp serve MODEL_FOLDER`) that draws the particles or the MH
-            rollouts ([`~hf_seqtemp.generation.engine_strategies`]): the same target and output, SMC resampling at
-            boundaries of `block_size` tokens (default 16). The server is checked against this model before its
-            first use; logits processors and `alpha_ramp_tokens` are refused there.
+            rollouts (the same samplers, given the server; [`~hf_seqtemp.generation.engine_checks`]): the same
+            target and output, SMC resampling at boundaries of `block_size` tokens (default 16). The server is
+            checked against this model before its first use; logits processors, `alpha_ramp_tokens` and
+            `defensive_mixture` are refused there.
         proposal_engine (`str` or [`~hf_seqtemp.engine.EngineClient`], *optional*): `"smc"` with the adapter
             proposal on an engine: the server that serves the adapter as a LoRA, when it is not `engine` (vLLM's
             CPU build cannot score on a server with LoRA enabled).

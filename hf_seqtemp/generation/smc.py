@@ -32,6 +32,14 @@ The optional ramp (`alpha_ramp_tokens=K`) tempers the early steps less: the inte
 and the weight carries the change of target on the prefix, `(alpha_t - alpha_{t-1}) log p(x_<t) + log Z_t(alpha_t)`
 (also on finished answers). The last target is `p^alpha` in every case (answers that end before the ramp does get
 the rest of the exponent at the end), so the ramp changes the variance of the weights, never the target.
+
+**One sampler, two backends.** The loop ([`_run`]) is written once against the particles of
+[`~hf_seqtemp.generation.smc_particles`]: on a model, one token per step from the KV caches (the order above); on an
+engine server (`smc_sample(client, ...)`), rounds of `block_size` tokens drawn by the server at token temperature
+`1 / alpha` (or by a LoRA adapter it serves), weighed by `sum_t [alpha log p(x_t) - log r(x_t)]` over the block and
+resampled between rounds: the same target and the same [`SMCOutput`], two requests a round whatever the number of
+particles. With `block_size=1` the engine weighs *after* each draw (the loop above, which sees the whole next-token
+law, resamples on `Z_t` before drawing: lower variance, same target).
 """
 
 from __future__ import annotations
@@ -39,25 +47,22 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
 from ..checks import check_generator_device, check_int, check_temperature
+from ..engine.client import EngineClient
 from .answers import resolve_eos_and_pad
+from .engine_rollout import EngineProposal
 from .pimh import LOW_ESS_FRACTION, check_pimh_memory, diagnose_one_run, pimh_sample  # noqa: F401 (API)
 from .smc_output import SMCOutput
-from .smc_proposals import AdapterProposal, SMCProposal, TokenTemperatureProposal
+from .smc_particles import EngineParticles, ModelParticles, incremental_log_weight, ramp_exponent  # noqa: F401 (API)
+from .smc_proposals import AdapterProposal, TokenTemperatureProposal
 
 RESAMPLING = ("systematic", "multinomial")
 PROPOSALS = ("token", "adapter")
-
-
-def ramp_exponent(step: int, alpha: float, ramp_tokens: int) -> float:
-    """The exponent of the intermediate target after token `step` (0-based): `alpha` without a ramp."""
-    if ramp_tokens <= 0:
-        return alpha
-    return 1.0 + (alpha - 1.0) * min(1.0, (step + 1) / ramp_tokens)
+ENGINE_BLOCK_SIZE = 16
+"""Tokens per SMC round on an engine when `block_size` is not given."""
 
 
 def resample_indices(log_weights: torch.Tensor, method: str, generator: torch.Generator | None) -> torch.Tensor:
@@ -78,68 +83,51 @@ def resample_indices(log_weights: torch.Tensor, method: str, generator: torch.Ge
     return torch.searchsorted(cumulative, points, right=True).clamp(max=n - 1)
 
 
-def incremental_log_weight(next_logp: torch.Tensor, alpha: float) -> torch.Tensor:
-    """`log sum_v p(v | x_<t)^alpha` from `next_logp = log p(. | x_<t)` `(rows, vocab)`: the weight
-    `p(x_t)^alpha / q_t(x_t)` of the proposal `q_t = p^alpha / sum_v p(v)^alpha`, whatever `x_t` is drawn."""
-    return (alpha * next_logp).logsumexp(dim=-1)
-
-
 def effective_sample_size(log_weights: torch.Tensor) -> torch.Tensor:
     """`(sum w)^2 / sum w^2` per row of `log_weights` `(batch, N)`."""
     return (2 * log_weights.logsumexp(dim=1) - (2 * log_weights).logsumexp(dim=1)).exp()
 
 
-@dataclass
-class _Particles:
-    """The state of all `batch * N` particles (row `b * N + i` is particle `i` of prompt `b`); the KV caches are the
-    proposal's."""
-
-    ids: torch.Tensor
-    attn: torch.Tensor
-    logp: torch.Tensor  # log p of the answer so far
-    done: torch.Tensor  # the answer ended at an EOS
-    log_weights: torch.Tensor  # (batch, N)
-
-    def reorder(self, index: torch.Tensor) -> None:
-        self.ids, self.attn = self.ids[index], self.attn[index]
-        self.logp, self.done = self.logp[index], self.done[index]
-
-    def append(self, token: torch.Tensor, next_logp: torch.Tensor, eos: torch.Tensor) -> None:
-        """Adds the drawn `token` `(rows, 1)` (padding on finished answers) and its `log p`."""
-        self.logp = self.logp + next_logp.gather(1, token)[:, 0].masked_fill(self.done, 0.0)
-        self.done = self.done | torch.isin(token[:, 0], eos)
-        self.ids = torch.cat([self.ids, token], dim=1)
-        self.attn = torch.cat([self.attn, self.attn.new_ones(self.attn.shape[0], 1)], dim=1)
-
-
-def _next_logp(state: _Particles, logits: torch.Tensor, processors) -> torch.Tensor:
-    """`log p(v | x_<t)` of every particle, `p` being the processed model.
-
-    The processors see batches laid out as `generate` built them (one row per prompt, e.g. a repetition penalty
-    that knows each row's padding): they run once per particle index `i` on the rows `(b, i)` of every prompt `b`.
-    """
-    if processors:
-        batch, n = state.log_weights.shape
-        ids, scores = state.ids.view(batch, n, -1), logits.view(batch, n, -1)
-        logits = torch.stack([processors(ids[:, i], scores[:, i]) for i in range(n)], dim=1).flatten(0, 1)
-    return logits.log_softmax(dim=-1)
-
-
-def _resample(state: _Particles, proposal: SMCProposal, next_logp, method, threshold, generator):
-    """Resamples the prompts whose ESS is below `threshold * N` (particles, their caches and `next_logp` alike);
-    returns the reordered `next_logp` and the mask of resampled prompts."""
-    batch, n = state.log_weights.shape
-    low = effective_sample_size(state.log_weights) < threshold * n
+def _resample(particles, method, threshold, generator) -> torch.Tensor:
+    """Resamples the prompts whose ESS is below `threshold * N` (the particles and what the backend keeps for them
+    alike); returns the mask of resampled prompts."""
+    log_weights = particles.log_weights
+    batch, n = log_weights.shape
+    low = effective_sample_size(log_weights) < threshold * n
     if not bool(low.any()):
-        return next_logp, low
+        return low
     local = torch.arange(n, device=low.device).expand(batch, n).clone()
-    local[low] = resample_indices(state.log_weights[low], method, generator)
+    local[low] = resample_indices(log_weights[low], method, generator)
     index = (local + n * torch.arange(batch, device=low.device)[:, None]).flatten()
-    mean = state.log_weights[low].logsumexp(dim=1, keepdim=True) - math.log(n)
-    state.log_weights[low] = mean.expand(-1, n)  # equal weights that keep the normaliser estimate
-    state.reorder(index)
-    proposal.reorder(index)
-    return next_logp[index], low
+    mean = log_weights[low].logsumexp(dim=1, keepdim=True) - math.log(n)
+    log_weights[low] = mean.expand(-1, n)  # equal weights that keep the normaliser estimate
+    particles.reorder(index)
+    return low
+
+
+def _run(particles, method, threshold, max_new_tokens, generator, pad):
+    """The SMC loop, for any proposal on either backend ([`~hf_seqtemp.generation.smc_particles`]); returns the
+    resampling steps per prompt and the ESS after each weight update.
+
+    A proposal whose weight does not depend on the tokens drawn weighs and resamples before the draw (fully
+    adapted); any other resamples before the draw on the weights of the draws so far, then weighs."""
+    batch = particles.log_weights.shape[0]
+    resamples = torch.zeros(batch, dtype=torch.long, device=particles.log_weights.device)
+    ess = []
+    for step in range(0, max_new_tokens, particles.block):
+        before = particles.before_draw(step)
+        if before is not None:
+            particles.log_weights += before
+            ess.append(effective_sample_size(particles.log_weights).float())
+        if before is not None or step:  # otherwise the weights of the draws so far are in
+            resamples += _resample(particles, method, threshold, generator).long()
+        after = particles.draw(step, min(particles.block, max_new_tokens - step), generator, pad)
+        if after is not None:
+            particles.log_weights += after
+            ess.append(effective_sample_size(particles.log_weights).float())
+        if particles.all_done():
+            break
+    return resamples, torch.stack(ess, dim=1)
 
 
 def _check_arguments(input_ids, max_new_tokens, num_particles, ess_threshold, alpha_ramp_tokens, resampling):
@@ -169,65 +157,9 @@ def _check_mixture(defensive_mixture, proposal: str) -> None:
         )
 
 
-def _start(proposal: SMCProposal, input_ids, attention_mask, num_particles):
-    """The particles of every prompt, their prompt prefilled once by the proposal; returns them and `p`'s logits."""
-    logits = proposal.start(input_ids, attention_mask, num_particles)
-    rows, device = input_ids.shape[0] * num_particles, input_ids.device
-    state = _Particles(
-        ids=input_ids.repeat_interleave(num_particles, dim=0),
-        attn=attention_mask.repeat_interleave(num_particles, dim=0),
-        logp=torch.zeros(rows, device=device),
-        done=torch.zeros(rows, dtype=torch.bool, device=device),
-        log_weights=torch.zeros(input_ids.shape[0], num_particles, device=device),
-    )
-    return state, logits
-
-
-def _run(proposal: SMCProposal, state, logits, settings, max_new_tokens, generator):
-    """The SMC loop, for any proposal; returns the number of model calls, the resampling steps per prompt and the
-    ESS after each step's weight update.
-
-    At step `t` the weight of a running particle grows by `alpha_t log p(x_t) - log r(x_t)` (plus the ramp's
-    `(alpha_t - alpha_{t-1}) log p(x_<t)`, also on finished answers). A proposal whose weight does not depend on the
-    token ([`~hf_seqtemp.generation.smc_proposals.SMCProposal.weight_before_draw`]) is weighed and resampled before
-    the draw; any other is resampled before the draw on the weights of the draws so far, then weighed."""
-    alpha, ramp, processors, method, threshold, eos, pad = settings
-    batch, n = state.log_weights.shape
-    calls, alpha_prev = proposal.calls_per_step, ramp_exponent(0, alpha, ramp)
-    resamples = torch.zeros(batch, dtype=torch.long, device=state.log_weights.device)
-    token, ess = None, []
-    for step in range(max_new_tokens):
-        if step:
-            logits = proposal.advance(token, state.attn)
-            calls += proposal.calls_per_step
-        next_logp = _next_logp(state, logits, processors)
-        alpha_t = ramp_exponent(step, alpha, ramp)
-        ramp_term = (alpha_t - alpha_prev) * state.logp
-        if proposal.weight_before_draw:
-            log_norm = incremental_log_weight(next_logp, alpha_t).masked_fill(state.done, 0.0)
-            state.log_weights += (log_norm + ramp_term).view(batch, n)
-            ess.append(effective_sample_size(state.log_weights))
-        if proposal.weight_before_draw or step:  # otherwise the weights of the draws so far are in
-            next_logp, low = _resample(state, proposal, next_logp, method, threshold, generator)
-            resamples += low.long()
-            ramp_term = (alpha_t - alpha_prev) * state.logp
-        next_logq = proposal.log_q(next_logp, alpha_t)
-        token = torch.multinomial(next_logq.exp(), 1, generator=generator).masked_fill(state.done[:, None], pad)
-        if not proposal.weight_before_draw:
-            increment = alpha_t * next_logp.gather(1, token)[:, 0] - next_logq.gather(1, token)[:, 0]
-            state.log_weights += (increment.masked_fill(state.done, 0.0) + ramp_term).view(batch, n)
-            ess.append(effective_sample_size(state.log_weights))
-        state.append(token, next_logp, eos)
-        alpha_prev = alpha_t
-        if bool(state.done.all()):  # one host sync per token, as `generate`'s own stopping check
-            break
-    state.log_weights += ((alpha - alpha_prev) * state.logp).view(batch, n)  # the rest of a ramp: target p^alpha
-    return calls, resamples, torch.stack(ess, dim=1)
-
-
 @torch.no_grad()
 def smc_sample(
-    model: torch.nn.Module,
+    model: torch.nn.Module | EngineClient,
     input_ids: torch.LongTensor,
     attention_mask: torch.Tensor | None = None,
     max_new_tokens: int = 16,
@@ -246,6 +178,8 @@ def smc_sample(
     adapter_name: str | None = None,
     pimh_steps: int = 0,
     defensive_mixture: float = 0.0,
+    block_size: int | None = None,
+    proposal_client: EngineClient | None = None,
 ) -> SMCOutput | torch.LongTensor:
     """Samples answers approximately from `p(answer | prompt)^(1/T)` by sequential Monte Carlo (Power-SMC).
 
@@ -255,8 +189,15 @@ def smc_sample(
     forward passes per token, `p` is the model with every adapter off, and the adapter proposes only tokens that
     `p` (processors included: top-k, top-p, min-p) allows.
 
+    On an engine server (`model` an [`~hf_seqtemp.engine.EngineClient`]) the same loop runs on
+    [`~hf_seqtemp.generation.smc_particles.EngineParticles`]: the particles advance `block_size` tokens per round
+    (two requests a round whatever the number of particles), drawn at token temperature `1 / alpha` by the server
+    (started with `--logprobs-mode processed_logprobs`) or by the LoRA adapter it serves as `adapter_name`, and are
+    weighed and resampled between rounds; `model_calls` then counts the sequential requests.
+
     Args:
-        model (`torch.nn.Module`): a causal LM (any `transformers` `...ForCausalLM`, PEFT-wrapped or not).
+        model (`torch.nn.Module` or [`~hf_seqtemp.engine.EngineClient`]): a causal LM (any `transformers`
+            `...ForCausalLM`, PEFT-wrapped or not), or the engine server of the base model `p`.
         input_ids (`torch.LongTensor` of shape `(batch, prompt_length)`): prompts, left-padded.
         attention_mask (`torch.Tensor` of shape `(batch, prompt_length)`, *optional*): 0 on padding.
         max_new_tokens (`int`, *optional*, defaults to `16`): longest answer.
@@ -265,12 +206,12 @@ def smc_sample(
         ess_threshold (`float`, *optional*, defaults to `0.5`): resample a prompt's particles when their effective
             sample size falls below `ess_threshold * num_particles`.
         alpha_ramp_tokens (`int`, *optional*, defaults to `0`): ramp the exponent from 1 to `alpha` over this many
-            tokens, with weights that keep the target `p^alpha` (0: no ramp).
+            tokens, with weights that keep the target `p^alpha` (0: no ramp; not on an engine).
         resampling (`str`, *optional*, defaults to `"systematic"`): `"systematic"` or `"multinomial"`.
         logits_processor (`LogitsProcessorList`, *optional*): processors that define `p` (applied to the logits
             before the log-softmax, in the weights and in the token proposal; the adapter proposal is restricted to
-            the tokens they leave).
-        generator (`torch.Generator`, *optional*): makes the run reproducible.
+            the tokens they leave; not on an engine, whose `p` is the served model's own).
+        generator (`torch.Generator`, *optional*): makes the run reproducible (on an engine it seeds the requests).
         return_dict_in_generate (`bool`, *optional*, defaults to `False`): return an [`SMCOutput`].
         return_particles (`bool`, *optional*, defaults to `False`): add every particle and its log-weight to it.
         eos_token_id (`int` or `list[int]`, *optional*): tokens that end an answer; defaults to the model's
@@ -278,10 +219,10 @@ def smc_sample(
         pad_token_id (`int`, *optional*): written after an answer's EOS; defaults to the generation config's pad
             id, else the first EOS id.
         proposal (`str`, *optional*, defaults to `"token"`): `"token"` (token temperature `1 / alpha` of `p`, the
-            model as it is) or `"adapter"` (a PEFT adapter of `model` proposes; the target `p` is `model` with every
-            adapter off).
+            model as it is) or `"adapter"` (a PEFT adapter of `model`, or the LoRA adapter the engine serves as
+            `adapter_name`, proposes; the target `p` is the model with every adapter off).
         adapter_name (`str`, *optional*): the proposing adapter with `proposal="adapter"`; defaults to the one active
-            adapter.
+            adapter (on an engine: required, the served adapter's name).
         pimh_steps (`int`, *optional*, defaults to `0`): steps of the particle independent Metropolis-Hastings chain
             over whole runs (see the module docstring): `K > 0` draws `K + 1` runs per prompt in one batch and returns
             the chain's answer, exactly `p^alpha` distributed as `K` grows for any `num_particles`; `0` returns one
@@ -293,7 +234,11 @@ def smc_sample(
             part of `p^alpha` no longer gives `Z_hat` a heavy tail. With `pimh_steps` this is what makes the adapter
             route exact at sharp targets: on the enumerable toy of `benchmarks/results/pimh_grid_mixture.json`
             (a random LoRA, alpha = 4) `0.5` passes chi-square at N = 2 and 4, K = 32, where `0` fails at every
-            N and K measured (docs/sampling.md).
+            N and K measured (docs/sampling.md). Not on an engine (a round draws a block from one served model).
+        block_size (`int`, *optional*): on an engine, tokens per round (resampling happens between rounds; defaults
+            to `16`); a model advances one token per step.
+        proposal_client ([`~hf_seqtemp.engine.EngineClient`], *optional*): on an engine, the server of
+            `adapter_name` when it is another one (on vLLM's CPU build a server with LoRA cannot score).
 
     Returns:
         `torch.LongTensor` of shape `(batch, prompt_length + max_new_tokens)`, or an [`SMCOutput`].
@@ -321,13 +266,15 @@ def smc_sample(
         raise ValueError(f"`proposal` must be one of {list(PROPOSALS)}, got {proposal!r}.")
     _check_mixture(defensive_mixture, proposal)
     alpha = 1.0 / check_temperature(seq_temperature, "seq_temperature")
-    eos, pad = resolve_eos_and_pad(model, eos_token_id, pad_token_id)
+    engine = isinstance(model, EngineClient)
+    _check_backend_options(engine, logits_processor, alpha_ramp_tokens, defensive_mixture, block_size, proposal_client)
+    eos, pad = resolve_eos_and_pad(None if engine else model, eos_token_id, pad_token_id)
     eos = eos.to(input_ids.device)
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
-    if pimh_steps:
+    if pimh_steps and not engine:
         check_pimh_memory(model, *input_ids.shape, max_new_tokens, num_particles, pimh_steps)
-    elif num_particles == 1:
+    elif num_particles == 1 and not pimh_steps:
         warnings.warn(
             "smc_sample: `num_particles=1` with `pimh_steps=0` returns the proposal's own draws (one particle has "
             "nothing to be reweighted against): token temperature T, not p^(1/T) over answers. Use 16 particles, or "
@@ -335,14 +282,31 @@ def smc_sample(
             UserWarning,
             stacklevel=2,
         )
-    settings = (alpha, alpha_ramp_tokens, logits_processor, resampling, ess_threshold, eos, pad)
-    if proposal == "adapter":
-        sampler = AdapterProposal(model, adapter_name, defensive_mixture)
+    if engine:
+        if proposal == "adapter" and not adapter_name:
+            raise ValueError(
+                "`proposal='adapter'` on an engine needs `adapter_name`, the name the server serves the adapter under "
+                "(`hf-seqtemp serve BASE --adapter NAME=FOLDER`)."
+            )
+        served = adapter_name if proposal == "adapter" else None
+        sampler = EngineProposal(model, alpha, eos.tolist(), served, proposal_client)
+        block = ENGINE_BLOCK_SIZE if block_size is None else block_size
+
+        def particles(ids: torch.Tensor, mask: torch.Tensor):
+            return EngineParticles(sampler, ids, mask, num_particles, block, max_new_tokens, generator)
     else:
-        sampler = TokenTemperatureProposal(model)
+        sampler = (
+            AdapterProposal(model, adapter_name, defensive_mixture)
+            if proposal == "adapter"
+            else TokenTemperatureProposal(model)
+        )
+        settings = (alpha, alpha_ramp_tokens, logits_processor, eos)
+
+        def particles(ids: torch.Tensor, mask: torch.Tensor):
+            return ModelParticles(sampler, ids, mask, num_particles, settings)
 
     def run(ids: torch.Tensor, mask: torch.Tensor) -> SMCOutput:
-        return _one_run(sampler, ids, mask, settings, num_particles, max_new_tokens, generator)
+        return _one_run(particles(ids, mask), (resampling, ess_threshold), max_new_tokens, generator, pad)
 
     out = (
         diagnose_one_run(run(input_ids, attention_mask), input_ids, attention_mask, num_particles)
@@ -357,28 +321,50 @@ def smc_sample(
     return out
 
 
-def _one_run(sampler, input_ids, attention_mask, settings, num_particles, max_new_tokens, generator) -> SMCOutput:
+def _check_backend_options(engine, logits_processor, alpha_ramp_tokens, defensive_mixture, block_size, client):
+    """Refuses by name an option the backend cannot apply (nothing is silently dropped)."""
+    if not engine:
+        if block_size not in (None, 1):
+            raise ValueError(
+                f"`block_size={block_size!r}` sets the tokens per round on an engine; a model advances one token per "
+                "step with a resampling check after each: drop it, or pass an `EngineClient` as `model`."
+            )
+        if client is not None:
+            raise ValueError(
+                "`proposal_client` is an engine server of the adapter: pass an `EngineClient` as `model`."
+            )
+        return
+    if block_size is not None:
+        check_int(block_size, "block_size", fix="1 resamples after every token; 16 is one request per 16 tokens.")
+    refused = {
+        "logits_processor": (bool(logits_processor), "it targets the served model's own p"),
+        "alpha_ramp_tokens": (bool(alpha_ramp_tokens), "a round draws a block at one token temperature"),
+        "defensive_mixture": (bool(defensive_mixture), "a round draws a block from one served model"),
+    }
+    for name, (given, why) in refused.items():
+        if given:
+            raise ValueError(
+                f"`{name}` is not available on an engine ({why}): leave it at its default, or pass the model instead "
+                "of the engine (the transformers loop applies it)."
+            )
+
+
+def _one_run(particles, resampling, max_new_tokens, generator, pad) -> SMCOutput:
     """One SMC run of every prompt of the batch: its drawn answers, normaliser estimates and particles."""
-    pad = settings[-1]
-    batch, prompt_length = input_ids.shape
-    state, logits = _start(sampler, input_ids, attention_mask, num_particles)
-    calls, resamples, ess = _run(sampler, state, logits, settings, max_new_tokens, generator)
-    ids = state.ids
-    if ids.shape[1] < prompt_length + max_new_tokens:  # every answer ended early
-        ids = torch.cat([ids, ids.new_full((ids.shape[0], prompt_length + max_new_tokens - ids.shape[1]), pad)], 1)
-    ids = ids.view(batch, num_particles, -1)
-    log_weights = state.log_weights - state.log_weights.logsumexp(dim=1, keepdim=True)
+    resamples, ess = _run(particles, *resampling, max_new_tokens, generator, pad)
+    ids, logp = particles.finish(max_new_tokens, pad)
+    batch, num_particles = particles.log_weights.shape
+    log_weights = particles.log_weights - particles.log_weights.logsumexp(dim=1, keepdim=True)
     chosen = torch.multinomial(log_weights.exp().double(), 1, generator=generator)[:, 0]
     rows = torch.arange(batch, device=ids.device)
-    logp = state.logp.view(batch, num_particles)
     return SMCOutput(
         sequences=ids[rows, chosen],
         sequence_logps=logp[rows, chosen],
-        log_normalizer=state.log_weights.logsumexp(dim=1) - math.log(num_particles),
+        log_normalizer=(particles.log_weights.logsumexp(dim=1) - math.log(num_particles)).float(),
         num_resamples=resamples,
-        model_calls=calls,
+        model_calls=particles.calls,
         ess=ess,
         particles=ids,
-        particle_log_weights=log_weights,
+        particle_log_weights=log_weights.float(),
         particle_logps=logp,
     )

@@ -32,7 +32,7 @@ from transformers.utils import logging
 from ..checks import check_int
 from .adapters import active_adapter, active_peft_adapters
 from .answers import pad_after_answer, resolve_eos_and_pad
-from .engine_strategies import engine_mcmc_strategy, engine_smc_strategy, refuse_on_engine
+from .engine_checks import engine_for, engine_smc_options, refuse_on_engine
 from .glauber import GlauberGenerateOutput, ancestral_draft, check_site_memory, glauber_refine
 from .power_sampling import power_sample
 from .processed import TOKEN_WARPERS, processed_conditionals
@@ -218,16 +218,17 @@ def _adapter_strategy(call: GenerateCall):
 
 def _mcmc_strategy(call: GenerateCall):
     """Training-free power sampling ([`power_sample`]) of the base model, the call's processors included in the
-    target (`p̃(answer)^(1/T)`, see [`~hf_seqtemp.generation.processed`]); with `engine=`, on the engine
-    ([`~hf_seqtemp.generation.engine_strategies`])."""
+    target (`p̃(answer)^(1/T)`, see [`~hf_seqtemp.generation.processed`]); with `engine=`, the same sampler on the
+    engine, once its `log p` is checked ([`~hf_seqtemp.generation.engine_checks`])."""
+    processors = call.target_processors()
+    backend = call.model
     if call.options.get("engine") is not None:
-        return engine_mcmc_strategy(call)
+        backend = engine_for(call, "mcmc", processors)
     call.refuse_stopping_criteria("mcmc")
     with call.on_base_model("mcmc"):
         return power_sample(
-            call.model, call.input_ids, call.model_kwargs.get("attention_mask"), **call.sampler_kwargs(),
-            mcmc_steps=call.options["mcmc_steps"], block_size=call.options["block_size"],
-            logits_processor=call.target_processors(),
+            backend, call.input_ids, call.model_kwargs.get("attention_mask"), **call.sampler_kwargs(),
+            mcmc_steps=call.options["mcmc_steps"], block_size=call.options["block_size"], logits_processor=processors,
         )  # fmt: skip
 
 
@@ -262,18 +263,25 @@ def _smc_proposal(call: GenerateCall) -> tuple[str, str | None]:
 def _smc_strategy(call: GenerateCall):
     """Power-SMC ([`smc_sample`]) of the base model, proposing from token temperature or from the loaded adapter
     trained for `seq_temperature`; the user's processors (token-level warpers removed) are part of `p`, in the
-    proposal and in the weights; with `engine=`, on the engine ([`~hf_seqtemp.generation.engine_strategies`])."""
+    proposal and in the weights; with `engine=`, the same sampler on the engine, once its `log p` (and the served
+    adapter's `log q`) is checked ([`~hf_seqtemp.generation.engine_checks`])."""
     proposal, name = _smc_proposal(call)
-    if call.options.get("engine") is not None:
-        return engine_smc_strategy(call, proposal, name)
-    call.refuse_stopping_criteria("smc")
     processors = call.target_processors()
+    if call.options.get("engine") is not None:
+        backend = engine_for(call, "smc", processors)
+        options = engine_smc_options(call, backend, proposal, name)
+    else:
+        backend = call.model
+        options = {
+            "alpha_ramp_tokens": call.options.get("alpha_ramp_tokens", 0), "logits_processor": processors,
+            "adapter_name": name, "defensive_mixture": call.options.get("defensive_mixture", 0.0),
+        }  # fmt: skip
+    call.refuse_stopping_criteria("smc")
     # the adapter proposal switches adapters itself (q on, p off) and restores them
     with call.on_base_model("smc") if proposal == "token" else contextlib.nullcontext():
         return smc_sample(
-            call.model, call.input_ids, call.model_kwargs.get("attention_mask"), **call.smc_kwargs(),
-            alpha_ramp_tokens=call.options.get("alpha_ramp_tokens", 0), logits_processor=processors,
-            proposal=proposal, adapter_name=name, defensive_mixture=call.options.get("defensive_mixture", 0.0),
+            backend, call.input_ids, call.model_kwargs.get("attention_mask"), **call.smc_kwargs(), proposal=proposal,
+            **options,
         )  # fmt: skip
 
 

@@ -28,8 +28,8 @@ from engine.conftest import EOS, NEW, PROMPTS, T, V
 from hf_seqtemp.engine import check_against_scorer, engine_sample_completions, probe_engine
 from hf_seqtemp.engine.agreement import local_token_logps
 from hf_seqtemp.generation.engine_rollout import EngineProposal
-from hf_seqtemp.generation.engine_smc import engine_smc_sample
 from hf_seqtemp.generation.power_sampling import power_sample
+from hf_seqtemp.generation.smc import smc_sample
 
 ALPHA = 1 / T
 
@@ -128,9 +128,9 @@ def test_token_proposal_smc_on_the_engine_is_exact(engine):
     """Blocks of one token, resampled whenever the weights are not all equal (`ess_threshold=1`)."""
     runs = 400
     ids, mask = _rows(runs)
-    out = engine_smc_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, num_particles=16,
-                            block_size=1, ess_threshold=1.0, generator=torch.Generator().manual_seed(0),
-                            eos_token_id=EOS, return_dict_in_generate=True)  # fmt: skip
+    out = smc_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, num_particles=16,
+                     block_size=1, ess_threshold=1.0, generator=torch.Generator().manual_seed(0),
+                     eos_token_id=EOS, return_dict_in_generate=True)  # fmt: skip
     _check_smc(engine, out, runs)
     assert out.model_calls == 2 * NEW and out.num_resamples.sum() > 0
 
@@ -141,9 +141,10 @@ def test_adapter_proposal_smc_on_the_engine_is_exact(engine):
     answers fail: the weights do correct the proposal."""
     runs = 400
     ids, mask = _rows(runs)
-    out = engine_smc_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, num_particles=16,
-                            block_size=2, generator=torch.Generator().manual_seed(1), eos_token_id=EOS,
-                            return_dict_in_generate=True, adapter="lora", proposal_client=engine.proposer)  # fmt: skip
+    out = smc_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, num_particles=16,
+                     block_size=2, generator=torch.Generator().manual_seed(1), eos_token_id=EOS,
+                     return_dict_in_generate=True, proposal="adapter", adapter_name="lora",
+                     proposal_client=engine.proposer)  # fmt: skip
     _check_smc(engine, out, runs)
     width, against_adapter = max(len(p) for p in PROMPTS), []
     for b, prompt in enumerate(PROMPTS):
@@ -163,12 +164,12 @@ def test_pimh_answers_on_the_engine_are_exact_where_one_runs_answer_is_not(engin
     options = {"max_new_tokens": NEW, "seq_temperature": T, "num_particles": 1, "block_size": NEW}
     options.update(eos_token_id=EOS, return_dict_in_generate=True)
     if proposal == "adapter":
-        options.update(adapter="lora", proposal_client=engine.proposer)
+        options.update(proposal="adapter", adapter_name="lora", proposal_client=engine.proposer)
     width = max(len(p) for p in PROMPTS)
     laws = {}
     for steps in (0, 16):
-        out = engine_smc_sample(engine.base, ids, mask, generator=torch.Generator().manual_seed(7), pimh_steps=steps,
-                                **options)  # fmt: skip
+        out = smc_sample(engine.base, ids, mask, generator=torch.Generator().manual_seed(7), pimh_steps=steps,
+                         **options)  # fmt: skip
         laws[steps] = []
         for b, prompt in enumerate(PROMPTS):
             answers, logp = _oracle(engine.model, prompt)
@@ -201,12 +202,12 @@ def test_a_raw_log_prob_server_is_refused_for_the_token_proposal(engine, monkeyp
     monkeypatch.setattr(engine.base, "logprobs_mode", "raw_logprobs")
     ids, mask = _rows(1)
     with pytest.raises(ValueError, match="--logprobs-mode processed_logprobs"):
-        engine_smc_sample(engine.base, ids, mask, max_new_tokens=NEW, eos_token_id=EOS)
+        smc_sample(engine.base, ids, mask, max_new_tokens=NEW, eos_token_id=EOS)
     with pytest.raises(ValueError, match="raw log p"):
         power_sample(engine.base, ids, mask, max_new_tokens=NEW, eos_token_id=EOS)
     with pytest.raises(ValueError, match="is not served"):
-        engine_smc_sample(engine.base, ids, mask, max_new_tokens=NEW, eos_token_id=EOS, adapter="other",
-                          proposal_client=engine.proposer)  # fmt: skip
+        smc_sample(engine.base, ids, mask, max_new_tokens=NEW, eos_token_id=EOS, proposal="adapter",
+                   adapter_name="other", proposal_client=engine.proposer)  # fmt: skip
 
 
 def test_another_model_is_refused_with_the_numbers(engine):

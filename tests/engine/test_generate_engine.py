@@ -13,10 +13,10 @@ from engine.conftest import EOS, NEW, PROMPTS, T, engine_llama, lora_of
 
 import hf_seqtemp
 from hf_seqtemp.config import SequenceTemperatureConfig
-from hf_seqtemp.generation import strategies
+from hf_seqtemp.generation import power_sampling, smc
 from hf_seqtemp.generation.adapters import register_tempered_adapter
-from hf_seqtemp.generation.engine_smc import engine_smc_sample
 from hf_seqtemp.generation.power_sampling import power_sample
+from hf_seqtemp.generation.smc import smc_sample
 
 RUNS = 4
 
@@ -48,16 +48,16 @@ def no_transformers_samplers(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("sampled with the transformers loop")
 
-    monkeypatch.setattr(strategies, "smc_sample", refuse)
-    monkeypatch.setattr(strategies, "power_sample", refuse)
+    monkeypatch.setattr(smc, "ModelParticles", refuse)  # one sampler per route: its transformers backends refuse
+    monkeypatch.setattr(power_sampling, "ModelRollouts", refuse)
 
 
 def test_generate_smc_and_mcmc_on_the_engine_draw_what_the_engine_samplers_draw(engine, no_transformers_samplers):
     ids, mask = _rows()
     common = {"max_new_tokens": NEW, "seq_temperature": T, "eos_token_id": EOS, "pad_token_id": 0}
     smc = _generate(engine.model, strategy="smc", engine=engine.base.base_url, num_particles=8, block_size=1)
-    direct = engine_smc_sample(engine.base, ids, mask, num_particles=8, block_size=1,
-                               generator=torch.Generator().manual_seed(7), **common)  # fmt: skip
+    direct = smc_sample(engine.base, ids, mask, num_particles=8, block_size=1,
+                        generator=torch.Generator().manual_seed(7), **common)  # fmt: skip
     assert torch.equal(smc, direct) and smc.shape == (len(PROMPTS) * RUNS, ids.shape[1] + NEW)
     mh = _generate(engine.model, strategy="mcmc", engine=engine.base.base_url, mcmc_steps=2, block_size=1)
     direct = power_sample(engine.base, ids, mask, mcmc_steps=2, block_size=1,
@@ -73,9 +73,10 @@ def test_generate_smc_with_a_tempered_adapter_proposes_with_the_served_lora(engi
     out = _generate(local, strategy="smc", engine=engine.base, proposal_engine=engine.proposer,
                     engine_adapter="lora", num_particles=8, block_size=2, return_dict_in_generate=True)  # fmt: skip
     ids, mask = _rows()
-    direct = engine_smc_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, num_particles=8,
-                               block_size=2, generator=torch.Generator().manual_seed(7), eos_token_id=EOS,
-                               pad_token_id=0, adapter="lora", proposal_client=engine.proposer)  # fmt: skip
+    direct = smc_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, num_particles=8,
+                        block_size=2, generator=torch.Generator().manual_seed(7), eos_token_id=EOS,
+                        pad_token_id=0, proposal="adapter", adapter_name="lora",
+                        proposal_client=engine.proposer)  # fmt: skip
     assert torch.equal(out.sequences, direct)
     other = lora_of(engine_llama(), seed=5)
     register_tempered_adapter(other, SequenceTemperatureConfig(target_temperature=T), "default")

@@ -18,7 +18,7 @@ from distribution_checks import cell_counts, chi_square_pvalue, plug_in_kl
 from tiny_models import tiny_llama
 
 import hf_seqtemp
-from hf_seqtemp.generation import power_sample, smc
+from hf_seqtemp.generation import power_sample, smc_particles
 from hf_seqtemp.generation.answers import answer_mask, pad_after_answer
 from hf_seqtemp.generation.smc import smc_sample
 from hf_seqtemp.likelihood import AutoregressiveScorer
@@ -172,7 +172,7 @@ def test_a_wrong_incremental_weight_fails(model, monkeypatch):
     }
     for name, weight in wrong.items():
         with monkeypatch.context() as patch:
-            patch.setattr(smc, "incremental_log_weight", weight)
+            patch.setattr(smc_particles, "incremental_log_weight", weight)
             counts, targets, _ = _returned_kls(model, _runs(model, 64, runs).sequences, runs)
         assert max(chi_square_pvalue(c, t)[1] for c, t in zip(counts, targets)) < 1e-6, name
 

@@ -1,14 +1,14 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""`generate(..., seq_temperature=T, engine=URL)`: the `"smc"` and `"mcmc"` strategies with an engine behind them.
+"""`generate(..., seq_temperature=T, engine=URL)`: what the engine backend needs before the one sampler of a route runs.
 
-The call is prepared by `generate` as usual (prompts, EOS and pad ids, the options); the particles or the MH
-rollouts are then drawn by the engine server ([`~hf_seqtemp.generation.engine_smc.engine_smc_sample`],
-[`~hf_seqtemp.generation.power_sampling.power_sample` given the client]), which serves the model's base weights. The
-local model, which `generate` was called on, is the judge: before the first draw on a server, the server's `log p`
-is checked against the scorer on the local base model and its log-prob mode is measured
+The `"smc"` and `"mcmc"` strategies ([`~hf_seqtemp.generation.strategies`]) call the same sampler on either backend
+([`~hf_seqtemp.generation.smc.smc_sample`], [`~hf_seqtemp.generation.power_sampling.power_sample`]); with `engine=`
+they give it the engine's client in place of the model, after what this module does once per server. The local
+model, which `generate` was called on, is the judge: before the first draw on a server, the server's `log p` is
+checked against the scorer on the local base model and its log-prob mode is measured
 ([`~hf_seqtemp.engine.probe_engine`]); an adapter proposal's `log q` is checked against the local adapter. The
 target is the served `p` itself: logits processors (other than the token-level warpers the sequence temperature
-replaces) and the SMC exponent ramp cannot be applied by the engine and are refused by name.
+replaces), the SMC exponent ramp and the defensive mixture cannot be applied by the engine and are refused by name.
 """
 
 from __future__ import annotations
@@ -18,11 +18,7 @@ from ..engine.client import EngineClient
 from ..engine.sampling import SeedStream
 from .adapters import active_adapter
 from .engine_rollout import prompts_of
-from .engine_smc import engine_smc_sample
-from .power_sampling import power_sample
 
-ENGINE_BLOCK_SIZE = 16
-"""Tokens per SMC round on an engine when `block_size` is not given."""
 TOLERANCE = 1e-3
 """Largest |engine − scorer| log-probability per token accepted by the first-use checks."""
 
@@ -39,8 +35,7 @@ def as_client(engine, name: str = "engine") -> EngineClient:
     raise TypeError(f"`{name}` must be an engine server's URL or an `EngineClient`, got {type(engine).__name__}.")
 
 
-def _refuse_what_the_engine_cannot_apply(call, strategy: str) -> None:
-    processors = call.target_processors()
+def _refuse_what_the_engine_cannot_apply(call, strategy: str, processors) -> None:
     if len(processors):
         names = sorted({type(p).__name__ for p in processors})
         raise ValueError(
@@ -89,38 +84,30 @@ def _check_adapter_once(proposer: EngineClient, model, adapter: str, local_name:
     proposer.checked.add(key)
 
 
-def engine_smc_strategy(call, proposal: str, local_adapter: str | None):
-    """`strategy="smc"` on the engine of `call.options["engine"]`."""
-    _refuse_what_the_engine_cannot_apply(call, "smc")
+def engine_for(call, strategy: str, processors) -> EngineClient:
+    """The client of `call.options["engine"]`, after the refusals of what it cannot apply and the first-use check of
+    its `log p` against the local base model."""
+    _refuse_what_the_engine_cannot_apply(call, strategy, processors)
     client = as_client(call.options["engine"])
     eos, _ = call.eos_and_pad()
     prompts = prompts_of(call.input_ids, call.model_kwargs.get("attention_mask"))
-    with call.on_base_model("smc"):
+    with call.on_base_model(strategy):
         _check_once(client, call.model, prompts, eos)
-    adapter = proposer = None
+    return client
+
+
+def engine_smc_options(call, client: EngineClient, proposal: str, local_adapter: str | None) -> dict:
+    """SMC's engine-only options: the rounds' `block_size`, and with `proposal="adapter"` the served adapter's name
+    and server, its `log q` checked once against the local adapter."""
+    options = {"block_size": call.options.get("block_size") or None}
     if proposal == "adapter":
         adapter = call.options.get("engine_adapter") or local_adapter
         proposer = as_client(call.options.get("proposal_engine") or client, "proposal_engine")
+        eos, _ = call.eos_and_pad()
+        prompts = prompts_of(call.input_ids, call.model_kwargs.get("attention_mask"))
         _check_adapter_once(proposer, call.model, adapter, local_adapter, prompts, eos)
-    block = call.options.get("block_size") or ENGINE_BLOCK_SIZE
-    return engine_smc_sample(
-        client, call.input_ids, call.model_kwargs.get("attention_mask"), **call.smc_kwargs(), block_size=block,
-        adapter=adapter, proposal_client=proposer,
-    )  # fmt: skip
-
-
-def engine_mcmc_strategy(call):
-    """`strategy="mcmc"` (MH power sampling) on the engine of `call.options["engine"]`."""
-    _refuse_what_the_engine_cannot_apply(call, "mcmc")
-    client = as_client(call.options["engine"])
-    eos, _ = call.eos_and_pad()
-    prompts = prompts_of(call.input_ids, call.model_kwargs.get("attention_mask"))
-    with call.on_base_model("mcmc"):
-        _check_once(client, call.model, prompts, eos)
-    return power_sample(
-        client, call.input_ids, call.model_kwargs.get("attention_mask"), **call.sampler_kwargs(),
-        mcmc_steps=call.options["mcmc_steps"], block_size=call.options["block_size"],
-    )  # fmt: skip
+        options.update(adapter_name=adapter, proposal_client=proposer)
+    return options
 
 
 def refuse_on_engine(strategy: str) -> None:
