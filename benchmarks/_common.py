@@ -135,3 +135,35 @@ OUTPUTS = REPO / "outputs" / "bench"
 
 def default_output(name: str) -> str:
     return str(OUTPUTS / f"{name}.json")
+
+
+def timing_parser(doc: str, name: str, quick_help: str):
+    """The arguments every timing benchmark takes (`--quick`, `--output`, `--device`, `--dtype`, `--threads`); the
+    caller adds its own and parses with [`parse_timing_args`]."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--output", default=default_output(name))
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    return parser
+
+
+def parse_timing_args(parser):
+    """`parser.parse_args()`, with `--threads` applied."""
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args
+
+
+def lora_config():
+    """The timing benchmarks' LoRA: rank 8 on the attention projections."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+        task_type="CAUSAL_LM",
+    )  # fmt: skip

@@ -34,7 +34,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
 import os
@@ -51,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import default_output, pick_device, print_device, write_json
+from _common import lora_config, parse_timing_args, pick_device, print_device, timing_parser, write_json
 from _paired import MEMORY_METHOD, PeakMeter, format_summary, summarise, sync
 
 SETTINGS = {
@@ -72,18 +71,6 @@ TARGET = {"time": 0.85, "memory": 1.0}
 EQUAL_SETTINGS = {"bf16": False, "fp16": False, "gradient_checkpointing": False}
 """Both configs: float32 training, no gradient checkpointing (GRPOConfig's own defaults are bf16 and checkpointing)."""
 SIDES = ("grpo", "seqtemp")
-
-
-def lora_config():
-    from peft import LoraConfig
-
-    return LoraConfig(
-        r=8,
-        lora_alpha=16,
-        lora_dropout=0.0,
-        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
-        task_type="CAUSAL_LM",
-    )
 
 
 def prompt_dataset(num: int, conversational: bool):
@@ -294,17 +281,10 @@ def measure(settings: dict, device, dtype, conversational: bool) -> dict:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 prompts x 4 completions of <= 16 tokens, 3 pairs")
-    parser.add_argument("--output", default=default_output("online_step"))
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser = timing_parser(__doc__, "online_step", "2 prompts x 4 completions of <= 16 tokens, 3 pairs")
     parser.add_argument("--plain-prompts", action="store_true", help="plain-text prompts instead of chat messages")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--pairs", type=int, default=None, help="timed pairs (default: 3 quick, 8 full)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_timing_args(parser)
     settings = dict(SETTINGS["quick" if args.quick else "full"])
     settings["pairs"] = args.pairs or settings["pairs"]
     device, dtype = pick_device(args.device), getattr(torch, args.dtype)

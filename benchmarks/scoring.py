@@ -41,7 +41,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -52,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import default_output, pick_device, print_device, write_json
+from _common import parse_timing_args, pick_device, print_device, timing_parser, write_json
 from _paired import format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
 
 from hf_seqtemp.likelihood import AutoregressiveScorer
@@ -203,15 +202,7 @@ def long_memory(device, settings: dict) -> dict:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="16 sequences of 24-48 tokens; long rows: batch 1")
-    parser.add_argument("--output", default=default_output("scoring"))
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_timing_args(timing_parser(__doc__, "scoring", "16 sequences of 24-48 tokens; long rows: batch 1"))
     device, dtype = pick_device(args.device), getattr(torch, args.dtype)
     settings = SETTINGS["quick" if args.quick else "full"]
     info = print_device(device)

@@ -24,7 +24,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import sys
@@ -38,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import default_output, pick_device, print_device, write_json
+from _common import lora_config, parse_timing_args, pick_device, print_device, timing_parser, write_json
 from _paired import MEMORY_METHOD, format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
 
 VARIANTS = ("plain_nll", "seqtemp_ratio", "seqtemp_ssts")
@@ -47,18 +46,6 @@ SETTINGS = {
     "full": {"prompts": 2, "generations": 4, "length": 128, "warmup": 2, "rounds": 10},
 }
 TARGET = 1.05
-
-
-def _lora_config():
-    from peft import LoraConfig
-
-    return LoraConfig(
-        r=8,
-        lora_alpha=16,
-        lora_dropout=0.0,
-        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
-        task_type="CAUSAL_LM",
-    )
 
 
 def token_rows(vocab_size: int, prompts: int, generations: int, length: int) -> tuple[list, list]:
@@ -114,7 +101,7 @@ def build_variant(name: str, base, vocab_size: int, settings: dict, device, out_
         data = Dataset.from_dict({"input_ids": ids, "attention_mask": [[1] * length] * batch, "labels": labels})
         args = _training_args(TrainingArguments, out_dir, batch, device)
         trainer = Trainer(
-            get_peft_model(model, _lora_config()), args, train_dataset=data, data_collator=default_data_collator
+            get_peft_model(model, lora_config()), args, train_dataset=data, data_collator=default_data_collator
         )
     else:
         data = Dataset.from_dict({"input_ids": ids, "completion_mask": mask})
@@ -127,7 +114,7 @@ def build_variant(name: str, base, vocab_size: int, settings: dict, device, out_
             target_temperature=0.5,
             num_generations=settings["generations"],
         )
-        trainer = SeqTempTrainer(model, args, train_dataset=data, peft_config=_lora_config())
+        trainer = SeqTempTrainer(model, args, train_dataset=data, peft_config=lora_config())
     setup = time.perf_counter() - start
     inputs = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
     optimizer = trainer.create_optimizer()
@@ -149,15 +136,7 @@ def _load(device, dtype):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 prompts x 2 completions x 32 tokens, 5 rounds")
-    parser.add_argument("--output", default=default_output("train_step"))
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_timing_args(timing_parser(__doc__, "train_step", "2 prompts x 2 completions x 32 tokens, 5 rounds"))
     settings = dict(SETTINGS["quick" if args.quick else "full"])
     device, dtype = pick_device(args.device), getattr(torch, args.dtype)
     info = print_device(device)
