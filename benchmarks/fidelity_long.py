@@ -46,7 +46,6 @@ import time
 from pathlib import Path
 
 import torch
-from peft import LoraConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -54,9 +53,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _common import device_info, pick_device, print_device, provenance
 from _prompts import split_long_prompts, split_prompts
 from _tasks import conversation
-from fidelity_vs_tuned import closest_token_temperature, per_prompt_tau, pool_prompts
+from fidelity_vs_tuned import closest_token_temperature, per_prompt_tau, pool_prompts, ratio_trainer
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset, tune_token_temperature_once
+from hf_seqtemp import load_default_model, sample_dataset, tune_token_temperature_once
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset
 from hf_seqtemp.metrics import (
@@ -142,29 +141,9 @@ def route_figures(ref, policy, groups, temperature: float) -> dict:
 
 
 def train_recipe(recipe, temperature, start, data, settings, workdir):
-    model, tokenizer = load_default_model()
-    torch.manual_seed(settings["seed"])
-    config = SeqTempConfig(
-        output_dir=workdir,
-        target_temperature=temperature,
-        loss_type="ratio",
-        nll_weight=0.1,
-        max_steps=settings["max_steps"],
-        per_device_train_batch_size=settings["batch_size"],
-        learning_rate=LEARNING_RATES[recipe],
-        lr_scheduler_type="cosine",
-        logging_steps=8,
-        save_strategy="no",
-        seed=settings["seed"],
-        use_cpu=not torch.cuda.is_available(),
-        init_from_token_temperature=True,
-        init_token_temperature=None if recipe == "from_T" else start,
-        num_generations=settings["num_generations"],
-        disable_tqdm=True,
-        report_to=[],
-    )
-    lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-    trainer = SeqTempTrainer(model, config, train_dataset=data, processing_class=tokenizer, peft_config=lora)
+    trainer = ratio_trainer(temperature, data, settings, workdir, learning_rate=LEARNING_RATES[recipe],
+                            init_token_temperature=None if recipe == "from_T" else start,
+                            num_generations=settings["num_generations"])  # fmt: skip
     trainer.train()
     return trainer
 

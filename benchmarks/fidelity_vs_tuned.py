@@ -108,12 +108,11 @@ def closest_token_temperature(model, tuning, temperature: float, batch_size: int
     return best[0], best[1], 1 + len(GRID)
 
 
-def run_one(pool, temperature, train_data, held_out, settings, workdir) -> tuple[dict, dict]:
-    """Trains the adapter at `temperature` on `train_data` (a fresh base model), measures it and the once-tuned
-    token temperature on `held_out`; returns the comparisons' figures and the per-prompt values."""
+def ratio_trainer(temperature, train_data, settings, workdir, learning_rate=1e-3, eval_dataset=None, **config):
+    """A fresh base model and the benchmarks' ratio-loss trainer (L_p + 0.1 NLL, LoRA r = 16 all-linear, cosine
+    schedule from the token-temperature start) at `temperature`; `config` adds `SeqTempConfig` fields."""
     model, tokenizer = load_default_model()
     torch.manual_seed(settings["seed"])
-    started = time.time()
     config = SeqTempConfig(
         output_dir=workdir,
         target_temperature=temperature,
@@ -121,8 +120,7 @@ def run_one(pool, temperature, train_data, held_out, settings, workdir) -> tuple
         nll_weight=0.1,
         max_steps=settings["max_steps"],
         per_device_train_batch_size=settings["batch_size"],
-        per_device_eval_batch_size=128,
-        learning_rate=1e-3,
+        learning_rate=learning_rate,
         lr_scheduler_type="cosine",
         logging_steps=8,
         save_strategy="no",
@@ -131,11 +129,26 @@ def run_one(pool, temperature, train_data, held_out, settings, workdir) -> tuple
         init_from_token_temperature=True,
         disable_tqdm=True,
         report_to=[],
+        **config,
     )
     lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-    trainer = SeqTempTrainer(
-        model, config, train_dataset=train_data, eval_dataset=held_out, processing_class=tokenizer, peft_config=lora
+    return SeqTempTrainer(
+        model,
+        config,
+        train_dataset=train_data,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        peft_config=lora,
     )
+
+
+def run_one(pool, temperature, train_data, held_out, settings, workdir) -> tuple[dict, dict]:
+    """Trains the adapter at `temperature` on `train_data` (a fresh base model), measures it and the once-tuned
+    token temperature on `held_out`; returns the comparisons' figures and the per-prompt values."""
+    started = time.time()
+    trainer = ratio_trainer(temperature, train_data, settings, workdir, eval_dataset=held_out,
+                            per_device_eval_batch_size=128)  # fmt: skip
+    tokenizer = trainer.processing_class
     trainer.train()
     trained = time.time() - started
     reports, logps = trainer.measure_held_out(batch_size=128)
