@@ -17,7 +17,7 @@ from ..engine.agreement import check_against_scorer, probe_engine
 from ..engine.client import EngineClient
 from ..engine.sampling import SeedStream
 from .adapters import active_adapter
-from .engine_rollout import prompts_of
+from .engine_proposal import prompts_of
 
 TOLERANCE = 1e-3
 """Largest |engine − scorer| log-probability per token accepted by the first-use checks."""

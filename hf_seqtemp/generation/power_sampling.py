@@ -24,7 +24,7 @@ With logits processors (`logits_processor`, or those of a `generate` call) `p` i
 tokens from the token-temperature proposal and give each token's `log p` and `log r`" (`draw`). [`power_sample`]
 given a model draws with the model itself ([`ModelRollouts`]: a KV cache per rollout, processors included); given an
 [`~hf_seqtemp.engine.EngineClient`] it draws on that inference engine
-([`~hf_seqtemp.generation.engine_rollout.EngineRollouts`]: a sampling round and a scoring request per rollout). The
+([`EngineRollouts`]: a sampling round and a scoring request per rollout). The
 boundaries, the acceptance ratios and the bookkeeping of answers that ended are the same code on both.
 """
 
@@ -38,6 +38,7 @@ from transformers.utils import ModelOutput, logging
 
 from ..checks import check_generator_device, check_int, check_temperature
 from ..engine.client import EngineClient
+from ..engine.sampling import SeedStream
 from ..likelihood.autoregressive import (
     _accepts_position_ids,
     cache_kwargs,
@@ -46,7 +47,7 @@ from ..likelihood.autoregressive import (
     position_ids_from_attention_mask,
 )
 from .answers import resolve_eos_and_pad
-from .engine_rollout import EngineProposal, EngineRollouts, prompts_of, seed_stream
+from .engine_proposal import EngineProposal, prompts_of, seed_stream
 from .processed import processed_conditionals
 
 logger = logging.get_logger(__name__)
@@ -120,6 +121,36 @@ class ModelRollouts:
         `pad` elsewhere: tokens, `log p` and `log r` of each `(batch, length)`, 0 on pad."""
         ends = (self.eos, self.pad, ~active)
         return _rollout(self.model, ids, attn, length, self.alpha, self.generator, ends, self.conditionals)
+
+
+class EngineRollouts:
+    """The engine backend of the MH power-sampling chain ([`~hf_seqtemp.generation.power_sampling`]): the rows'
+    rollouts drawn by `proposal` on the server, returned as the transformers backend returns them.
+
+    Args:
+        proposal ([`EngineProposal`]): draws and scores the blocks.
+        seeds ([`SeedStream`]): the requests' seeds.
+        pad (`int`): written after an answer's end and on rows not drawn.
+    """
+
+    def __init__(self, proposal: EngineProposal, seeds: SeedStream, pad: int):
+        self.proposal, self.seeds, self.pad = proposal, seeds, pad
+
+    def draw(self, ids: torch.Tensor, attn: torch.Tensor, length: int, active: torch.Tensor):
+        """`length` new tokens after each row of `ids` (prompt and answer so far, real where `attn` is 1) where
+        `active`, `pad` elsewhere and after an EOS: tokens, `log p` and `log r` `(batch, length)`, 0 on pad."""
+        batch = ids.shape[0]
+        tokens = torch.full((batch, length), self.pad, dtype=torch.long, device="cpu")
+        logp, logr = torch.zeros(batch, length, device="cpu"), torch.zeros(batch, length, device="cpu")
+        rows = active.nonzero().flatten().tolist()  # host sync: the rows to send, once per rollout
+        if rows:
+            prefixes = prompts_of(ids[rows], attn[rows])
+            for row, block in zip(rows, self.proposal.draw(prefixes, length, self.seeds)):
+                size = len(block.tokens)
+                tokens[row, :size] = torch.tensor(block.tokens, dtype=torch.long, device="cpu")
+                logp[row, :size] = torch.tensor(block.logp, dtype=torch.float32, device="cpu")
+                logr[row, :size] = torch.tensor(block.logr, dtype=torch.float32, device="cpu")
+        return tokens.to(ids.device), logp.to(ids.device), logr.to(ids.device)
 
 
 def _ended(ids: torch.Tensor, eos: torch.Tensor) -> torch.Tensor:

@@ -53,7 +53,7 @@ import torch
 from ..checks import check_generator_device, check_int, check_temperature
 from ..engine.client import EngineClient
 from .answers import resolve_eos_and_pad
-from .engine_rollout import EngineProposal
+from .engine_proposal import EngineProposal
 from .pimh import LOW_ESS_FRACTION, check_pimh_memory, diagnose_one_run, pimh_sample  # noqa: F401 (API)
 from .smc_output import SMCOutput
 from .smc_particles import EngineParticles, ModelParticles, incremental_log_weight, ramp_exponent  # noqa: F401 (API)

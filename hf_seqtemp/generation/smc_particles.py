@@ -18,7 +18,7 @@ The two backends differ only in what their hardware makes cheap, never in the ta
 - [`ModelParticles`] (transformers): one token per step (`block = 1`) from the model's own KV caches, with the
   user's logits processors as part of `p` and the optional exponent ramp;
 - [`EngineParticles`] (an engine server): rounds of `block_size` tokens, two requests a round whatever the number
-  of particles ([`~hf_seqtemp.generation.engine_rollout.EngineProposal`]); resampling happens between rounds.
+  of particles ([`~hf_seqtemp.generation.engine_proposal.EngineProposal`]); resampling happens between rounds.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .engine_rollout import EngineProposal, prompts_of, seed_stream
+from .engine_proposal import EngineProposal, prompts_of, seed_stream
 from .smc_proposals import SMCProposal
 
 

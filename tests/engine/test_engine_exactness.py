@@ -27,7 +27,7 @@ from engine.conftest import EOS, NEW, PROMPTS, T, V
 
 from hf_seqtemp.engine import check_against_scorer, engine_sample_completions, probe_engine
 from hf_seqtemp.engine.agreement import local_token_logps
-from hf_seqtemp.generation.engine_rollout import EngineProposal
+from hf_seqtemp.generation.engine_proposal import EngineProposal
 from hf_seqtemp.generation.power_sampling import power_sample
 from hf_seqtemp.generation.smc import smc_sample
 

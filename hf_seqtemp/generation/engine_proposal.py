@@ -1,8 +1,8 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """One block of tokens for many particles on an engine server: the proposal draws it, the base model scores it.
 
-The samplers on an engine (SMC through [`~hf_seqtemp.generation.smc_particles.EngineParticles`]; MH power sampling
-through [`EngineRollouts`]: their engine backends)
+The engine backends of the samplers (SMC's [`~hf_seqtemp.generation.smc_particles.EngineParticles`], MH power
+sampling's [`~hf_seqtemp.generation.power_sampling.EngineRollouts`]) draw with [`EngineProposal`]; they
 target `p(answer)^alpha`, `p` the served base model. A block proposal `r` gives, for the tokens it draws, `log r`
 and (after scoring) `log p` of each, and every weight or acceptance ratio is made of these two:
 
@@ -121,33 +121,3 @@ class EngineProposal:
         logps = self.client.score(sequences, [len(prefix) for prefix in prefixes])
         self.rounds += 2
         return [Block(s.tokens, s.logps, lp, s.stopped) for s, lp in zip(samples, logps)]
-
-
-class EngineRollouts:
-    """The engine backend of the MH power-sampling chain ([`~hf_seqtemp.generation.power_sampling`]): the rows'
-    rollouts drawn by `proposal` on the server, returned as the transformers backend returns them.
-
-    Args:
-        proposal ([`EngineProposal`]): draws and scores the blocks.
-        seeds ([`SeedStream`]): the requests' seeds.
-        pad (`int`): written after an answer's end and on rows not drawn.
-    """
-
-    def __init__(self, proposal: EngineProposal, seeds: SeedStream, pad: int):
-        self.proposal, self.seeds, self.pad = proposal, seeds, pad
-
-    def draw(self, ids: torch.Tensor, attn: torch.Tensor, length: int, active: torch.Tensor):
-        """`length` new tokens after each row of `ids` (prompt and answer so far, real where `attn` is 1) where
-        `active`, `pad` elsewhere and after an EOS: tokens, `log p` and `log r` `(batch, length)`, 0 on pad."""
-        batch = ids.shape[0]
-        tokens = torch.full((batch, length), self.pad, dtype=torch.long, device="cpu")
-        logp, logr = torch.zeros(batch, length, device="cpu"), torch.zeros(batch, length, device="cpu")
-        rows = active.nonzero().flatten().tolist()  # host sync: the rows to send, once per rollout
-        if rows:
-            prefixes = prompts_of(ids[rows], attn[rows])
-            for row, block in zip(rows, self.proposal.draw(prefixes, length, self.seeds)):
-                size = len(block.tokens)
-                tokens[row, :size] = torch.tensor(block.tokens, dtype=torch.long, device="cpu")
-                logp[row, :size] = torch.tensor(block.logp, dtype=torch.float32, device="cpu")
-                logr[row, :size] = torch.tensor(block.logr, dtype=torch.float32, device="cpu")
-        return tokens.to(ids.device), logp.to(ids.device), logr.to(ids.device)
