@@ -91,6 +91,25 @@ def pool_split(pool: str, fit: int, validation: int, held_out: int, seed: int) -
     return {name: [conversation(p) for p in prompts] for name, prompts in parts.items()}
 
 
+def cached_samples(folder, base, tokenizer, prompts, count: int, seed: int, kwargs: dict):
+    """`sample_dataset(...)` of `prompts`, read from `folder` when the same draw (prompts, count, seed, length) was
+    saved there before, else drawn and saved (no folder: drawn)."""
+    if folder is None:
+        return sample_dataset(base, tokenizer, prompts, num_samples=count, seed=seed, **kwargs)
+    import hashlib
+
+    from datasets import load_from_disk
+
+    key = json.dumps([prompts, count, seed, kwargs["max_new_tokens"]], sort_keys=True, default=str)
+    path = Path(folder) / hashlib.sha256(key.encode()).hexdigest()[:16]
+    if path.is_dir():
+        print(f"  read from {path}", flush=True)
+        return load_from_disk(str(path))
+    data = sample_dataset(base, tokenizer, prompts, num_samples=count, seed=seed, **kwargs)
+    data.save_to_disk(str(path))
+    return data
+
+
 def _rounded(values) -> list[float]:
     return [round(float(v), 5) for v in values]
 
@@ -185,6 +204,16 @@ def main(argv=None) -> None:
     parser.add_argument("--split_seed", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--token_temperature",
+        type=float,
+        default=None,
+        help="use this t as the once-tuned token temperature instead of searching it (e.g. t = 1 at "
+        "T = 2 on long answers, where no t reaches T and the search's grid takes 20 minutes)",
+    )
+    parser.add_argument("--samples_cache", default=None,
+                        help="a folder of p's samples: a pool's part drawn before with the same prompts, count, seed "
+                        "and length is read from it instead of drawn again")  # fmt: skip
     parser.add_argument("--output", default="outputs/bench/fidelity_long.json")
     parser.add_argument("--plot", action="store_true", help="draw the gap against answer length from --output")
     parser.add_argument("--excess_from", help="add `excess_error` to --output's rows from this *_logps.json, and stop")
@@ -214,8 +243,8 @@ def main(argv=None) -> None:
         data, p_logps, groups = {}, {}, {}
         for offset, (name, prompts) in enumerate(parts.items()):
             print(f"[{pool}] sampling {counts[name]} × {len(prompts)} {name} completions of p", flush=True)
-            data[name] = sample_dataset(base, tokenizer, prompts, num_samples=counts[name], seed=args.seed + offset,
-                                        **kwargs)  # fmt: skip
+            data[name] = cached_samples(args.samples_cache, base, tokenizer, prompts, counts[name],
+                                        args.seed + offset, kwargs)  # fmt: skip
             groups[name] = list(dataset_groups(data[name], tokenizer))
             p_logps[name], _ = score_dataset(base, data[name], AutoregressiveScorer(), **score)
         clipped = {name: sum(d["truncated"]) / len(d) for name, d in data.items()}
@@ -225,7 +254,10 @@ def main(argv=None) -> None:
         print(f"[{pool}] clipped {clipped}, mean answer tokens {lengths}", flush=True)
         for temperature in args.temperatures:
             started = time.time()
-            t_once, reached = tuned_or_closest(base, data["fit"], temperature, tokenizer, score)
+            if args.token_temperature is None:
+                t_once, reached = tuned_or_closest(base, data["fit"], temperature, tokenizer, score)
+            else:  # given, not searched: recorded as such
+                t_once, reached = args.token_temperature, "given"
             once = {name: score_dataset(base, data[name], AutoregressiveScorer(token_temperature=t_once), **score)[0]
                     for name in ("validation", "held_out")}  # fmt: skip
             print(f"[{pool}] T = {temperature:g}: once-tuned token temperature {t_once:.4f}", flush=True)
@@ -259,8 +291,9 @@ def main(argv=None) -> None:
                 "held_out_prompts": len(set(groups["held_out"])),
                 "samples_per_prompt": args.held_out_generations,
                 "tuned_once_token_temperature": t_once,
-                "tuned_once_reaches_target": reached is True,
-                "tuned_once_fit_t_eff": temperature if reached is True else reached,
+                "tuned_once_reaches_target": reached is True if reached != "given" else None,
+                "tuned_once_fit_t_eff": temperature if reached is True else None if reached == "given" else reached,
+                "tuned_once_given": reached == "given",
                 "pooled_t_eff": {"adapter": adapter["pooled_t_eff"], "tuned_once": tuned["pooled_t_eff"]},
                 "recipes": {recipe: recipe_summary(figures) for recipe, figures in recipes.items()},
                 "tuned_once_validation_error": statistics.fmean(tuned_validation["error"]),
