@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from scripts import load_script
 
 from hf_seqtemp.generation.diffusion import diffusion_generate
 from hf_seqtemp.metrics.core import effective_temperature
@@ -26,12 +25,7 @@ torch.set_num_threads(1)  # the test machines share 2 cores between processes
 
 @pytest.fixture(scope="module")
 def bench():
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("bench_fidelity_diffusion", BENCHMARKS / "fidelity_diffusion.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCHMARKS / "fidelity_diffusion.py", "bench_fidelity_diffusion", on_path=True)
 
 
 def _pooled_chi_square(counts: torch.Tensor, expected: torch.Tensor) -> tuple[float, int]:

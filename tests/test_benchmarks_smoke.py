@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from scripts import load_script
 from tiny_models import tiny_default_llama
 
 from hf_seqtemp.likelihood import AutoregressiveScorer
@@ -18,12 +17,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 def _load(name: str):
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))  # the scripts import their shared `_common` / `_paired` modules
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCHMARKS / f"{name}.py", f"bench_{name}", on_path=True)  # they import `_common`, ...
 
 
 def _tiny_llama(vocab: int = 11):

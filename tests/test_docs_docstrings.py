@@ -6,11 +6,11 @@ The built pages themselves are checked in `tests/test_docs_build.py`."""
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import textwrap
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,10 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def hf():
     pytest.importorskip("griffe", reason="the `docs` extra is not installed (make venv installs it)")
-    spec = importlib.util.spec_from_file_location("hf_docstrings", ROOT / "docs" / "hf_docstrings.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "docs" / "hf_docstrings.py", "hf_docstrings")
 
 
 def test_its_examples_run(hf):

@@ -3,23 +3,19 @@
 one `tests/test_readme_recipe.py` runs), `make venv`, `make demo` and `make test`, each with the load around it, into
 a JSON with its provenance (the times themselves are a benchmark, not a test)."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def first_hour():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("first_hour", ROOT / "benchmarks" / "first_hour.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "first_hour.py", "first_hour", on_path=True)
 
 
 def test_it_times_the_readme_quick_start_as_written(first_hour, tmp_path, monkeypatch):

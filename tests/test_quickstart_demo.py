@@ -6,7 +6,6 @@ what each costs per answer and once (seconds and token-forwards, every route), t
 questions from its own figures (does it reach T, which route ranks most like p, routes paired with each other, at
 what cost) and ends with one recommendation per goal."""
 
-import importlib.util
 import json
 import os
 import sys
@@ -15,16 +14,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def demo():
-    spec = importlib.util.spec_from_file_location("quickstart_demo", ROOT / "examples" / "quickstart.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "examples" / "quickstart.py", "quickstart_demo")
 
 
 def test_held_out_prompts_were_never_trained_on_nor_used_to_choose_the_settings(demo):

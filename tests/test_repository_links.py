@@ -6,11 +6,11 @@ maps those repository links into the site (`docs/hooks.py`; the built links are 
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
@@ -44,9 +44,7 @@ def test_every_link_of_the_readme_and_the_docs_resolves_in_the_repository_tree()
 
 def test_no_page_has_an_unfilled_marker_or_a_stale_generated_block():
     pytest.importorskip("mkdocs", reason="the `docs` extra is not installed (make venv installs it)")
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
-    hooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hooks)
+    hooks = load_script(ROOT / "docs" / "hooks.py", "docs_hooks")
     for page in _pages():
         text = page.read_text(encoding="utf-8")
         assert not re.search(r"<!-- (decision-tables|demo-run) -->", text), page  # a marker only a build fills
@@ -57,9 +55,7 @@ def test_no_page_has_an_unfilled_marker_or_a_stale_generated_block():
 
 def test_the_build_maps_repository_links_into_the_site():
     pytest.importorskip("mkdocs", reason="the `docs` extra is not installed (make venv installs it)")
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
-    hooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hooks)
+    hooks = load_script(ROOT / "docs" / "hooks.py", "docs_hooks")
     page = "[i](../../benchmarks/results/) [f](../../benchmarks/results/FIDELITY.md#a) ![d](../../benchmarks/results/x.png)"
     assert hooks.site_links(page, "docs/results/overview.md", "results/overview.md") == (
         "[i](index.md) [f](fidelity.md#a) ![d](data/x.png)"
@@ -74,9 +70,7 @@ def test_the_hooks_examples_run():
     pytest.importorskip("mkdocs", reason="the `docs` extra is not installed (make venv installs it)")
     import doctest
 
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
-    hooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hooks)
+    hooks = load_script(ROOT / "docs" / "hooks.py", "docs_hooks")
 
     class Fenceless(doctest.DocTestParser):
         def parse(self, string, name="<string>"):
@@ -91,9 +85,7 @@ def test_the_hooks_examples_run():
 
 def test_the_first_hour_line_quotes_the_timed_run_and_says_what_is_not_measured():
     pytest.importorskip("mkdocs", reason="the `docs` extra is not installed (make venv installs it)")
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
-    hooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hooks)
+    hooks = load_script(ROOT / "docs" / "hooks.py", "docs_hooks")
     assert "has not been run on this commit's code yet" in hooks.first_hour(None)
     step = {"load_average_1min": [0.1, 0.2], "exit_status": 0}
     steps = {"venv": {**step, "seconds": 251.2}, "quickstart": {**step, "seconds": 31.4},
