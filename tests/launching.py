@@ -136,3 +136,25 @@ def run_script(script: str, *args, timeout: float = 300) -> subprocess.Completed
         text=True,
         timeout=timeout,
     )
+
+
+def whole_batch_loss(trainer, model, batch):
+    """The trainer's objective on the whole `batch` in this process alone (no gathering, no gradient scale): the
+    reference a multi-process run's loss and gradients are compared with."""
+    from hf_seqtemp.data import GROUP_ID
+    from hf_seqtemp.groups import group_codes
+    from hf_seqtemp.losses import LossInputs
+
+    policy, extra = trainer.family.score(model, batch)
+    codes = group_codes(batch[GROUP_ID], batch[GROUP_ID].numel())
+    inputs = LossInputs(
+        policy_logps=policy,
+        ref_logps=batch["ref_logps"].float(),
+        policy_token_logps=extra["token_logps"],
+        completion_mask=extra["completion_mask"],
+        ref_token_logps=trainer.family.stored_reference(batch),
+        groups=codes,
+        local_groups=codes,
+        local_group_ids=batch[GROUP_ID],
+    )
+    return trainer.objective.compute(inputs, trainer.args).loss

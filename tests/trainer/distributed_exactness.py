@@ -25,13 +25,12 @@ from datasets import Dataset
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
 from hf_seqtemp.data import GROUP_ID, prepare_dataset
 from hf_seqtemp.groups import group_codes
-from hf_seqtemp.losses import LossInputs
 from hf_seqtemp.metrics.core import effective_temperature, kendall_tau
 from hf_seqtemp.trainer import prompt_only
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
 from conditional_toy import word_tokenizer
-from launching import leave
+from launching import leave, whole_batch_loss
 from tiny_models import conditional_lm
 
 SMC_STEPS = 6
@@ -161,19 +160,7 @@ def _one_process(trainer, batch) -> tuple[float, torch.Tensor]:
     """The objective on the whole batch in this process alone: no gathering, no gradient scale."""
     model = trainer.model
     model.zero_grad()
-    policy, extra = trainer.family.score(model, batch)
-    codes = group_codes(batch[GROUP_ID], batch[GROUP_ID].numel())
-    inputs = LossInputs(
-        policy_logps=policy,
-        ref_logps=batch["ref_logps"].float(),
-        policy_token_logps=extra["token_logps"],
-        completion_mask=extra["completion_mask"],
-        ref_token_logps=trainer.family.stored_reference(batch),
-        groups=codes,
-        local_groups=codes,
-        local_group_ids=batch[GROUP_ID],
-    )
-    loss = trainer.objective.compute(inputs, trainer.args).loss
+    loss = whole_batch_loss(trainer, model, batch)
     loss.backward()
     return loss.item(), torch.cat([p.grad.flatten() for p in model.parameters()]).clone()
 

@@ -19,12 +19,9 @@ from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer
-from hf_seqtemp.data import GROUP_ID
-from hf_seqtemp.groups import group_codes
-from hf_seqtemp.losses import LossInputs
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
-from launching import leave
+from launching import leave, whole_batch_loss
 from tiny_models import tiny_causal_lm
 from toy import as_dataset, sample_sequences
 
@@ -47,19 +44,7 @@ def _one_process_loss(trainer):
     """The objective on the whole batch in this process alone: no gathering, no gradient scale."""
 
     def loss_of(model, batch):
-        policy, extra = trainer.family.score(model, batch)
-        codes = group_codes(batch[GROUP_ID], batch[GROUP_ID].numel())
-        inputs = LossInputs(
-            policy_logps=policy,
-            ref_logps=batch["ref_logps"].float(),
-            policy_token_logps=extra["token_logps"],
-            completion_mask=extra["completion_mask"],
-            ref_token_logps=trainer.family.stored_reference(batch),
-            groups=codes,
-            local_groups=codes,
-            local_group_ids=batch[GROUP_ID],
-        )
-        return trainer.objective.compute(inputs, trainer.args).loss
+        return whole_batch_loss(trainer, model, batch)
 
     return loss_of
 
