@@ -142,7 +142,13 @@ def demo_run(record: dict) -> str:
     return head + "\n\n" + "\n\n".join(prose[:1]) + "\n\n" + block + "\n" + "\n\n".join(prose[1:]) + "\n"
 
 
-LONG_RUNS = ("fidelity_long.json", "fidelity_long_64.json", "fidelity_long_t2.json", "fidelity_long_t2_fast.json")
+LONG_RUNS = (
+    "fidelity_long_open.json",
+    "fidelity_long.json",
+    "fidelity_long_64.json",
+    "fidelity_long_t2.json",
+    "fidelity_long_t2_fast.json",
+)
 """The long-answer runs the README's table shows (`benchmarks/fidelity_long.py`), newest first."""
 
 BLOCKS = (
