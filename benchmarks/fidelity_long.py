@@ -15,7 +15,9 @@ adds up with the answer's length. This benchmark measures it on the embedded Smo
   closest (`tuned_once_reaches_target` false, its T_eff in `tuned_once_fit_t_eff`);
 - each adapter recipe trains on the fit prompts (ratio loss L_p + 0.1 NLL, LoRA r = 16 all-linear): `from_T` starts at
   token temperature T (the demo's recipe), `from_tuned` starts at the once-tuned t (`init_token_temperature`), so
-  training only has to learn what one scalar cannot (`from_tuned_fast`: the same at lr 1e-3). The recipe with the lower per-prompt error on the validation
+  training only has to learn what one scalar cannot (`from_tuned_fast`: the same at lr 1e-3; `from_tuned_fresh`: at
+  lr 1e-3 on the fit prompts alone, p's completions drawn afresh for every batch, so the adapter never sees one answer
+  twice and cannot fit the few hundred it would otherwise train on epoch after epoch). The recipe with the lower per-prompt error on the validation
   prompts is the `adapter` of the comparison; every recipe's held-out figures are kept in `recipes`;
 - on the held-out prompts (`held_out_generations` samples of p each) both routes get their per-prompt T_eff error
   |T_eff(c) − T| / T and Kendall τ(c); `difference` is paired over prompts (positive: the adapter better), `ci95`
@@ -46,6 +48,7 @@ import time
 from pathlib import Path
 
 import torch
+from datasets import Dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -72,8 +75,11 @@ RECIPES = {
     "lr 3e-4 cosine",
     "from_tuned_fast": "ratio loss (L_p + 0.1 NLL), LoRA r=16 all-linear, from the once-tuned token temperature, "
     "lr 1e-3 cosine",
+    "from_tuned_fresh": "ratio loss (L_p + 0.1 NLL), LoRA r=16 all-linear, from the once-tuned token temperature, "
+    "lr 1e-3 cosine, fresh samples of p every step (prompt-only fit prompts, sample_every_steps=1)",
 }
-LEARNING_RATES = {"from_T": 1e-3, "from_tuned": 3e-4, "from_tuned_fast": 1e-3}
+LEARNING_RATES = {"from_T": 1e-3, "from_tuned": 3e-4, "from_tuned_fast": 1e-3, "from_tuned_fresh": 1e-3}
+FRESH = {"from_tuned_fresh"}  # recipes that train on the fit prompts alone, p sampled afresh at every step
 POOLS = ("long", "open", "mixed")
 
 
@@ -159,10 +165,16 @@ def route_figures(ref, policy, groups, temperature: float) -> dict:
     }
 
 
-def train_recipe(recipe, temperature, start, data, settings, workdir):
+def train_recipe(recipe, temperature, start, data, prompts, settings, workdir):
+    """Trains `recipe` on the fit samples `data`, or (a `FRESH` recipe) on the fit `prompts` alone, p's
+    `num_generations` completions per prompt drawn afresh for every batch (`sample_every_steps=1`)."""
+    fresh = {}
+    if recipe in FRESH:
+        data = Dataset.from_dict({"prompt": prompts})
+        fresh = {"sample_every_steps": 1, "max_completion_length": settings["max_completion_length"]}
     trainer = ratio_trainer(temperature, data, settings, workdir, learning_rate=LEARNING_RATES[recipe],
                             init_token_temperature=None if recipe == "from_T" else start,
-                            num_generations=settings["num_generations"])  # fmt: skip
+                            num_generations=settings["num_generations"], **fresh)  # fmt: skip
     trainer.train()
     return trainer
 
@@ -264,7 +276,8 @@ def main(argv=None) -> None:
             recipes = {}
             for recipe in args.recipes:
                 with tempfile.TemporaryDirectory() as workdir:
-                    trainer = train_recipe(recipe, temperature, t_once, data["fit"], vars(args), workdir)
+                    trainer = train_recipe(recipe, temperature, t_once, data["fit"], parts["fit"], vars(args),
+                                           workdir)  # fmt: skip
                     scored = {name: score_dataset(trainer.model, data[name], AutoregressiveScorer(), **score)[0]
                               for name in ("validation", "held_out")}  # fmt: skip
                     trainer.close()
@@ -285,7 +298,8 @@ def main(argv=None) -> None:
                 "clipped_fraction": clipped["held_out"],
                 "mean_answer_tokens": lengths["held_out"],
                 "training": f"{RECIPES[chosen]}; {args.max_steps} steps of {args.batch_size} sequences "
-                f"({args.fit_prompts} prompts × {args.num_generations} samples of p)",
+                f"({args.fit_prompts} prompts × {args.num_generations} samples of p"
+                + (", drawn afresh for every batch)" if chosen in FRESH else ")"),
                 "recipe": chosen,
                 "chosen_on": f"{args.validation_prompts} validation prompts of the training side",
                 "held_out_prompts": len(set(groups["held_out"])),
