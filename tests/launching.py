@@ -158,3 +158,13 @@ def whole_batch_loss(trainer, model, batch):
         local_group_ids=batch[GROUP_ID],
     )
     return trainer.objective.compute(inputs, trainer.args).loss
+
+
+def wait_for_marker(child: subprocess.Popen, marker, never: str, timeout: float = 300, poll: float = 0.2) -> None:
+    """Waits until the child process `child` creates the file `marker`; fails with the end of its stderr if it exits
+    first, and with `never` (what did not happen) after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(marker):
+        assert child.poll() is None, child.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, never
+        time.sleep(poll)

@@ -100,7 +100,9 @@ def test_generate_with_seq_temperature_through_an_adapter_and_by_mcmc(smollm, tm
 
 @pytest.mark.slow
 def test_train_save_reload_on_the_embedded_model(smollm, tmp_path):
-    from hf_seqtemp import SeqTempConfig, SeqTempTrainer, sample_dataset
+    from configs import quiet_config
+
+    from hf_seqtemp import SeqTempTrainer, sample_dataset
     from hf_seqtemp.measure import score_dataset
 
     model, tokenizer = smollm
@@ -112,16 +114,13 @@ def test_train_save_reload_on_the_embedded_model(smollm, tmp_path):
         max_new_tokens=6,
         system_prompt="Answer briefly.",
     )
-    args = SeqTempConfig(
+    args = quiet_config(
         str(tmp_path),
         target_temperature=0.5,
         max_steps=2,
         per_device_train_batch_size=4,
         num_generations=4,  # the 4 sampled completions of each prompt make one group per batch
         learning_rate=1e-3,
-        save_strategy="no",
-        use_cpu=True,
-        disable_tqdm=True,
     )
     trainer = SeqTempTrainer(
         model,

@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 import torch
+from configs import quiet_config
 from datasets import Dataset
 from distribution_checks import chi_square_pvalue
 from tiny_models import BOS, tiny_causal_lm
@@ -106,17 +107,14 @@ def test_eos_ids_are_every_id_of_the_generation_config_and_the_tokenizers():
 
 def test_prompt_only_training_data_are_exact_samples_of_p_despite_the_generation_config(tmp_path):
     model, draws = _distorted_model(), 900
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(tmp_path),
         num_generations=draws,
         max_completion_length=NEW,
         per_device_train_batch_size=draws,
         per_device_eval_batch_size=512,
         precompute_ref_log_probs=False,
-        save_strategy="no",
-        use_cpu=True,
         seed=0,
-        disable_tqdm=True,
         report_to="none",
     )
     data = Dataset.from_dict({"prompt": list(PROMPTS)})
@@ -151,16 +149,13 @@ def test_sample_dataset_draws_exactly_from_p_despite_the_generation_config(batch
 
 def test_fresh_samples_drawn_during_training_are_exact_samples_of_p_despite_the_generation_config(tmp_path):
     model, draws = _distorted_model(), 900
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(tmp_path),
         num_generations=4,
         max_completion_length=NEW,
         per_device_train_batch_size=4,
         sample_every_steps=1,
-        save_strategy="no",
-        use_cpu=True,
         seed=0,
-        disable_tqdm=True,
         report_to="none",
     )
     data = Dataset.from_dict({"prompt": list(PROMPTS)})

@@ -4,10 +4,11 @@ end (completions sampled from the reference, scored once, grouped per prompt, wi
 
 import pytest
 import torch
+from configs import quiet_config
 from datasets import Dataset
 from peft import LoraConfig
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model
+from hf_seqtemp import SeqTempTrainer, load_default_model
 
 
 @pytest.mark.parametrize("conversational", [False, True])
@@ -17,7 +18,7 @@ def test_prompt_only_dataset_trains_on_the_embedded_model(tmp_path, conversation
     prompts = ["Name a colour.", "Name a fruit."]
     if conversational:
         prompts = [[{"role": "user", "content": p}] for p in prompts]
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(tmp_path),
         target_temperature=0.5,
         num_generations=2,
@@ -25,9 +26,6 @@ def test_prompt_only_dataset_trains_on_the_embedded_model(tmp_path, conversation
         per_device_train_batch_size=4,
         max_steps=1,
         logging_steps=1,
-        save_strategy="no",
-        use_cpu=True,
-        disable_tqdm=True,
     )
     trainer = SeqTempTrainer(
         model,

@@ -18,9 +18,10 @@ from peft import LoraConfig
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer
+from hf_seqtemp import SeqTempTrainer
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
+from configs import quiet_config
 from launching import leave, whole_batch_loss
 from tiny_models import tiny_causal_lm
 from toy import as_dataset, sample_sequences
@@ -53,16 +54,13 @@ def main(output_dir: str) -> None:
     torch.set_num_threads(1)
     model = tiny_causal_lm(4, seed=0)
     data = as_dataset(sample_sequences(model, 8, 3, seed=5))
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=output_dir,
         target_temperature=0.5,
         loss_type="ssts",  # self-normalised over the whole group of 8, which the ranks hold 4 + 4
         nll_weight=0.1,
         per_device_train_batch_size=4,
-        save_strategy="no",
-        use_cpu=True,
         report_to="none",
-        disable_tqdm=True,
         ddp_backend="gloo",
     )
     lora = LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0, init_lora_weights=False)

@@ -11,9 +11,9 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
+from launching import wait_for_marker
 from saved_adapters import _trainer
 from tiny_models import tiny_causal_lm
 
@@ -56,11 +56,7 @@ def test_the_same_run_started_during_the_final_save_is_refused(tmp_path):
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 300
-        while not marker.exists():
-            assert first.poll() is None, first.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "the first run never reached its final save"
-            time.sleep(0.2)
+        wait_for_marker(first, marker, "the first run never reached its final save")
         second = _trainer(out, 2.0, seed=1)
         with pytest.raises(RuntimeError, match=rf"in use by another run \(process {first.pid} on "):
             second.train()

@@ -20,6 +20,7 @@ import sys
 import time
 
 import pytest
+from launching import wait_for_marker
 
 from hf_seqtemp import staging
 from hf_seqtemp.locking import FolderLock, LockFile
@@ -43,11 +44,7 @@ time.sleep(600)
 
 def _park(script, *args, marker):
     child = subprocess.Popen([sys.executable, "-c", script, *map(str, args), ROOT], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not os.path.exists(marker):
-        assert child.poll() is None, child.stderr.read().decode()[-2000:]
-        assert time.monotonic() < deadline, "the child never got there"
-        time.sleep(0.05)
+    wait_for_marker(child, marker, "the child never got there", timeout=120, poll=0.05)
     return child
 
 

@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 import torch
-from launching import run_script
+from launching import run_script, wait_for_marker
 from saved_adapters import _trainer, assert_plain_save
 from tiny_models import tiny_causal_lm
 
@@ -182,7 +182,6 @@ def test_a_save_sigkilled_over_an_adapter_leaves_the_old_one_or_the_new_one_whol
     just after it. The folder loads as one whole save; the staging folder a kill leaves is removed by the next save,
     which leaves the folder whole at T = 2."""
     import signal
-    import time
 
     folder = tmp_path / "adapter"
     old_logits, _ = _saved_first(folder)
@@ -196,11 +195,7 @@ def test_a_save_sigkilled_over_an_adapter_leaves_the_old_one_or_the_new_one_whol
         stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 300
-        while not marker.exists():
-            assert child.poll() is None, child.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "the child never reached the save"
-            time.sleep(0.2)
+        wait_for_marker(child, marker, "the child never reached the save")
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.kill()

@@ -11,10 +11,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
+from launching import wait_for_marker
 from peft import LoraConfig
 from tiny_models import tiny_causal_lm
 from toy import as_dataset, sample_sequences
@@ -62,11 +62,7 @@ def _start(script, *args, marker):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 300
-    while not os.path.exists(marker):
-        assert child.poll() is None, child.stderr.read().decode()[-2000:]
-        assert time.monotonic() < deadline, "the child never got there"
-        time.sleep(0.2)
+    wait_for_marker(child, marker, "the child never got there")
     return child
 
 

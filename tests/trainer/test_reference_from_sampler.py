@@ -4,10 +4,11 @@ pass, and equals a rescoring of the rows: several prompts of different lengths (
 completions of variable length (EOS) and truncated ones."""
 
 import torch
+from configs import quiet_config
 from datasets import Dataset
 from tiny_models import conditional_lm, tiny_default_llama
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer
+from hf_seqtemp import SeqTempTrainer
 from hf_seqtemp.data import sample_completions
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
@@ -53,7 +54,7 @@ def _eos_tokenizer():
 
 def test_the_completion_pool_takes_the_reference_from_the_sampler(tmp_path, monkeypatch):
     model = conditional_lm(4)
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(tmp_path),
         target_temperature=0.5,
         loss_type="ssts",  # stores the per-token reference too
@@ -61,10 +62,7 @@ def test_the_completion_pool_takes_the_reference_from_the_sampler(tmp_path, monk
         max_completion_length=4,
         sample_every_steps=1,
         per_device_train_batch_size=12,
-        save_strategy="no",
-        use_cpu=True,
         seed=0,
-        disable_tqdm=True,
     )
     data = Dataset.from_dict({"prompt": ["x", "x y", "y x y"]})  # 2, 3 and 4 tokens with BOS: left padding
     trainer = SeqTempTrainer(model, args, train_dataset=data, processing_class=_eos_tokenizer())
@@ -98,17 +96,14 @@ def test_sampled_prompt_only_datasets_take_the_reference_from_the_sampler(tmp_pa
     data = Dataset.from_dict({"prompt": ["x", "x y", "y x y"]})  # 2, 3 and 4 tokens with BOS: left padding
     for loss_type in ("ratio", "ssts"):
         model = conditional_lm(4)
-        args = SeqTempConfig(
+        args = quiet_config(
             output_dir=str(tmp_path),
             target_temperature=0.5,
             loss_type=loss_type,
             num_generations=4,
             max_completion_length=4,
             per_device_train_batch_size=12,
-            save_strategy="no",
-            use_cpu=True,
             seed=0,
-            disable_tqdm=True,
         )
         trainer = SeqTempTrainer(model, args, train_dataset=data, eval_dataset=data, processing_class=_eos_tokenizer())
         for dataset in (trainer.train_dataset, trainer.eval_dataset):

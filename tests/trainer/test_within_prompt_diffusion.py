@@ -4,10 +4,11 @@
 import itertools
 
 import torch
+from configs import quiet_config
 from datasets import Dataset
 from tiny_models import tiny_bert
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer
+from hf_seqtemp import SeqTempTrainer
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
 from hf_seqtemp.models.diffusion import BlockDiffusionWrapper
 
@@ -49,7 +50,7 @@ def test_block_diffusion_l_p_tempers_every_prompt(tmp_path):
         {"input_ids": SEQUENCES[picked].tolist(), "completion_mask": COMPLETION[picked].int().tolist()}
     )
     start = per_prompt_kl(ref, ref, 0.5)
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(tmp_path),
         target_temperature=0.5,
         likelihood_method="exact",
@@ -60,10 +61,7 @@ def test_block_diffusion_l_p_tempers_every_prompt(tmp_path):
         num_generations=16,
         lr_scheduler_type="constant",
         logging_steps=120,
-        save_strategy="no",
-        use_cpu=True,
         seed=0,
-        disable_tqdm=True,
     )
     trainer = SeqTempTrainer(model, args, train_dataset=data)
     trainer.train()

@@ -14,19 +14,20 @@ from conditional_toy import (
     per_prompt_tempered_kl,
     sample_completions,
 )
+from configs import quiet_config
 from datasets import Dataset
 from peft import LoraConfig
 from tiny_models import conditional_lm
 
 import hf_seqtemp.trainer.trainer as trainer_module
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer
+from hf_seqtemp import SeqTempTrainer
 
 TRAINED = PROMPTS[:3]
 
 
 def _train(tmp_path, model, loss_type, temperature, peft_config=None, steps=200):
     data = as_prompted_dataset(sample_completions(model, 256, 3, prompts=TRAINED, seed=1), prompt_length=2)
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(tmp_path),
         target_temperature=temperature,
         loss_type=loss_type,
@@ -39,10 +40,7 @@ def _train(tmp_path, model, loss_type, temperature, peft_config=None, steps=200)
         # 1e-6 moved one final KL from 0.003 to 0.053); decayed, the same change moves it by under 7 %
         lr_scheduler_type="cosine",
         logging_steps=steps,
-        save_strategy="no",
-        use_cpu=True,
         seed=0,
-        disable_tqdm=True,
     )
     trainer = SeqTempTrainer(model, args, train_dataset=data, peft_config=peft_config)
     trainer.train()
@@ -127,7 +125,7 @@ def test_fresh_samples_during_training_temper_every_prompt_of_a_prompt_only_data
     ids, groups = enumerate_completions(4, 3, prompts)
     ref = completion_logps(model, ids, 2)
     start = per_prompt_tempered_kl(ref, ref, groups, 0.5)
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(tmp_path),
         target_temperature=0.5,
         nll_weight=0.0,
@@ -141,10 +139,7 @@ def test_fresh_samples_during_training_temper_every_prompt_of_a_prompt_only_data
         # default, avx2 and avx512 kernels; at a constant rate it ended wherever its oscillation stopped (0.33 to 0.47)
         lr_scheduler_type="cosine",
         logging_steps=200,
-        save_strategy="no",
-        use_cpu=True,
         seed=0,
-        disable_tqdm=True,
     )
     data = Dataset.from_dict({"prompt": ["x", "y", "z"]})
     trainer = SeqTempTrainer(model, args, train_dataset=data, processing_class=_word_tokenizer())
