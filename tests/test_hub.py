@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from configs import quiet_config
 from peft import LoraConfig
 from tiny_models import tiny_causal_lm
 from toy import all_sequences, as_dataset, exact_logps
@@ -31,11 +32,9 @@ def _split():
 
 def _train(output_dir, **config):
     train, _ = _split()
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(output_dir),
-        use_cpu=True,
         max_steps=6,
-        save_strategy="no",
         learning_rate=5e-2,
         per_device_train_batch_size=20,
         num_generations=4,

@@ -8,12 +8,13 @@ import random
 
 import pytest
 import torch
+from configs import quiet_config
 from datasets import Dataset
 from peft import LoraConfig
 from tiny_models import save_word_base, word_tokenizer
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from hf_seqtemp import SeqTempConfig, SeqTempTrainer, hub, load_tempered
+from hf_seqtemp import SeqTempTrainer, hub, load_tempered
 from hf_seqtemp.cli import main
 
 WORDS = ["a", "b", "c", "d"]
@@ -61,11 +62,9 @@ def _hub_round_trip(folder, tmp_path, expected: torch.Tensor) -> None:
 
 def test_the_trainers_folder_and_its_hub_copy_reload(root, tmp_path):
     texts = [json.loads(line)["text"] for line in (root / "train.jsonl").read_text(encoding="utf-8").splitlines()]
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(tmp_path / "run"),
-        use_cpu=True,
         max_steps=4,
-        save_strategy="no",
         learning_rate=5e-2,
         per_device_train_batch_size=16,
         target_temperature=0.5,

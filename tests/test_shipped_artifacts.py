@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 import torch
+from configs import quiet_config
 from huggingface_hub import ModelCard
 from peft import LoraConfig
 from tiny_models import tiny_causal_lm
@@ -32,11 +33,9 @@ def shipped(tmp_path_factory):
     """A LoRA + `modules_to_save` adapter trained for a few steps and written by `save_for_hub` (measured)."""
     sequences = all_sequences(VOCAB, 3)[torch.randperm(VOCAB**3, generator=torch.Generator().manual_seed(0))]
     root = tmp_path_factory.mktemp("shipped")
-    args = SeqTempConfig(
+    args = quiet_config(
         output_dir=str(root / "run"),
-        use_cpu=True,
         max_steps=4,
-        save_strategy="no",
         learning_rate=5e-2,
         per_device_train_batch_size=20,
         num_generations=4,

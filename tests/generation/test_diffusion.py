@@ -67,29 +67,15 @@ def test_imh_makes_as_many_sequential_calls_as_confidence(masked_lm, block_lengt
 
 
 def test_duplicates_evaluated_once_and_max_batch_only_splits(masked_lm):
-    prompts = torch.tensor([[1, 2]] * 3)
-    out = diffusion_generate(
-        masked_lm,
-        prompts,
-        max_new_tokens=3,
-        seq_temperature=0.5,
-        num_proposals=20,
-        generator=_gen(3),
-        return_dict_in_generate=True,
-    )
+    def draw(**options):
+        return diffusion_generate(masked_lm, torch.tensor([[1, 2]] * 3), max_new_tokens=3, seq_temperature=0.5,
+                                  num_proposals=20, generator=_gen(3), return_dict_in_generate=True, **options)  # fmt: skip
+
+    out = draw()
     # first call: 3 rows; two lookahead calls with at most 4 distinct tokens per row (not 21 candidates)
     assert out.num_evaluated_states <= 3 + 2 * 3 * 4
     masked_lm.calls = 0
-    split = diffusion_generate(
-        masked_lm,
-        prompts,
-        max_new_tokens=3,
-        seq_temperature=0.5,
-        num_proposals=20,
-        generator=_gen(3),
-        max_batch=2,
-        return_dict_in_generate=True,
-    )
+    split = draw(max_batch=2)
     assert torch.equal(split.sequences, out.sequences)
     assert split.num_model_calls == out.num_model_calls and masked_lm.calls > out.num_model_calls
 

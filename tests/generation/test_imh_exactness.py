@@ -82,30 +82,18 @@ def test_imh_commit_matches_chain_law_and_eq8_target():
     assert 0.5 * (proposal - target).abs().sum() > 0.2
     assert 0.5 * (chain_law - target).abs().sum() < 0.01
 
-    out = diffusion_generate(
-        masked_lm,
-        torch.tensor([PROMPT] * runs),
-        max_new_tokens=3,
-        seq_temperature=1 / alpha,
-        policy="left_to_right",
-        num_proposals=num_proposals,
-        generator=torch.Generator().manual_seed(0),
-    )
-    empirical = torch.bincount(out[:, 2], minlength=REAL).double() / runs
+    def committed_law(**temperature):  # the law of the first committed token over `runs` left-to-right draws
+        out = diffusion_generate(masked_lm, torch.tensor([PROMPT] * runs), max_new_tokens=3, policy="left_to_right",
+                                 generator=torch.Generator().manual_seed(0), **temperature)  # fmt: skip
+        return torch.bincount(out[:, 2], minlength=REAL).double() / runs
+
+    empirical = committed_law(seq_temperature=1 / alpha, num_proposals=num_proposals)
     # TV tolerance: with n = 20000 draws over 4 cells, E[TV] <= 0.5 * sum_v sqrt(p_v (1 - p_v) / n) <= 0.5 * 2 / sqrt(n)
     # = 0.0071, and each cell's error has sd <= 0.0036; 0.025 is > 6 sd above the largest plausible noise, yet far
     # below the 0.2 gap between proposal and target checked above, so a sampler without the correction fails.
     assert 0.5 * (empirical - chain_law).abs().sum() < 0.025
     assert 0.5 * (empirical - target).abs().sum() < 0.03
 
-    local = diffusion_generate(
-        masked_lm,
-        torch.tensor([PROMPT] * runs),
-        max_new_tokens=3,
-        token_temperature=1 / alpha,
-        policy="left_to_right",
-        generator=torch.Generator().manual_seed(0),
-    )
-    local_law = torch.bincount(local[:, 2], minlength=REAL).double() / runs
+    local_law = committed_law(token_temperature=1 / alpha)
     assert 0.5 * (local_law - proposal).abs().sum() < 0.025
     assert 0.5 * (local_law - target).abs().sum() > 0.2

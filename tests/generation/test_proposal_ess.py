@@ -7,10 +7,9 @@ differ, so a figure pooled over prompts (one normaliser for the batch) is caught
 
 import pytest
 import torch
-from generation.test_smc import EOS, NEW, PAD, PROMPT_MASK, PROMPTS, T, _oracle
+from generation.test_smc import EOS, NEW, PAD, PROMPT_MASK, PROMPTS, T, _answer_logp, _oracle
 from generation.test_smc_adapter import _adapted
 
-from hf_seqtemp.generation.answers import answer_mask
 from hf_seqtemp.generation.proposal_ess import proposal_ess
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
@@ -24,18 +23,12 @@ def _exact(model, proposal):
         answers, _ = _oracle(model)
     figures = []
     for b, cells in enumerate(answers):
-        completion = torch.zeros_like(cells, dtype=torch.bool)
-        completion[:, 2:] = True
-        in_answer = answer_mask(cells, completion, torch.tensor([EOS]))
-        attention = torch.cat(
-            [PROMPT_MASK[b].expand(len(cells), -1), torch.ones(len(cells), NEW, dtype=torch.long)], 1
-        )
         with model.disable_adapter():
-            logp = AutoregressiveScorer()(model, cells, attention, in_answer).double()
+            logp = _answer_logp(model, cells, PROMPT_MASK[b])
             if proposal == "token":
-                logr = AutoregressiveScorer(token_temperature=T)(model, cells, attention, in_answer).double()
+                logr = _answer_logp(model, cells, PROMPT_MASK[b], scorer=AutoregressiveScorer(token_temperature=T))
         if proposal == "adapter":
-            logr = AutoregressiveScorer()(model, cells, attention, in_answer).double()
+            logr = _answer_logp(model, cells, PROMPT_MASK[b])
         r, logw = logr.exp(), ALPHA * logp - logr
         assert abs(r.sum().item() - 1) < 1e-6
         mean = (r * logw).sum()

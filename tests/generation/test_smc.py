@@ -34,6 +34,19 @@ def model():
 
 
 @torch.no_grad()
+def _answer_logp(model, cells, prompt_mask, eos=EOS, scorer=None):
+    """log p of each padded answer in `cells` (rows: the prompt, as wide as `prompt_mask`, then the answer, padded
+    after its EOS) in float64 (`scorer`: an `AutoregressiveScorer`, by default p's). Scored from column 2 on: with a
+    wider prompt that adds its last tokens' log p, one constant per prompt, which no law over its answers sees."""
+    completion = torch.zeros_like(cells, dtype=torch.bool)
+    completion[:, 2:] = True
+    in_answer = answer_mask(cells, completion, torch.tensor([eos]))
+    new = cells.shape[1] - prompt_mask.shape[-1]
+    attention = torch.cat([prompt_mask.expand(len(cells), -1), torch.ones(len(cells), new, dtype=torch.long)], 1)
+    return (scorer or AutoregressiveScorer())(model, cells, attention, in_answer).double()
+
+
+@torch.no_grad()
 def _oracle(model, vocab=V, eos=EOS, new=NEW, prompts=PROMPTS, prompt_mask=PROMPT_MASK, temperature=T):
     """Per prompt: every padded answer (the 40 of this toy, `(40, 2 + NEW)`) and the exact target `p^(1/T) / Z`
     over them (`p` the model as called: pass it with its adapters off for a base target)."""
@@ -45,9 +58,7 @@ def _oracle(model, vocab=V, eos=EOS, new=NEW, prompts=PROMPTS, prompt_mask=PROMP
         completion = torch.zeros_like(strings, dtype=torch.bool)
         completion[:, 2:] = True
         unique = torch.unique(pad_after_answer(strings, completion, torch.tensor([EOS]), PAD), dim=0)
-        in_answer = answer_mask(unique, completion[: len(unique)], torch.tensor([EOS]))
-        attention = torch.cat([mask.expand(len(unique), -1), torch.ones(len(unique), NEW, dtype=torch.long)], 1)
-        logp = AutoregressiveScorer()(model, unique, attention, in_answer).double()
+        logp = _answer_logp(model, unique, mask, EOS)
         answers.append(unique)
         targets.append((logp / T).softmax(0))
     return answers, targets

@@ -22,6 +22,7 @@ from generation.test_smc import (
     PROMPTS,
     T,
     V,
+    _answer_logp,
     _generate_runs,
     _oracle,
     _processed_target,
@@ -31,10 +32,8 @@ from peft import LoraConfig, get_peft_model
 from tiny_models import tiny_llama
 
 from hf_seqtemp.generation.adapters import active_adapter
-from hf_seqtemp.generation.answers import answer_mask
 from hf_seqtemp.generation.smc import smc_sample
 from hf_seqtemp.generation.smc_proposals import AdapterProposal, forward_step
-from hf_seqtemp.likelihood import AutoregressiveScorer
 
 ALPHA = 1 / T
 
@@ -177,13 +176,7 @@ def _tempered_prefix_masses(model):
     answers, _ = _oracle(model)
     tables, log_normalizers = [], []
     for b, cells in enumerate(answers):
-        completion = torch.zeros_like(cells, dtype=torch.bool)
-        completion[:, 2:] = True
-        in_answer = answer_mask(cells, completion, torch.tensor([EOS]))
-        attention = torch.cat(
-            [PROMPT_MASK[b].expand(len(cells), -1), torch.ones(len(cells), NEW, dtype=torch.long)], 1
-        )
-        logp = AutoregressiveScorer()(model, cells, attention, in_answer).double()
+        logp = _answer_logp(model, cells, PROMPT_MASK[b])
         log_normalizers.append(torch.logsumexp(ALPHA * logp, 0).item())
         table = {}
         for cell, mass in zip(cells[:, 2:].tolist(), (ALPHA * logp).softmax(0).tolist()):
