@@ -3,7 +3,8 @@
 
 The completion is grown block by block (blocks of `block_size` tokens). After each new block is drawn, `mcmc_steps`
 MH steps run on the prefix built so far, targeting `pi(x) ∝ p(x)^alpha` with `alpha = 1 / seq_temperature`. A step
-picks a block boundary `b` uniformly (independently of the state), keeps `x_{<=b}` and resamples the suffix from the
+picks a block boundary `b` uniformly (independently of the state, and of every other row: the rows of a batch are
+independent chains, so several answers of one prompt are independent draws), keeps `x_{<=b}` and resamples the suffix from the
 model at *token* temperature `T`, `r(x'_j | x'_{<j}) = softmax(alpha * l_j)`, until EOS or the end of the stage. The
 acceptance ratio is
 
@@ -158,23 +159,24 @@ def _ended(ids: torch.Tensor, eos: torch.Tensor) -> torch.Tensor:
     return torch.isin(ids, eos).any(dim=1)
 
 
-def _mh_step(rollouts, state, prompt_attn, end, boundary, alpha, generator, eos):
-    """One MH move on the completion prefix `[:end]`: resample from `boundary`; returns (accepted, proposed) masks."""
+def _mh_step(rollouts, state, prompt_attn, end, boundary, alpha, generator, eos, rows):
+    """One MH move of the rows `rows` (indices) on the completion prefix `[:end]`: resample from `boundary`, in place;
+    returns their (accepted, proposed) masks."""
     ids, logp, logr = state
     prompt_len = prompt_attn.shape[1]
-    keep = ids[:, : prompt_len + boundary]
+    keep = ids[rows, : prompt_len + boundary]
     proposed = ~_ended(keep[:, prompt_len:], eos)  # an answer that ended at or before `b` has nothing to resample
-    attn = torch.cat([prompt_attn, prompt_attn.new_ones(ids.shape[0], boundary)], dim=1)
+    attn = torch.cat([prompt_attn[rows], prompt_attn.new_ones(len(rows), boundary)], dim=1)
     new, new_logp, new_logr = rollouts.draw(keep, attn, end - boundary, proposed)
-    log_ratio = alpha * (new_logp.sum(1) - logp[:, boundary:end].sum(1)) + (
-        logr[:, boundary:end].sum(1) - new_logr.sum(1)
+    log_ratio = alpha * (new_logp.sum(1) - logp[rows, boundary:end].sum(1)) + (
+        logr[rows, boundary:end].sum(1) - new_logr.sum(1)
     )
-    log_u = torch.rand(ids.shape[0], generator=generator, device=ids.device).log()
+    log_u = torch.rand(len(rows), generator=generator, device=ids.device).log()
     accept = (log_u < log_ratio.clamp(max=0.0)) & proposed
-    rows = accept.nonzero().squeeze(-1)
-    ids[rows, prompt_len + boundary : prompt_len + end] = new[rows]
-    logp[rows, boundary:end] = new_logp[rows]
-    logr[rows, boundary:end] = new_logr[rows]
+    moved = rows[accept]
+    ids[moved, prompt_len + boundary : prompt_len + end] = new[accept]
+    logp[moved, boundary:end] = new_logp[accept]
+    logr[moved, boundary:end] = new_logr[accept]
     return accept, proposed
 
 
@@ -204,11 +206,13 @@ def _power_chain(rollouts, input_ids, attention_mask, max_new_tokens, alpha, mcm
         ids, logp, logr = torch.cat([ids, new], 1), torch.cat([logp, new_logp], 1), torch.cat([logr, new_logr], 1)
         boundaries = range(0, end, block_size)
         for _ in range(mcmc_steps):
-            draw = torch.randint(len(boundaries), (1,), generator=generator, device=input_ids.device)
-            boundary = boundaries[int(draw)]  # host sync: the block boundary slices the sequences, once per MH step
-            state = (ids, logp, logr)
-            accept, moved = _mh_step(rollouts, state, attention_mask, end, boundary, alpha, generator, eos)
-            accepted, proposed = accepted + accept.float(), proposed + moved.float()
+            draws = torch.randint(len(boundaries), (batch,), generator=generator, device=input_ids.device)
+            for index in draws.unique().tolist():  # host sync: a boundary slices its rows, once per boundary drawn
+                rows = (draws == index).nonzero().squeeze(-1)
+                state = (ids, logp, logr)
+                accept, moved = _mh_step(rollouts, state, attention_mask, end, boundaries[index], alpha, generator,
+                                         eos, rows)  # fmt: skip
+                accepted[rows], proposed[rows] = accepted[rows] + accept.float(), proposed[rows] + moved.float()
     acceptance = accepted / proposed  # nan for a row that never had anything to resample
     if mcmc_steps:
         logger.info(f"power sampling: mean MH acceptance rate {acceptance.nanmean().item():.3f}")

@@ -103,3 +103,25 @@ def test_power_sample_on_an_engine_refuses_logits_processors_before_any_request(
     processors = LogitsProcessorList([SuppressTokensLogitsProcessor([2])])
     with pytest.raises(ValueError, match="`logits_processor` cannot be applied by an engine"):
         power_sample(client, torch.tensor([[1, 2]]), max_new_tokens=2, eos_token_id=3, logits_processor=processors)
+
+
+def test_the_rows_of_a_batch_are_independent_chains():
+    """Each row draws its own MH boundary, so the rows of a batch (several answers of one prompt) are independent
+    chains. The engine tests' toy (|V| = 4, EOS 3), three prompts (two left-padded), 1000 rows each, α = 4, blocks of
+    one token with one MH step after each: across twelve seeds the first answer token's law must be the same (chi-square of homogeneity, per prompt). One boundary drawn for the whole batch failed this (p
+    2.6e-11 on the second prompt): a seed whose steps never resampled the first token left all its rows at the
+    proposal's law, one that did moved them all toward p^α."""
+    from engine_models import engine_llama
+    from scipy.stats import chi2_contingency
+
+    model, prompts, runs, seeds = engine_llama(), ([0, 1], [2, 1, 0], [0, 2]), 1000, 12
+    ids = torch.tensor([[0] * (3 - len(p)) + p for p in prompts]).repeat_interleave(runs, 0)
+    mask = torch.tensor([[0] * (3 - len(p)) + [1] * len(p) for p in prompts]).repeat_interleave(runs, 0)
+    tables = torch.zeros(len(prompts), seeds, 4)
+    for seed in range(seeds):
+        out = power_sample(model, ids, mask, max_new_tokens=3, seq_temperature=0.25, mcmc_steps=1, block_size=1,
+                           generator=torch.Generator().manual_seed(seed), eos_token_id=3, return_dict_in_generate=True)  # fmt: skip
+        first = out.sequences[:, 3].view(len(prompts), runs)
+        tables[:, seed] = torch.stack([torch.bincount(row, minlength=4) for row in first]).float()
+    pvalues = [chi2_contingency(table[:, table.sum(0) > 0].numpy()).pvalue for table in tables]
+    assert min(pvalues) > 1e-4, pvalues
