@@ -71,15 +71,56 @@ def engine8(tmp_path_factory):
     yield from _served(tmp_path_factory, 8)
 
 
+def served_weights(vocab_size: int = V):
+    """The served toy's weights, local: the model and, on a copy of it, the random LoRA the proposal server serves."""
+    init = 0.3 if vocab_size == V else 0.1
+    return engine_llama(vocab_size, init), lora_of(engine_llama(vocab_size, init))
+
+
+@pytest.fixture(scope="session", params=["transformers", "engine"])
+def backend(request):
+    """One sampler, either backend: the exactness tests take this instead of `engine` and run once per backend.
+
+    `.model` / `.peft` are the local weights every oracle scores with; `.smc(...)` and `.power(...)` call
+    `smc_sample` / `power_sample` on the local model (`proposal="adapter"`: on the PEFT model, its adapter
+    proposing) or on the base server's client (the adapter served by name on the proposal server). `block` is the
+    engine's tokens per round; the transformers backend advances one token per step whatever it is.
+    """
+    if request.param == "engine":
+        engine = request.getfixturevalue("engine")
+        return Backend("engine", engine.model, engine.peft, engine)
+    return Backend("transformers", *served_weights())
+
+
+class Backend:
+    def __init__(self, name, model, peft, engine=None):
+        self.name, self.model, self.peft, self.engine = name, model, peft, engine
+
+    def smc(self, input_ids, attention_mask, proposal="token", block=None, **options):
+        from hf_seqtemp.generation.smc import smc_sample
+
+        if self.engine is None:
+            sampler = self.peft if proposal == "adapter" else self.model
+            adapter = {"proposal": "adapter", "adapter_name": "default"} if proposal == "adapter" else {}
+            return smc_sample(sampler, input_ids, attention_mask, **adapter, **options)
+        if proposal == "adapter":
+            options.update(proposal="adapter", adapter_name="lora", proposal_client=self.engine.proposer)
+        return smc_sample(self.engine.base, input_ids, attention_mask, block_size=block, **options)
+
+    def power(self, input_ids, attention_mask, **options):
+        from hf_seqtemp.generation.power_sampling import power_sample
+
+        sampler = self.model if self.engine is None else self.engine.base
+        return power_sample(sampler, input_ids, attention_mask, **options)
+
+
 def _served(tmp_path_factory, vocab_size: int):
     python = _engine_or_skip()
     folder = tmp_path_factory.mktemp("engine") / "tiny"
-    init = 0.3 if vocab_size == V else 0.1
-    model = engine_llama(vocab_size, init)
+    model, peft = served_weights(vocab_size)
     model.save_pretrained(folder)
     if vocab_size == V:
         word_tokenizer().save_pretrained(folder)  # for the command line; the servers take token ids only
-    peft = lora_of(engine_llama(vocab_size, init))
     peft.save_pretrained(folder.parent / "lora")
     common = {"model": str(folder), "max_model_len": 64, "skip_tokenizer_init": True, "threads": 1}
     common.update(kv_cache_memory_bytes=1 << 28, served_model_name="tiny")

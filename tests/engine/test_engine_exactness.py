@@ -1,5 +1,9 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""The exactness oracles of the transformers samplers, on the engine: a tiny random Llama served by vLLM.
+"""The exactness oracles of the samplers on both backends: a tiny random Llama served by vLLM, and its local copy.
+
+The SMC, PIMH and MH tests take the `backend` fixture (`conftest.Backend`) and run once on the transformers loop
+(the local weights) and once on the engine (the served ones): the same sampler code, the same oracle, the same
+thresholds. The rest concern the engine alone (its samples of p, its log-probs, its refusals).
 
 |V| = 4 with EOS 3, three prompts, at most 3 new tokens: 40 answers per prompt ("3", "x3", "xy3" and the truncated
 "xyz"), every one enumerated and scored by the local copy of the served weights. The target is
@@ -62,11 +66,11 @@ def _rows(runs: int) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, mask
 
 
-def _check_smc(engine, out, runs):
+def _check_smc(backend, out, runs):
     """Per prompt: E[Z_hat / Z] within 4 standard errors of 1, and chi-square of the returned answers."""
     width = max(len(p) for p in PROMPTS)
     for b, prompt in enumerate(PROMPTS):
-        answers, logp = _oracle(engine.model, prompt)
+        answers, logp = _oracle(backend.model, prompt)
         target, log_z = (ALPHA * logp).softmax(0), (ALPHA * logp).logsumexp(0)
         ratio = (out.log_normalizer[b * runs : (b + 1) * runs].double() - log_z).exp()
         error = ratio.std() / runs**0.5
@@ -124,55 +128,50 @@ def test_the_probe_finds_processed_log_probs_and_the_proposals_log_q(engine):
     check_against_scorer("the LoRA's log q", engine.peft, sequences, starts, [b.logr for b in blocks], 1e-4)
 
 
-def test_token_proposal_smc_on_the_engine_is_exact(engine):
+def test_token_proposal_smc_on_the_engine_is_exact(backend):
     """Blocks of one token, resampled whenever the weights are not all equal (`ess_threshold=1`)."""
     runs = 400
     ids, mask = _rows(runs)
-    out = smc_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, num_particles=16,
-                     block_size=1, ess_threshold=1.0, generator=torch.Generator().manual_seed(0),
-                     eos_token_id=EOS, return_dict_in_generate=True)  # fmt: skip
-    _check_smc(engine, out, runs)
-    assert out.model_calls == 2 * NEW and out.num_resamples.sum() > 0
+    out = backend.smc(ids, mask, block=1, max_new_tokens=NEW, seq_temperature=T, num_particles=16, ess_threshold=1.0,
+                      generator=torch.Generator().manual_seed(0), eos_token_id=EOS, return_dict_in_generate=True)  # fmt: skip
+    _check_smc(backend, out, runs)
+    assert out.num_resamples.sum() > 0
+    assert backend.name != "engine" or out.model_calls == 2 * NEW  # two requests a round
 
 
-def test_adapter_proposal_smc_on_the_engine_is_exact(engine):
-    """A random LoRA proposes (served by name on its own server), the base server weighs; blocks of 2 tokens.
-    Against the adapter's own tempered law (what weighing with the adapter instead of the base would target) the
-    answers fail: the weights do correct the proposal."""
+def test_adapter_proposal_smc_on_the_engine_is_exact(backend):
+    """A random LoRA proposes (on the engine: served by name on its own server, the base server weighing; blocks of
+    2 tokens). Against the adapter's own tempered law (what weighing with the adapter instead of the base would
+    target) the answers fail: the weights do correct the proposal."""
     runs = 400
     ids, mask = _rows(runs)
-    out = smc_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, num_particles=16,
-                     block_size=2, generator=torch.Generator().manual_seed(1), eos_token_id=EOS,
-                     return_dict_in_generate=True, proposal="adapter", adapter_name="lora",
-                     proposal_client=engine.proposer)  # fmt: skip
-    _check_smc(engine, out, runs)
+    out = backend.smc(ids, mask, proposal="adapter", block=2, max_new_tokens=NEW, seq_temperature=T, num_particles=16,
+                      generator=torch.Generator().manual_seed(1), eos_token_id=EOS, return_dict_in_generate=True)  # fmt: skip
+    _check_smc(backend, out, runs)
     width, against_adapter = max(len(p) for p in PROMPTS), []
     for b, prompt in enumerate(PROMPTS):
-        answers, logq = _oracle(engine.peft, prompt)
+        answers, logq = _oracle(backend.peft, prompt)
         counts = _counts(answers, out.sequences[b * runs : (b + 1) * runs, width:].tolist())
         against_adapter.append(chi_square_pvalue(counts, (ALPHA * logq).softmax(0))[1])
     assert min(against_adapter) < 1e-6, against_adapter
 
 
 @pytest.mark.parametrize("proposal", ["token", "adapter"])
-def test_pimh_answers_on_the_engine_are_exact_where_one_runs_answer_is_not(engine, proposal):
+def test_pimh_answers_on_the_engine_are_exact_where_one_runs_answer_is_not(backend, proposal):
     """One particle per run: a run's answer is the proposal's own draw (token temperature T, or the random LoRA),
     whose law is not p^α: chi-square fails. The PIMH chain over 16 such runs (`pimh_steps=16`, all 17 runs in the
     same requests) accepts by the ratio of their normaliser estimates, and its answers pass on every prompt."""
     runs = 1000
     ids, mask = _rows(runs)
-    options = {"max_new_tokens": NEW, "seq_temperature": T, "num_particles": 1, "block_size": NEW}
+    options = {"max_new_tokens": NEW, "seq_temperature": T, "num_particles": 1, "block": NEW, "proposal": proposal}
     options.update(eos_token_id=EOS, return_dict_in_generate=True)
-    if proposal == "adapter":
-        options.update(proposal="adapter", adapter_name="lora", proposal_client=engine.proposer)
     width = max(len(p) for p in PROMPTS)
     laws = {}
     for steps in (0, 16):
-        out = smc_sample(engine.base, ids, mask, generator=torch.Generator().manual_seed(7), pimh_steps=steps,
-                         **options)  # fmt: skip
+        out = backend.smc(ids, mask, generator=torch.Generator().manual_seed(7), pimh_steps=steps, **options)
         laws[steps] = []
         for b, prompt in enumerate(PROMPTS):
-            answers, logp = _oracle(engine.model, prompt)
+            answers, logp = _oracle(backend.model, prompt)
             counts = _counts(answers, out.sequences[b * runs : (b + 1) * runs, width:].tolist())
             laws[steps].append(chi_square_pvalue(counts, (ALPHA * logp).softmax(0))[1])
     print(f"{proposal}: one run's answer p = {laws[0]}, PIMH-16 p = {laws[16]}")
@@ -180,15 +179,17 @@ def test_pimh_answers_on_the_engine_are_exact_where_one_runs_answer_is_not(engin
     assert out.pimh_acceptance.shape == (len(PROMPTS) * runs,) and 0.1 < float(out.pimh_acceptance.mean()) < 1.0
 
 
-def test_mh_power_sampling_on_the_engine_is_exact(engine):
-    runs = 500
+def test_mh_power_sampling_on_the_engine_is_exact(backend):
+    """2000 answers per prompt, 20 MH steps after each one-token block. (At 6 steps the chain has not mixed: with
+    each row's own boundaries the second prompt fails at 2000 answers, p 3.7e-7 on the transformers backend; 500
+    answers could not see it.)"""
+    runs = 2000
     ids, mask = _rows(runs)
-    out = power_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, mcmc_steps=6,
-                              block_size=1, generator=torch.Generator().manual_seed(2), eos_token_id=EOS,
-                              return_dict_in_generate=True)  # fmt: skip
+    out = backend.power(ids, mask, max_new_tokens=NEW, seq_temperature=T, mcmc_steps=20, block_size=1,
+                        generator=torch.Generator().manual_seed(2), eos_token_id=EOS, return_dict_in_generate=True)  # fmt: skip
     width = max(len(p) for p in PROMPTS)
     for b, prompt in enumerate(PROMPTS):
-        answers, logp = _oracle(engine.model, prompt)
+        answers, logp = _oracle(backend.model, prompt)
         counts = _counts(answers, out.sequences[b * runs : (b + 1) * runs, width:].tolist())
         pvalue = chi_square_pvalue(counts, (ALPHA * logp).softmax(0))[1]
         print(f"prompt {b}: chi-square p = {pvalue:.3g}")
