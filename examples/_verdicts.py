@@ -258,14 +258,15 @@ def recommendations(rows, pairs, names, costs, once, temperature) -> list[str]:
 BY_LENGTH = (
     "fidelity_vs_tuned.json",
     "fidelity_long_open.json",
+    "fidelity_long_open_fresh.json",
     "fidelity_long.json",
     "fidelity_long_64.json",
     "fidelity_long_t2.json",
     "fidelity_long_t2_fast.json",
 )
 """The committed comparisons of the adapter with the once-tuned token temperature, short answers then long ones
-(open prompts at up to 128 tokens; T = 0.25 at 256 samples per prompt, T = 0.5 at 64, T = 2 with two recipes); a
-file not there is passed over."""
+(open prompts at up to 128 tokens, with the once-trained and the fresh-samples recipes; T = 0.25 at 256 samples per
+prompt, T = 0.5 at 64, T = 2 with two recipes); a file not there is passed over."""
 
 
 def by_length(results) -> list[str]:
