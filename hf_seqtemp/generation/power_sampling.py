@@ -3,10 +3,10 @@
 
 The completion is grown block by block (blocks of `block_size` tokens). After each new block is drawn, `mcmc_steps`
 MH steps run on the prefix built so far, targeting `pi(x) ∝ p(x)^alpha` with `alpha = 1 / seq_temperature`. A step
-picks a block boundary `b` uniformly (independently of the state, and of every other row: the rows of a batch are
-independent chains, so several answers of one prompt are independent draws), keeps `x_{<=b}` and resamples the suffix from the
-model at *token* temperature `T`, `r(x'_j | x'_{<j}) = softmax(alpha * l_j)`, until EOS or the end of the stage. The
-acceptance ratio is
+picks a block boundary `b` uniformly (independently of the state and of every other row: the rows of a batch are
+independent chains, so several answers of one prompt are independent draws), keeps `x_{<=b}` and resamples the
+suffix from the model at *token* temperature `T`, `r(x'_j | x'_{<j}) = softmax(alpha * l_j)`, until EOS or the end
+of the stage. The acceptance ratio is
 
     A = min(1, [p(x'_{>b} | x_{<=b})^alpha r(x_{>b} | x_{<=b})] / [p(x_{>b} | x_{<=b})^alpha r(x'_{>b} | x_{<=b})]),
 
