@@ -143,6 +143,7 @@ def demo_run(record: dict) -> str:
 
 
 LONG_RUNS = (
+    "fidelity_long_open_fresh.json",
     "fidelity_long_open.json",
     "fidelity_long.json",
     "fidelity_long_64.json",
