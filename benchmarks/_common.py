@@ -1,5 +1,5 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""Shared plumbing of the benchmarks: device line and JSON output (paired timing and memory: `_paired.py`)."""
+"""Shared plumbing of the benchmarks: device line and JSON output (paired timing and memory: `hf_seqtemp.costs`)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-import random
 import statistics
+
+from hf_seqtemp.metrics import paired_interval
 
 TOLERANCE, MIN_TAU = 0.10, 0.9
 
@@ -74,16 +75,6 @@ def summarise(rows: list[dict], prefix: str = "") -> dict:
     return summary
 
 
-def per_prompt_tau(ref_logps, policy_logps, groups) -> list[float]:
-    """Kendall τ of every prompt alone, prompts in order of first appearance (the row's τ is their mean when every
-    prompt has as many completions)."""
-    from hf_seqtemp.metrics import kendall_tau
-
-    order = list(dict.fromkeys(groups))
-    members = {g: [i for i, h in enumerate(groups) if h == g] for g in order}
-    return [kendall_tau(ref_logps[members[g]], policy_logps[members[g]]) for g in order]
-
-
 def paired_tau_intervals(rows: list[dict], baseline: str = "tuned", resamples: int = 2000, seed: int = 0) -> dict:
     """Per target T and trained method: the mean over held-out prompts of τ(method) − τ(`baseline`), prompt by prompt,
     with a 95 % percentile bootstrap interval over prompts (`[mean, low, high]`, key `<method>_T<T>_tau_minus_<baseline>`).
@@ -96,10 +87,8 @@ def paired_tau_intervals(rows: list[dict], baseline: str = "tuned", resamples: i
         if row["method"] in ("base", "myopic", baseline) or not base or "tau_per_prompt" not in row:
             continue
         diffs = [a - b for a, b in zip(row["tau_per_prompt"], base[0]["tau_per_prompt"], strict=True)]
-        rng = random.Random(seed)
-        means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(resamples))
         key = f"{row['method']}_T{row['target']:g}_tau_minus_{baseline}"
-        out[key] = [statistics.fmean(diffs), means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]]
+        out[key] = [statistics.fmean(diffs), *paired_interval(diffs, seed=seed, replicates=resamples)]
     return out
 
 

@@ -15,28 +15,10 @@ from collections.abc import Callable
 import torch
 from _tasks import conversation
 
+from hf_seqtemp.costs import ForwardCounter
+
 # exact sampling of the model's own distribution: transformers 5 fills unset fields from the model's config
 EXACT = {"do_sample": True, "top_k": 0, "top_p": 1.0, "min_p": None, "repetition_penalty": 1.0}
-
-
-class CallCounter:
-    """Counts forward calls of `model` and the token positions they process (a forward pre-hook on the transformers
-    model itself: a PEFT model's `generate` calls its base model directly)."""
-
-    def __init__(self, model):
-        self.calls, self.tokens = 0, 0
-        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-        self._handle = inner.register_forward_pre_hook(self._hook, with_kwargs=True)
-
-    def _hook(self, module, args, kwargs):
-        ids = kwargs.get("input_ids", args[0] if args else None)
-        if ids is None and kwargs.get("inputs_embeds") is not None:
-            ids = kwargs["inputs_embeds"][..., 0]
-        self.calls += 1
-        self.tokens += 0 if ids is None else ids.numel()
-
-    def remove(self):
-        self._handle.remove()
 
 
 def encode(tokenizer, questions: list[str], repeats: int, device) -> dict:
@@ -72,7 +54,7 @@ def run_sampler(
     texts, calls, tokens, seconds = [], [], 0, 0.0
     for index, chunk in enumerate(chunks):
         batch = encode(tokenizer, chunk, n, model.device)
-        counter = CallCounter(model)
+        counter = ForwardCounter(model)
         start = time.perf_counter()
         try:
             with torch.no_grad():

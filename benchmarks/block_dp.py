@@ -8,7 +8,7 @@ of each block separately (Σ_j m_j! · m_j partial states per row) instead of th
 count is printed for reference). The DP needs Σ_j (2^m_j - 1) partial states. Model calls are counted by a forward
 pre-hook on the wrapped model; both methods stack states `--max-batch` at a time. Time: one warm-up pair, then
 `--repeats` pairs (enumeration, DP, enumeration, DP, ...); the cost is the median [min, max] of the paired ratios
-DP / enumeration (`_paired.py`), target <= 1.0, and the table's speed-up is its inverse. The batch sweep shows how
+DP / enumeration (`hf_seqtemp.costs`), target <= 1.0, and the table's speed-up is its inverse. The batch sweep shows how
 both scale with rows.
 
 Usage:
@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import default_output, pick_device, print_device, write_json
-from _paired import format_summary, summarise, time_pairs
 
+from hf_seqtemp.costs import format_summary, summarise, time_pairs
 from hf_seqtemp.likelihood.block_diffusion import BlockDiffusionScorer
 from hf_seqtemp.likelihood.masked_diffusion import order_logps
 from hf_seqtemp.models.diffusion import BlockDiffusionAdapter

@@ -12,7 +12,7 @@ Answers of exactly L tokens (EOS off: `eos_token_id=[]`, so every route pays for
 - `mh`: MH power sampling, `--mcmc_steps` steps per block of `--block_size` tokens (each step re-draws the
   answer from a random position of the current block on: quadratic in L).
 
-Cost, counted by a forward pre-hook on the decoder ([`~hf_seqtemp.harness.cost.ForwardCounter`]): token-forwards
+Cost, counted by a forward pre-hook on the decoder ([`~hf_seqtemp.costs.ForwardCounter`]): token-forwards
 per answer (positions computed, KV-cache reuse counted: a decoding step computes one position per row) and
 sequential model calls per answer; wall seconds per answer (one thread unless `--threads`). Each route's
 token-forwards are fitted as `a · L^b` (least squares in log-log; the prompt's forwards flatten it at short L, so
@@ -44,10 +44,10 @@ from _common import device_info, pick_device, print_device, provenance
 from _tasks import conversation
 
 from hf_seqtemp import load_default_model
+from hf_seqtemp.costs import ForwardCounter
 from hf_seqtemp.data.ancestral import exact_generate
 from hf_seqtemp.generation.power_sampling import power_sample
 from hf_seqtemp.generation.smc import smc_sample
-from hf_seqtemp.harness.cost import ForwardCounter
 
 PROMPTS = ("Describe a river in one sentence.", "Explain rain in one sentence.", "Give two tips for sleeping well.")
 WHY = {

@@ -21,7 +21,7 @@ algorithm does), which costs more than a one-token step of `generate`, so this r
 with the implementation's. In `--full` mode Glauber refinement (`glauber_refine`,
 multiple-try with 8 candidates, ancestral draft) is compared with plain sampling the same way.
 
-All pairs: warm-up, then A B A B ..., median [min, max] of the paired ratios (`_paired.py`). Usage:
+All pairs: warm-up, then A B A B ..., median [min, max] of the paired ratios (`hf_seqtemp.costs`). Usage:
     python benchmarks/decode.py [--quick] [--output outputs/bench/decode.json] [--device cpu]
 """
 
@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import REPO, default_output, pick_device, print_device, write_json
-from _paired import format_summary, summarise, time_pairs
+
+from hf_seqtemp.costs import format_summary, summarise, time_pairs
 
 SETTINGS = {
     "quick": {

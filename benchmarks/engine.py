@@ -47,8 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import default_output, pick_device, print_device, write_json
-from _paired import format_summary, summarise, time_pairs
-from _prompts import prompt_pool, split_prompts
+
+from hf_seqtemp.costs import format_summary, summarise, time_pairs
+from hf_seqtemp.tasks.prompts import prompt_pool, split_prompts
 
 SYSTEM = "Answer briefly."
 MODES = {

@@ -1,7 +1,7 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Temperature fidelity within prompts on unseen prompts (paper Sec. 5.2-5.3, Tables 4-5, autoregressive half).
 
-On the embedded SmolLM2-135M-Instruct, starting from prompts only: the prompts of `_prompts.py` (short questions
+On the embedded SmolLM2-135M-Instruct, starting from prompts only: the prompts of `hf_seqtemp.tasks.prompts` (short questions
 with many plausible short answers, as conversations after the system prompt "Answer briefly.") are split BY PROMPT
 into training prompts and held-out prompts that training never sees. The trainer samples `num_generations`
 completions of every training prompt from the model itself (exact ancestral sampling); the held-out prompts get
@@ -38,7 +38,7 @@ Modes:
 - `--full` (meant for a GPU): every prompt of the pool, more completions and steps.
 
 `--train_prompts` past the pool (158 prompts less the held-out ones) goes on with the prompts of
-`_prompts.training_extension()`, which only ever train: the held-out prompts stay the pool's. `--split_seed` fixes
+`hf_seqtemp.tasks.prompts.training_extension()`, which only ever train: the held-out prompts stay the pool's. `--split_seed` fixes
 the split while `--seed` changes the training (order, particles) and the draws, to tell the spread between training
 seeds from the split's. SMC distillation draws each prompt's particles once and re-uses them every epoch, unless
 `--sample_every_steps k` draws them afresh (with the adapter proposal, from the adapter as it is then).
@@ -71,18 +71,18 @@ from _common import REPO, pick_device, print_device, write_json
 from _fidelity_table import (
     add_flags,
     paired_tau_intervals,
-    per_prompt_tau,
     plot_within_prompts,
     print_table,
     summarise,
 )
-from _prompts import split_prompts
 from datasets import Dataset
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
 from hf_seqtemp.config import CONFIG_NAME
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report, tune_myopic
+from hf_seqtemp.metrics import per_prompt_kendall_tau
+from hf_seqtemp.tasks.prompts import split_prompts
 
 SYSTEM_PROMPT = "Answer briefly."
 MODES = {
@@ -468,7 +468,7 @@ def run(settings: dict, device: torch.device, plots_dir: str | None) -> tuple[li
                         extra.update({f"train_{key}": value for key, value in figures.items()})
                     del model
                 report = temperature_report(base_logps, logps[method], lengths, groups)
-                report["tau_per_prompt"] = per_prompt_tau(base_logps, logps[method], groups)
+                report["tau_per_prompt"] = list(per_prompt_kendall_tau(base_logps, logps[method], groups).values())
                 rows.append({"method": method, "target": temperature, **report, **extra})
                 this_t[method] = report
                 rows[-1]["seconds"] = time.perf_counter() - start

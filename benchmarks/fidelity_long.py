@@ -54,9 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import device_info, pick_device, print_device, provenance
-from _prompts import split_long_prompts, split_prompts
 from _tasks import conversation
-from fidelity_vs_tuned import closest_token_temperature, per_prompt_tau, pool_prompts, ratio_trainer
+from fidelity_vs_tuned import closest_token_temperature, pool_prompts, ratio_trainer
 
 from hf_seqtemp import load_default_model, sample_dataset, tune_token_temperature_once
 from hf_seqtemp.likelihood import AutoregressiveScorer
@@ -66,8 +65,10 @@ from hf_seqtemp.metrics import (
     excess_error,
     paired_interval,
     per_prompt_effective_temperature,
+    per_prompt_kendall_tau,
     split_half_noise,
 )
+from hf_seqtemp.tasks.prompts import split_long_prompts, split_prompts
 
 RECIPES = {
     "from_T": "ratio loss (L_p + 0.1 NLL), LoRA r=16 all-linear, from token temperature T, lr 1e-3 cosine",
@@ -157,7 +158,7 @@ def route_figures(ref, policy, groups, temperature: float) -> dict:
     return {
         "error": [abs(v - temperature) / temperature for v in t_effs],
         "t_eff": t_effs,
-        "kendall_tau": per_prompt_tau(ref, policy, groups),
+        "kendall_tau": list(per_prompt_kendall_tau(ref, policy, groups).values()),
         "pooled_t_eff": effective_temperature(ref, policy, groups=groups),
         "noise": split_half_noise(ref, policy, groups, temperature),
         "noise_of_mean": split_half_noise(ref, policy, groups, temperature, level="mean"),

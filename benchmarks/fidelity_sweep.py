@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import provenance
-from _prompts import split_prompts
 from datasets import Dataset, load_from_disk
 from fidelity import MODES, TRAINING, SharedPreparation, conversations, sample_held_out, train_adapter
 
@@ -44,6 +43,7 @@ from hf_seqtemp.data import GROUP_ID
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset, temperature_report
 from hf_seqtemp.metrics.core import kendall_tau
+from hf_seqtemp.tasks.prompts import split_prompts
 
 KEYS = {
     "method": ("method", str),

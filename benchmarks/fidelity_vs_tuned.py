@@ -47,7 +47,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import device_info, pick_device, print_device, provenance
-from _prompts import split_prompts
 from _tasks import conversation, get_family, split_family
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, sample_dataset
@@ -55,11 +54,12 @@ from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.measure import dataset_groups, score_dataset
 from hf_seqtemp.metrics import (
     effective_temperature,
-    kendall_tau,
     paired_interval,
     per_prompt_effective_temperature,
+    per_prompt_kendall_tau,
     split_half_noise,
 )
+from hf_seqtemp.tasks.prompts import split_prompts
 from hf_seqtemp.trainer.hub_mixin import TUNING_PROMPTS
 
 GRID = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)  # token temperatures tried where none reaches T (T > 1)
@@ -84,14 +84,6 @@ def pool_prompts(pool: str, train: int, held_out: int, seed: int) -> tuple[list,
     training = open_train + sharp_train
     rng.shuffle(training)
     return [conversation(p) for p in training], [conversation(p) for p in open_held + sharp_held]
-
-
-def per_prompt_tau(ref: torch.Tensor, policy: torch.Tensor, groups: list) -> list[float]:
-    out = []
-    for group in dict.fromkeys(groups):
-        rows = [i for i, g in enumerate(groups) if g == group]
-        out.append(kendall_tau(ref[rows], policy[rows]))
-    return out
 
 
 def closest_token_temperature(model, tuning, temperature: float, batch_size: int) -> tuple[float, float, int]:
@@ -171,7 +163,7 @@ def run_one(pool, temperature, train_data, held_out, settings, workdir) -> tuple
         per_prompt[name] = {
             "t_eff": t_effs,
             "error": [abs(v - temperature) / temperature for v in t_effs],
-            "kendall_tau": per_prompt_tau(ref, policy, groups),
+            "kendall_tau": list(per_prompt_kendall_tau(ref, policy, groups).values()),
             "pooled_t_eff": effective_temperature(ref, policy, groups=groups),
         }
     per_prompt["tuned_once"]["token_temperature"] = once["token_temperature"]

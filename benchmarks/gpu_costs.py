@@ -13,7 +13,7 @@ Runs (each writes `gpu_<run>.json` into `--output-dir`; the device is recorded i
   sampling (`exact_generate`), Power-SMC with token proposals (`smc_sample`, N = 8 and 64 particles), Power-SMC with
   a LoRA adapter as proposal (`proposal="adapter"`, the same N; the base with the adapter off weighs), MH
   power sampling (`power_sample`, 10 MH steps per block, 4 blocks) and the adapter route (sampling from a LoRA r = 16
-  adapter on all linear layers, unmerged); ratios to plain sampling, paired by round (`_paired.py`).
+  adapter on all linear layers, unmerged); ratios to plain sampling, paired by round (`hf_seqtemp.costs`).
 - `training`: `online_step.py`'s comparison (prompt-only `SeqTempTrainer` step / `trl.GRPOTrainer` step) with
   bf16 mixed precision on both sides (`bf16=True`, GRPO's default), no gradient checkpointing on either.
 - `scoring`: `scoring.py`'s comparison (`AutoregressiveScorer` / a bare forward, TRL's log-prob helpers).
@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import REPO, pick_device, print_device, write_json
-from _paired import MEMORY_METHOD, format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
+
+from hf_seqtemp.costs import MEMORY_METHOD, format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
 
 MODEL_FOLDER = REPO / ".gpu_model"
 """SmolLM2-135M-Instruct's config and tokenizer, without weights (git-ignored; carried to the GPU machine)."""

@@ -24,7 +24,7 @@ of every optimisation step, so the two alternate step by step (GRPO, ours, GRPO,
 step's time is one full iteration of the loop: from receiving the turn (the previous step's logging and the next
 batch included) to the end of the optimiser step. The first `warmup` steps of each (including everything `train()`
 sets up) are not counted; then `pairs` timed pairs give the paired ratios `ours / GRPO`; the last pair measures the
-peak tensor memory of one step of each (`_paired.PeakMeter`, started when the turn is received and read at the
+peak tensor memory of one step of each (`hf_seqtemp.costs.PeakMeter`, started when the turn is received and read at the
 end of the step). Targets: time <= 0.85 (the reference costs no forward pass; GRPO's loss and its
 reward / advantage bookkeeping are its own overhead) and memory <= 1.0.
 
@@ -51,7 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import lora_config, parse_timing_args, pick_device, print_device, timing_parser, write_json
-from _paired import MEMORY_METHOD, PeakMeter, format_summary, summarise, sync
+
+from hf_seqtemp.costs import MEMORY_METHOD, PeakMeter, format_summary, summarise, sync
 
 SETTINGS = {
     "quick": {"prompts": 2, "num_generations": 4, "max_completion_length": 16, "warmup": 1, "pairs": 3},

@@ -41,9 +41,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import device_info, pick_device, print_device, provenance
 
+from hf_seqtemp.costs import ForwardCounter
 from hf_seqtemp.generation.answers import answer_mask, pad_after_answer
 from hf_seqtemp.generation.smc import smc_sample
-from hf_seqtemp.harness.cost import ForwardCounter
 from hf_seqtemp.likelihood import AutoregressiveScorer
 from hf_seqtemp.models import tiny_causal_lm
 

@@ -25,7 +25,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _common import OUTPUTS, provenance
-from _paired import format_summary, is_paired_summary
+
+from hf_seqtemp.costs import format_summary, is_paired_summary
 
 COSTS = ("online_step", "scoring", "train_step", "decode", "samplers", "smc_proposals", "block_dp")
 BENCHMARKS = (*COSTS, "fidelity", "fidelity_diffusion")

@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import default_output, print_device, write_json
-from _paired import format_summary, summarise
+
+from hf_seqtemp.costs import ForwardCounter, format_summary, summarise
 
 SETTINGS = {
     "quick": {"answers": 2000, "new_tokens": 4, "num_particles": 64, "mcmc_steps": 10},
@@ -95,22 +96,6 @@ def mean_kl(sequences: torch.Tensor, answers, targets, per_prompt: int) -> float
     return sum(kls) / len(kls)
 
 
-class CallCounter:
-    """Counts forward passes and the positions fed to them (rows x length of `input_ids`)."""
-
-    def __init__(self, model):
-        self.calls, self.tokens = 0, 0
-        model.register_forward_pre_hook(self._hook, with_kwargs=True)
-
-    def _hook(self, module, args, kwargs):
-        ids = kwargs.get("input_ids", args[0] if args else None)
-        self.calls += 1
-        self.tokens += ids.numel()
-
-    def reset(self):
-        self.calls, self.tokens = 0, 0
-
-
 def samplers(model, settings: dict, alpha: float) -> dict:
     """Each sampler as a function of the batched prompts and their mask, returning the sequences."""
     from hf_seqtemp.generation import power_sample, smc_sample
@@ -141,7 +126,7 @@ def samplers(model, settings: dict, alpha: float) -> dict:
 def measure(settings: dict, alpha: float) -> dict:
     model = enumerable_model()
     answers, targets = exact_targets(model, settings["new_tokens"], alpha)
-    counter = CallCounter(model)
+    counter = ForwardCounter(model)
     per_prompt = settings["answers"]
     ids, mask = PROMPTS.repeat_interleave(per_prompt, 0), PROMPT_MASK.repeat_interleave(per_prompt, 0)
     results = {}

@@ -14,7 +14,7 @@ Part 1, SmolLM2-135M-Instruct on one right-padded batch of random sequences of v
   call, which costs microseconds).
 
 The four run in turn (forward, scorer, trl_selective, trl_fused, forward, ...) after a warm-up, and each cost is the
-median [min, max] of the per-round ratios `scorer / other` (`_paired.py`). Targets: sequences/s within 10 % of the
+median [min, max] of the per-round ratios `scorer / other` (`hf_seqtemp.costs`). Targets: sequences/s within 10 % of the
 bare forward (time ratio <= 1.10), and no slower than either TRL helper (<= 1.05: `selective_log_softmax` does the
 same forward and an equally cheap gather, so the two tie and 5 % is the paired median's noise on a shared CPU).
 Peak tensor memory of one call of each way, measured after the timed rounds, gives the same ratios for memory
@@ -52,8 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import parse_timing_args, pick_device, print_device, timing_parser, write_json
-from _paired import format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
 
+from hf_seqtemp.costs import format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
 from hf_seqtemp.likelihood import AutoregressiveScorer
 
 SETTINGS = {

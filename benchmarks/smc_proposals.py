@@ -46,7 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import default_output, print_device, write_json
-from samplers import EOS, PAD, PROMPT_MASK, PROMPTS, CallCounter, enumerable_model, exact_targets
+from samplers import EOS, PAD, PROMPT_MASK, PROMPTS, enumerable_model, exact_targets
+
+from hf_seqtemp.costs import ForwardCounter
 
 SETTINGS = {
     "quick": {"runs": 256, "new_tokens": 4, "particles": (4, 16, 64), "fit_steps": 300, "fit_kl": 0.05},
@@ -206,7 +208,7 @@ def measure(settings: dict, alpha: float) -> tuple[list[dict], dict]:
     }
     rows, replicates = [], {}
     for name, (model, proposal, threshold) in proposals.items():
-        counter = CallCounter(model)
+        counter = ForwardCounter(model)
         for n in settings["particles"]:
             result = run_smc(model, settings, alpha, n, proposal, threshold, counter)
             laws = run_laws(result.pop("out"), answers, settings["runs"])

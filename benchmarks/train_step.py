@@ -15,8 +15,8 @@ log-probs with `AutoregressiveScorer`, read the precomputed reference columns (`
 compute the loss and buffer metrics, exactly as in training. Batches are collated once by each trainer's own
 data loader (data loading is not timed); the reference precompute at trainer construction is reported separately.
 Timing: warm-up steps, then the variants run in turn (plain, ratio, ssts, plain, ...) and each cost is the median
-[min, max] of the per-round ratios `seqtemp / plain` (`_paired.py`). Peak tensor memory of one step of each variant
-is measured after the timed rounds (`_paired.tensor_peak`). Target: <= 1.05 for time and for memory.
+[min, max] of the per-round ratios `seqtemp / plain` (`hf_seqtemp.costs`). Peak tensor memory of one step of each variant
+is measured after the timed rounds (`hf_seqtemp.costs.tensor_peak`). Target: <= 1.05 for time and for memory.
 
 Usage:
     python benchmarks/train_step.py [--quick] [--output outputs/bench/train_step.json] [--device cpu]
@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _common import lora_config, parse_timing_args, pick_device, print_device, timing_parser, write_json
-from _paired import MEMORY_METHOD, format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
+
+from hf_seqtemp.costs import MEMORY_METHOD, format_summary, ratios_by_round, summarise, tensor_peak, time_round_robin
 
 VARIANTS = ("plain_nll", "seqtemp_ratio", "seqtemp_ssts")
 SETTINGS = {

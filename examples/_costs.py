@@ -6,23 +6,19 @@ from __future__ import annotations
 
 import time
 
+from hf_seqtemp.costs import ForwardCounter
+
 
 class TokenCounter:
-    """Token positions run through the transformer under `model` (a forward pre-hook on its decoder, which every
-    path calls: a whole forward, a prompt forwarded once for its completions, a sampling step) and the seconds
-    spent, per named phase."""
+    """Token positions run through the transformer under `model` ([`~hf_seqtemp.costs.ForwardCounter`]: a whole
+    forward, a prompt forwarded once for its completions, a sampling step) and the seconds spent, per named phase."""
 
     def __init__(self, model):
-        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-        decoder = inner.get_decoder() if callable(getattr(inner, "get_decoder", None)) else inner
-        self.tokens, self.totals = 0, {}
-        self._handle = decoder.register_forward_pre_hook(self._hook, with_kwargs=True)
+        self.forwards, self.totals = ForwardCounter(model), {}
 
-    def _hook(self, module, args, kwargs):
-        ids = kwargs.get("input_ids", args[0] if args else None)
-        if ids is None and kwargs.get("inputs_embeds") is not None:
-            ids = kwargs["inputs_embeds"][..., 0]
-        self.tokens += 0 if ids is None else ids.numel()
+    @property
+    def tokens(self) -> int:
+        return self.forwards.tokens
 
     def measure(self, phase: str):
         """A context that adds the seconds and token-forwards of its block to `totals[phase]`."""

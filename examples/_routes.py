@@ -23,7 +23,6 @@ draws an answer to each of the same prompts; the SMC route also its particles' E
 from __future__ import annotations
 
 import math
-import random
 import statistics
 import sys
 import time
@@ -32,13 +31,14 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from _task_sampling import CallCounter, ancestral, encode
+from _task_sampling import ancestral, encode
 from datasets import Dataset
 
-from hf_seqtemp import kendall_tau
+from hf_seqtemp.costs import ForwardCounter
 from hf_seqtemp.data import eos_ids_of, sample_completions, tokenize_prompt
 from hf_seqtemp.measure import dataset_groups, importance_resampling_logps, score_dataset, temperature_report
-from hf_seqtemp.metrics import per_prompt_effective_temperature
+from hf_seqtemp.metrics import paired_interval as bootstrap_interval
+from hf_seqtemp.metrics import per_prompt_effective_temperature, per_prompt_kendall_tau
 
 PARTICLES, POOL = 4, 16  # the SMC route's particles; adapter draws per prompt that estimate its answer law
 ROUTES = ("myopic", "tuned_once", "tempered", "smc_adapter", "tuned_myopic")
@@ -140,7 +140,7 @@ def route_costs(
     costs, side = {}, tokenizer.padding_side  # `encode` pads on the left: the tokenizer is given back as it came
     for name, (sample, base_only) in samplers.items():
         batch = encode(tokenizer, prompts, 1, model.device)
-        counter = CallCounter(model)
+        counter = ForwardCounter(model)
         start = time.perf_counter()
         try:
             if base_only:
@@ -162,21 +162,9 @@ def route_costs(
     return costs
 
 
-def per_prompt_tau(ref: torch.Tensor, policy: torch.Tensor, groups: list) -> list[float]:
-    """Kendall τ of `policy` against `ref` within each prompt, in the order prompts first appear."""
-    return [
-        kendall_tau(
-            ref[[i for i, h in enumerate(groups) if h == g]], policy[[i for i, h in enumerate(groups) if h == g]]
-        )
-        for g in dict.fromkeys(groups)
-    ]
-
-
-def paired_interval(differences: list[float], seed: int = 0, replicates: int = 2000) -> tuple[float, float, float]:
-    """Mean and 95 % percentile bootstrap interval of per-prompt differences (prompts resampled)."""
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(differences, k=len(differences))) for _ in range(replicates))
-    return statistics.fmean(differences), means[int(0.025 * replicates)], means[int(0.975 * replicates) - 1]
+def paired_interval(differences: list[float]) -> tuple[float, float, float]:
+    """Mean of per-prompt differences and its 95 % bootstrap interval over prompts (2000 replicates)."""
+    return (statistics.fmean(differences), *bootstrap_interval(differences, replicates=2000))
 
 
 PAIRS = (("tempered", "tuned_once"), ("tempered", "myopic"), ("smc_adapter", "tempered"), ("tuned_once", "myopic"))
@@ -200,7 +188,7 @@ def measure_routes(reports: dict, logps: dict, smc_logps: torch.Tensor, temperat
     rows = {**reports, "smc_adapter": temperature_report(logps["base"], smc_logps, logps["lengths"], groups)}
     policy = {**logps, "smc_adapter": smc_logps}
     measured = [name for name in ("base", *ROUTES) if name in rows]
-    tau = {name: per_prompt_tau(logps["base"], policy[name], groups) for name in measured}
+    tau = {name: list(per_prompt_kendall_tau(logps["base"], policy[name], groups).values()) for name in measured}
     errors = {name: per_prompt_errors(logps["base"], policy[name], groups, temperature) for name in measured}
     for name in measured:
         rows[name] = {

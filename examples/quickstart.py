@@ -2,7 +2,7 @@
 """Quick start: temper the embedded SmolLM2-135M-Instruct to sequence temperature T = 0.5, on prompts only, and
 measure it on prompts it never saw.
 
-1. start from prompts only: the 128 training prompts of the fidelity benchmark (`benchmarks/_prompts.py`), and as
+1. start from prompts only: the 128 training prompts of the fidelity benchmark (`hf_seqtemp.tasks.prompts`), and as
    held-out prompts the 14 prompts of the same pool that no benchmark or sweep ever measured on (the settings below
    were chosen by the sweep on *its* held-out prompts, so measuring the demo there would be measuring on prompts the
    settings were tuned to);
@@ -53,11 +53,11 @@ import _routes
 import _verdicts
 from _common import cores_busy
 from _costs import TokenCounter, one_time_costs
-from _prompts import prompt_pool, split_prompts
 
 from hf_seqtemp import SeqTempConfig, SeqTempTrainer, load_default_model, load_tempered, sample_dataset, save_for_hub
 from hf_seqtemp.measure import score_dataset
 from hf_seqtemp.models.default import cached_model_folder
+from hf_seqtemp.tasks.prompts import prompt_pool, split_prompts
 from hf_seqtemp.trainer.hub_mixin import TUNING_PROMPTS
 
 SYSTEM = "Answer briefly."

@@ -49,6 +49,7 @@ _EXPORTS = {
     "module_path": "metrics",
     "pass_at_k": "metrics",
     "per_prompt_effective_temperature": "metrics",
+    "per_prompt_kendall_tau": "metrics",
     "per_prompt_t_eff_error": "metrics",
     "power_sample": "generation",
     "precision_recall_curve": "metrics",

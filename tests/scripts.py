@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def load_script(path: Path, name: str, on_path: bool = False):
     """The module of the script at `path` (relative to the repository root or absolute), imported as `name`;
     `on_path` puts its folder on `sys.path` first, for scripts that import their siblings (the benchmarks'
-    `_common`, `_paired`, ...)."""
+    `_common`, `_tasks`, ...)."""
     path = ROOT / path
     if on_path and str(path.parent) not in sys.path:
         sys.path.insert(0, str(path.parent))

@@ -59,25 +59,6 @@ def test_modes_pick_sizes_and_overrides(fidelity):
         fidelity.parse_args(["--sample_every_steps", "0"])
 
 
-def test_prompts_are_split_by_prompt(fidelity):
-    from _prompts import prompt_pool, split_prompts, training_extension
-
-    train, held_out = split_prompts(128, 16, seed=0)
-    assert len(set(train)) == 128 and len(set(held_out)) == 16 and not set(train) & set(held_out)
-    assert split_prompts(128, 16, seed=0) == (train, held_out) and split_prompts(128, 16, seed=1) != (train, held_out)
-    pool, extension = prompt_pool(), training_extension()
-    assert not set(pool) & set(extension)
-    # more training prompts than the pool holds: the same held-out prompts, the smaller split's training prompts
-    # first, then the extension (training only); held-out prompts never come from the extension
-    more_train, same_held_out = split_prompts(len(pool), 16, seed=0)
-    assert same_held_out == held_out and more_train[:128] == train and not set(more_train) & set(held_out)
-    assert set(more_train[len(pool) - 16 :]) <= set(extension) and len(set(more_train)) == len(pool)
-    with pytest.raises(ValueError, match="ask for fewer prompts"):
-        split_prompts(len(pool) + len(extension), 1)
-    with pytest.raises(ValueError, match="ask for fewer prompts"):
-        split_prompts(0, len(pool) + 1)
-
-
 def test_flags_and_summary(fidelity):
     rows = [
         {"method": "myopic", "target": 0.5, "t_eff": 0.56, "kendall_tau": 0.95, "nll_per_token": 3.0},
@@ -164,12 +145,12 @@ def test_per_prompt_tau_and_paired_intervals(fidelity):
     τ when prompts have as many completions, and the interval against the tuned row pairs prompts at the same T."""
     import torch
 
-    from hf_seqtemp.metrics import kendall_tau
+    from hf_seqtemp.metrics import kendall_tau, per_prompt_kendall_tau
 
     ref = torch.tensor([-1.0, -2.0, -3.0, -1.0, -2.0, -3.0])
     policy = torch.tensor([-5.0, -6.0, -9.0, -9.0, -6.0, -5.0])
     groups = [7, 7, 7, 3, 3, 3]
-    per_prompt = fidelity.per_prompt_tau(ref, policy, groups)
+    per_prompt = list(per_prompt_kendall_tau(ref, policy, groups).values())
     assert per_prompt == [1.0, -1.0]  # in order of first appearance
     assert sum(per_prompt) / 2 == pytest.approx(kendall_tau(ref, policy, groups=groups))
 

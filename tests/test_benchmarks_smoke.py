@@ -34,53 +34,6 @@ def _brute_force(model, seq: torch.Tensor) -> float:
     return total
 
 
-def test_paired_summary_on_known_ratios():
-    paired = _load("_paired")
-    s = paired.summarise([1.30, 0.95, 1.02, 1.08, 5.0], target=1.05)
-    assert (s["median"], s["min"], s["max"], s["n"], s["verdict"]) == (1.08, 0.95, 5.0, 5, "not met")
-    # one load spike cannot flip the verdict: the median ignores it
-    assert paired.summarise([1.01, 0.99, 9.0], target=1.05)["verdict"] == "met"
-    assert paired.summarise([2.0, 1.0], target=1.5)["median"] == 1.5  # even count: mean of the middle two
-    assert paired.summarise([1.5], target=1.5)["verdict"] == "met"  # the target itself is met
-    assert paired.summarise([3.0], target=None)["verdict"] == "no target"
-    with pytest.raises(ValueError, match="`ratios` must hold at least one"):
-        paired.summarise([], target=1.0)
-
-
-def test_time_pairs_alternates_and_divides_ours_by_the_baseline(monkeypatch):
-    paired = _load("_paired")
-    clock, calls = [0.0], []
-    monkeypatch.setattr(paired.time, "perf_counter", lambda: clock[0])
-
-    def side(name, seconds):
-        def run():
-            calls.append(name)
-            clock[0] += seconds
-
-        return run
-
-    out = paired.time_pairs(side("A", 2.0), side("B", 3.0), torch.device("cpu"), warmup=1, pairs=3)
-    assert calls == ["A", "B"] * 4
-    assert out["baseline_s"] == [2.0] * 3 and out["ours_s"] == [3.0] * 3
-    assert out["ratios"] == [1.5] * 3
-    seconds = paired.time_round_robin({"x": side("x", 1.0), "y": side("y", 4.0)}, torch.device("cpu"), 0, 2)
-    assert paired.ratios_by_round(seconds, ours="y", baseline="x") == [4.0, 4.0]
-
-
-def test_tensor_peak_is_the_peak_of_live_tensors_allocated_in_the_call():
-    paired = _load("_paired")
-
-    def work():
-        x = torch.ones(16 * 2**18)  # 16 MiB
-        y = x * 2  # +16 MiB: peak 32 MiB
-        del x
-        z = torch.ones(8 * 2**18)  # 16 + 8 MiB live
-        return float(y[0] + z[0])
-
-    peak = paired.tensor_peak(work, torch.device("cpu"))["peak_mib"]
-    assert 32.0 <= peak < 32.1, peak
-
-
 def test_scoring_ways_agree_with_brute_force_on_a_padded_batch():
     scoring = _load("scoring")
     model = _tiny_llama()

@@ -23,6 +23,7 @@ FLOORS = {
     "locking": 0,
     "lock_file": 0,
     "progress": 0,
+    "costs": 0,
     "_lazy": 0,
     "config": 1,
     "groups": 1,

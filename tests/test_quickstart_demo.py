@@ -25,8 +25,7 @@ def demo():
 
 
 def test_held_out_prompts_were_never_trained_on_nor_used_to_choose_the_settings(demo):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from _prompts import split_prompts
+    from hf_seqtemp.tasks.prompts import split_prompts
 
     train, held_out = demo.demo_prompts()
     sweep_train, sweep_held_out = split_prompts(128, 16, seed=0)
@@ -205,9 +204,11 @@ def test_one_time_costs_come_from_the_counted_phases(demo):
 def test_tau_per_prompt_and_its_paired_interval(routes):
     import torch
 
+    from hf_seqtemp.metrics import per_prompt_kendall_tau
+
     ref = torch.tensor([-1.0, -2.0, -3.0, -1.0, -2.0, -3.0])
     policy = torch.tensor([-2.0, -4.0, -6.0, -6.0, -4.0, -2.0])  # prompt a in p's order, prompt b reversed
-    assert routes.per_prompt_tau(ref, policy, ["a"] * 3 + ["b"] * 3) == [1.0, -1.0]
+    assert per_prompt_kendall_tau(ref, policy, ["a"] * 3 + ["b"] * 3) == {"a": 1.0, "b": -1.0}
     assert routes.paired_interval([0.1] * 10) == pytest.approx((0.1, 0.1, 0.1))
     mean, low, high = routes.paired_interval([-0.2, 0.2] * 8)
     assert mean == pytest.approx(0.0) and low < 0 < high

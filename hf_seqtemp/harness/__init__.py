@@ -15,7 +15,7 @@ except ImportError as error:  # pragma: no cover - what a user without the extra
         "hf_seqtemp.harness needs lm-evaluation-harness: pip install 'hf-seqtemp[eval]' (lm-eval[hf]==0.4.13)."
     ) from error
 
-from .cost import ForwardCounter
+from ..costs import ForwardCounter
 from .flags import name_embedded_model
 from .model import ROUTE_OPTIONS, WHOLE_ANSWER, Route, SeqTempLM, prompt_seed, resolve_route
 

@@ -17,11 +17,11 @@ from lm_eval.models.utils_hf import get_dtype, stop_sequences_criteria
 from transformers.utils import logging
 
 from ..checks import check_temperature
+from ..costs import ForwardCounter
 from ..generation.adapters import active_adapter, tempered_adapters
 from ..generation.routing import STRATEGIES, seqtemp_generate
 from ..loading import load_tempered
 from ..models.default import default_model_path, load_default_model
-from .cost import ForwardCounter
 from .flags import check_batch_size, check_device, refuse_likelihoods_ahead
 
 logger = logging.get_logger(__name__)
@@ -181,7 +181,7 @@ class SeqTempLM(HFLM):
     distribution where it has a density: p, p at a token temperature, or the adapter q; the whole-answer strategies
     (`smc` with or without PIMH, `mcmc`, `glauber`) have none and refuse them by name. The model calls and
     token-forwards of each kind of request land in the results under `config.seqtemp.cost`
-    ([`~hf_seqtemp.harness.cost.ForwardCounter`]). A request's settings (`--gen_kwargs`) take TRL's and transformers'
+    ([`~hf_seqtemp.costs.ForwardCounter`]). A request's settings (`--gen_kwargs`) take TRL's and transformers'
     length names and may not change the route ([`map_gen_kwargs`]).
 
     Args:

@@ -97,6 +97,17 @@ def effective_temperature(
     return (ref_c * policy_c).sum().item() / denominator
 
 
+def _rows_by_prompt(groups: Groups, n: int) -> dict:
+    """`{prompt id: [row, ...]}` in order of first appearance, one id per sequence."""
+    ids = list(groups) if not isinstance(groups, torch.Tensor) else groups.tolist()
+    if len(ids) != n:
+        raise ValueError(f"`groups` must give one prompt id per sequence: {len(ids)} ids for {n}.")
+    members: dict = {}
+    for index, group in enumerate(ids):
+        members.setdefault(group, []).append(index)
+    return members
+
+
 def per_prompt_effective_temperature(
     ref_logps: Sequence[float] | torch.Tensor, policy_logps: Sequence[float] | torch.Tensor, groups: Groups
 ) -> dict:
@@ -114,12 +125,7 @@ def per_prompt_effective_temperature(
     ```
     """
     ref, policy = _paired(ref_logps, policy_logps)
-    ids = list(groups) if not isinstance(groups, torch.Tensor) else groups.tolist()
-    if len(ids) != ref.numel():
-        raise ValueError(f"`groups` must give one prompt id per sequence: {len(ids)} ids for {ref.numel()}.")
-    members: dict = {}
-    for index, group in enumerate(ids):
-        members.setdefault(group, []).append(index)
+    members = _rows_by_prompt(groups, ref.numel())
     out = {}
     for group, rows in members.items():
         a, b = ref[rows], policy[rows]
@@ -214,6 +220,29 @@ def kendall_tau(
             concordance += _concordance(ref[members], policy[members], chunk_size)
             pairs += n * (n - 1)
     return concordance / pairs
+
+
+def per_prompt_kendall_tau(
+    ref_logps: Sequence[float] | torch.Tensor, policy_logps: Sequence[float] | torch.Tensor, groups: Groups
+) -> dict:
+    """Kendall τ of each prompt alone ([`kendall_tau`] over the pairs of one group): `{prompt id: τ}`, in order of
+    first appearance; NaN for a prompt with fewer than two sequences. Their mean is the pooled τ when every prompt
+    has as many sequences; paired over prompts, two routes' τ compare prompt by prompt.
+
+    Example:
+    ```python
+    >>> per_prompt_kendall_tau([-1.0, -2.0, -3.0, -1.0, -2.0], [-1.0, -3.0, -2.0, -5.0, -9.0], ["a"] * 3 + ["b"] * 2)
+    {'a': 0.3333333333333333, 'b': 1.0}
+    ```
+    """
+    ref, policy = _paired(ref_logps, policy_logps, minimum=1)
+    members = _rows_by_prompt(groups, ref.numel())
+    return {
+        group: _concordance(ref[rows], policy[rows], 2048) / (len(rows) * (len(rows) - 1))
+        if len(rows) > 1
+        else math.nan
+        for group, rows in members.items()
+    }
 
 
 def sequence_nll(

@@ -3,5 +3,17 @@
 
 from .arithmetic import ArithmeticTask, ArithmeticTokenizer, check_answer
 from .multiplication import MultiplicationBatch, MultiplicationTask
+from .prompts import long_prompt_pool, prompt_pool, split_long_prompts, split_prompts, training_extension
 
-__all__ = ["ArithmeticTask", "ArithmeticTokenizer", "MultiplicationBatch", "MultiplicationTask", "check_answer"]
+__all__ = [
+    "ArithmeticTask",
+    "ArithmeticTokenizer",
+    "MultiplicationBatch",
+    "MultiplicationTask",
+    "check_answer",
+    "long_prompt_pool",
+    "prompt_pool",
+    "split_long_prompts",
+    "split_prompts",
+    "training_extension",
+]

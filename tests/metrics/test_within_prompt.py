@@ -74,3 +74,32 @@ def test_former_keyword_names_still_work_with_a_future_warning():
     assert value == 0.5
     with pytest.raises(TypeError, match="pass `ref_logps` only"):
         kendall_tau([-1.0, -2.0], base_logp=[-1.0, -2.0], ref_logps=[-1.0, -2.0])
+
+
+def test_per_prompt_kendall_tau_counts_each_prompts_pairs_alone():
+    """Three prompts of different sizes, interleaved: each prompt's τ is its own concordant minus discordant pairs
+    over its pairs (brute force), ties count 0, and a one-sequence prompt has none (NaN)."""
+    import itertools
+    import math
+
+    from hf_seqtemp.metrics import per_prompt_kendall_tau
+
+    generator = torch.Generator().manual_seed(3)
+    groups = ["c", "a", "b", "a", "c", "a", "b", "a", "c", "d", "b", "a"]
+    ref = torch.randn(len(groups), generator=generator).round(decimals=1)
+    policy = (ref + torch.randn(len(groups), generator=generator)).round(decimals=1)
+    policy[3] = policy[1]  # a tie within prompt a
+
+    def brute(rows):
+        signs = [
+            torch.sign(ref[i] - ref[j]).item() * torch.sign(policy[i] - policy[j]).item()
+            for i, j in itertools.combinations(rows, 2)
+        ]
+        return sum(signs) / len(signs)
+
+    got = per_prompt_kendall_tau(ref, policy, groups)
+    assert list(got) == ["c", "a", "b", "d"]  # order of first appearance
+    for group in ("a", "b", "c"):
+        assert got[group] == pytest.approx(brute([i for i, g in enumerate(groups) if g == group]), abs=1e-12)
+    assert math.isnan(got["d"])
+    assert len({got[g] for g in "abc"}) > 1  # the prompts differ: a pooled figure would hide it

@@ -1,5 +1,6 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
-"""The fidelity benchmark's prompts: short questions with many plausible short answers, built from a few templates.
+"""Prompt pools with many plausible answers per prompt, split by prompt: what `make demo` and the fidelity
+benchmarks train and measure on (short free answers: [`prompt_pool`]; a sentence or two: [`long_prompt_pool`]).
 
 Every prompt asks for a short free answer (a word, a name, a few words), so that its completions differ and their
 log-likelihoods spread; the templates and topics are mixed so that held-out prompts (split off by prompt, never

@@ -1,7 +1,8 @@
 # Copyright 2026 The hf_seqtemp Authors. Licensed under the Apache License, Version 2.0.
 """Paired cost comparisons in one process: A B A B ... after a warm-up, then the median of the pairwise ratios.
 
-Every cost benchmark compares *ours* (B) with the baseline a user would otherwise run (A). Timing one and then the
+What hf_seqtemp's cost benchmarks quote, and what a user comparing two routes on their own machine runs: *ours* (B)
+against the baseline they would otherwise run (A). Timing one and then the
 other lets a change in machine load between the two blocks decide the verdict; here the two run alternately, each
 pair (A_i, B_i) back to back, and the cost is quoted as the median of the pairwise ratios B_i / A_i with their min
 and max. A load spike then moves one or two ratios, not the median. Lower is better: a ratio is "ours costs this
@@ -17,6 +18,9 @@ allocated when the call started:
   in the call, KV caches), exactly as the CUDA figure does, and nothing outside torch (Python objects, tokenizers,
   the allocator's own slack, pages malloc keeps after a free). It is measured on a separate run, after the timed
   pairs, because the profiler slows the call down.
+
+[`ForwardCounter`] counts what a route costs in model calls and token-forwards: the units every cost above is
+also quoted in where seconds depend on the machine.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import statistics
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 
 import torch
@@ -206,3 +211,93 @@ def memory_pairs(
         "ratios": [b / a for a, b in zip(baseline_mib, ours_mib)],
         "method": MEMORY_METHOD["cuda" if device.type == "cuda" else "cpu"],
     }
+
+
+class ForwardCounter:
+    """Counts the forward passes of a causal LM's decoder and the positions they compute, in all and per kind.
+
+    A forward pre-hook on the decoder (the transformer below the LM head, which every route calls, PEFT adapters on or
+    off) adds one *model call* per forward and `batch × length` *token-forwards* (the positions of `input_ids` it
+    computes, padding included; with a KV cache a decoding step computes one position per row). `calls` and `tokens`
+    are the running totals since the counter was made or [`reset`]; what the calls made inside
+    `counting(kind, answers)` cost is also added to `kind`'s totals, with the number of answers they produced.
+
+    Example:
+    ```python
+    >>> import torch
+    >>> from hf_seqtemp.models import tiny_causal_lm
+    >>> model = tiny_causal_lm(pad_token_id=0)
+    >>> counter = ForwardCounter(model)
+    >>> with counter.counting("loglikelihood", answers=2):
+    ...     _ = model(torch.tensor([[1, 2, 3], [1, 2, 0]]))
+    >>> counter.summary()["loglikelihood"]
+    {'answers': 2, 'model_calls': 1, 'token_forwards': 6, 'model_calls_per_answer': 0.5, 'token_forwards_per_answer': 3.0}
+    >>> _ = model(torch.tensor([[1, 2]]))  # outside any kind: in the running totals only
+    >>> counter.calls, counter.tokens
+    (2, 8)
+    ```
+    """
+
+    def __init__(self, model):
+        decoder = model.get_base_model() if hasattr(model, "get_base_model") else model
+        decoder = decoder.get_decoder() if callable(getattr(decoder, "get_decoder", None)) else decoder
+        self.calls, self.tokens = 0, 0
+        self._kind: str | None = None
+        self._paused = False
+        self._totals: dict[str, dict[str, int]] = defaultdict(
+            lambda: {"answers": 0, "model_calls": 0, "token_forwards": 0}
+        )
+        self._handle = decoder.register_forward_pre_hook(self._count, with_kwargs=True)
+
+    def _count(self, module, args, kwargs):
+        if self._paused:
+            return
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is None:
+            ids = kwargs["inputs_embeds"][..., 0]
+        positions = int(ids.shape[0]) * int(ids.shape[1])
+        self.calls += 1
+        self.tokens += positions
+        if self._kind is not None:
+            totals = self._totals[self._kind]
+            totals["model_calls"] += 1
+            totals["token_forwards"] += positions
+
+    def reset(self) -> None:
+        """Sets the running totals `calls` and `tokens` back to 0 (the per-kind totals stay)."""
+        self.calls, self.tokens = 0, 0
+
+    @contextlib.contextmanager
+    def counting(self, kind: str, answers: int):
+        """Adds the forwards made inside the block, and `answers`, to `kind`'s totals (blocks do not nest)."""
+        self._kind = kind
+        try:
+            yield
+        finally:
+            self._kind = None
+            self._totals[kind]["answers"] += answers
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Leaves the forwards made inside the block out of every total (e.g. lm-eval's batch-size probe)."""
+        self._paused = True
+        try:
+            yield
+        finally:
+            self._paused = False
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """`{kind: {answers, model_calls, token_forwards, model_calls_per_answer, token_forwards_per_answer}}`."""
+        out = {}
+        for kind, totals in self._totals.items():
+            answers = max(totals["answers"], 1)
+            per_answer = {
+                "model_calls_per_answer": totals["model_calls"] / answers,
+                "token_forwards_per_answer": totals["token_forwards"] / answers,
+            }
+            out[kind] = {**totals, **per_answer}
+        return out
+
+    def remove(self) -> None:
+        """Takes the hook off the model."""
+        self._handle.remove()
