@@ -99,15 +99,18 @@ def pool_split(pool: str, fit: int, validation: int, held_out: int, seed: int) -
 
 
 def cached_samples(folder, base, tokenizer, prompts, count: int, seed: int, kwargs: dict):
-    """`sample_dataset(...)` of `prompts`, read from `folder` when the same draw (prompts, count, seed, length) was
-    saved there before, else drawn and saved (no folder: drawn)."""
+    """`sample_dataset(...)` of `prompts`, read from `folder` when the same draw (the model's weights, prompts, count,
+    seed, length) was saved there before, else drawn and saved (no folder: drawn)."""
     if folder is None:
         return sample_dataset(base, tokenizer, prompts, num_samples=count, seed=seed, **kwargs)
     import hashlib
 
     from datasets import load_from_disk
 
-    key = json.dumps([prompts, count, seed, kwargs["max_new_tokens"]], sort_keys=True, default=str)
+    from hf_seqtemp.fingerprint import weights_sha256
+
+    weights = weights_sha256(base)[0]  # a folder shared between models never returns another model's samples
+    key = json.dumps([weights, prompts, count, seed, kwargs["max_new_tokens"]], sort_keys=True, default=str)
     path = Path(folder) / hashlib.sha256(key.encode()).hexdigest()[:16]
     if path.is_dir():
         print(f"  read from {path}", flush=True)
