@@ -53,7 +53,10 @@ SMC_ESS = "task_table_cpu_{}_smc_ess.json"
 TUNED_PIMH = "task_table_cpu_{}_tuned_pimh.json"  # the once-tuned token temperature; SMC-4 and its PIMH chains
 # long families: the adapter as SMC's proposal with PIMH chains (a second distillation run of training seed 0)
 ADAPTER_PIMH = "task_table_cpu_{}_adapter_pimh.json"
-LONG_ONLY = (ADAPTER_PIMH,)
+# MH power sampling rerun once every row of a call draws its own block boundary (c4a5202: before, one boundary per
+# MH step served the whole call, so the answers of one call were one correlated draw and their pass@8 was wrong)
+MH_RERUN = "task_table_cpu_{}_mh.json"
+LONG_ONLY = (ADAPTER_PIMH, MH_RERUN)
 ROUTES = (
     ("token", "token temperature 0.25", "token T=0.25", (FULL,), ("samplers", "token_temperature")),
     ("tuned", "token temperature tuned once (T_eff 0.25 on training prompts)", "token tuned once T=0.25",
@@ -66,7 +69,7 @@ ROUTES = (
     ("smc4_pimh1", "SMC, N = 4, PIMH 1 step (2 runs)", "smc α=4 N=4 pimh=1", (TUNED_PIMH,), None),
     ("smc4_pimh3", "SMC, N = 4, PIMH 3 steps (4 runs)", "smc α=4 N=4 pimh=3", (TUNED_PIMH,), None),
     ("smc64", "token-proposal SMC, N = 64", "smc α=4 N=64", ("task_table_cpu_{}_smc64.json",), ("samplers", "smc")),
-    ("mh", "MH power sampling (4 steps / block)", "mcmc α=4", (FULL,), ("samplers", "mh")),
+    ("mh", "MH power sampling (4 steps / block)", "mcmc α=4", (MH_RERUN,), ("samplers", "mh")),
     ("rloo", "RLOO, reward log p (β = 1/3)", "rloo T=0.25", TRAINED, None),
     ("vote_p4", "majority vote, 4 samples of p", "vote p N=4", ANSWER_LEVEL, None),
     ("sharpen_p4", "answer-level sharpening, 4 samples of p", "sharpen α=4 p N=4", ANSWER_LEVEL, None),
@@ -124,8 +127,8 @@ def per_prompt_answers(row: dict, settings: dict) -> list[list[list[bool]]]:
 def task_figures(route_row: str, patterns: tuple, family: str, rng: random.Random) -> tuple[dict, list[str]] | None:
     """Pass@1 / pass@8 / distinct answers of one route on one family, pooled over the runs (training seeds) found."""
     runs, sources = [], []
-    if family in LONG_FAMILIES:  # one table run holds a long family's rows (training seed 0); PIMH rows a second
-        patterns = tuple(p for p in patterns if p in LONG_ONLY) or (FULL,)
+    if family in LONG_FAMILIES:  # one table run holds a long family's rows (training seed 0); PIMH and MH rows others
+        patterns = tuple(p for p in patterns if p in LONG_ONLY and (RESULTS / p.format(family)).is_file()) or (FULL,)
     for pattern in patterns:
         name = pattern.format(family)
         payload = _load(name)
