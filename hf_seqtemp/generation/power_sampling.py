@@ -72,12 +72,13 @@ class PowerSamplingOutput(ModelOutput):
     sequence_logps: torch.FloatTensor | None = None
 
 
-def _rollout(model, ids, attn, num_new, alpha, generator, ends, conditionals=None):
+def _rollout(model, ids, attn, num_new, alpha, generator, ends, conditionals=None, rows=None):
     """Samples `num_new` tokens at token temperature `1 / alpha` with a KV cache, stopping each row at EOS.
 
     `ends = (eos, pad, done)`: EOS ids, pad id and the rows already ended (they get `pad` throughout). Returns new
     tokens, their log-probs under `p` (temperature 1) and under the proposal `r`, each `(batch, num_new)`, 0 on pad.
-    With `conditionals` ([`ProcessedConditionals`]) `p` is the processed `p̃`, the processors applied to each prefix.
+    With `conditionals` ([`ProcessedConditionals`]) `p` is the processed `p̃`, the processors applied to each prefix;
+    `rows` maps each row of `ids` to its row in the batch the processors were built for (default: the same).
     """
     eos, pad, done = ends
     tokens, logp, logr = [], [], []
@@ -96,7 +97,7 @@ def _rollout(model, ids, attn, num_new, alpha, generator, ends, conditionals=Non
         past = output_cache(out)
         logits = out.logits[:, -1:].float()
         if conditionals is not None:  # ended rows see pads: their (unused) scores are reset, never all -inf
-            scores = conditionals.scores(prefix, logits[:, 0]).masked_fill(done[:, None], 0.0)
+            scores = conditionals.scores(prefix, logits[:, 0], rows).masked_fill(done[:, None], 0.0)
             logits = scores[:, None]
         proposal = (alpha * logits[:, 0]).softmax(dim=-1)
         token = torch.multinomial(proposal, 1, generator=generator).masked_fill(done[:, None], pad)
@@ -117,11 +118,12 @@ class ModelRollouts:
         self.model, self.alpha, self.generator = model, alpha, generator
         self.eos, self.pad, self.conditionals = eos, pad, conditionals
 
-    def draw(self, ids, attn, length: int, active: torch.Tensor):
+    def draw(self, ids, attn, length: int, active: torch.Tensor, rows: torch.Tensor | None = None):
         """`length` new tokens after each row of `ids` (prompt and answer so far; `attn` its mask) where `active`,
-        `pad` elsewhere: tokens, `log p` and `log r` of each `(batch, length)`, 0 on pad."""
+        `pad` elsewhere: tokens, `log p` and `log r` of each `(batch, length)`, 0 on pad. `rows`: the rows of the
+        call's batch that `ids` holds (an MH step resamples some of them), for processors with a state per row."""
         ends = (self.eos, self.pad, ~active)
-        return _rollout(self.model, ids, attn, length, self.alpha, self.generator, ends, self.conditionals)
+        return _rollout(self.model, ids, attn, length, self.alpha, self.generator, ends, self.conditionals, rows)
 
 
 class EngineRollouts:
@@ -137,16 +139,17 @@ class EngineRollouts:
     def __init__(self, proposal: EngineProposal, seeds: SeedStream, pad: int):
         self.proposal, self.seeds, self.pad = proposal, seeds, pad
 
-    def draw(self, ids: torch.Tensor, attn: torch.Tensor, length: int, active: torch.Tensor):
+    def draw(self, ids: torch.Tensor, attn: torch.Tensor, length: int, active: torch.Tensor, rows=None):
         """`length` new tokens after each row of `ids` (prompt and answer so far, real where `attn` is 1) where
-        `active`, `pad` elsewhere and after an EOS: tokens, `log p` and `log r` `(batch, length)`, 0 on pad."""
+        `active`, `pad` elsewhere and after an EOS: tokens, `log p` and `log r` `(batch, length)`, 0 on pad (`rows`:
+        as [`ModelRollouts.draw`]; an engine applies no processor)."""
         batch = ids.shape[0]
         tokens = torch.full((batch, length), self.pad, dtype=torch.long, device="cpu")
         logp, logr = torch.zeros(batch, length, device="cpu"), torch.zeros(batch, length, device="cpu")
-        rows = active.nonzero().flatten().tolist()  # host sync: the rows to send, once per rollout
-        if rows:
-            prefixes = prompts_of(ids[rows], attn[rows])
-            for row, block in zip(rows, self.proposal.draw(prefixes, length, self.seeds)):
+        sent = active.nonzero().flatten().tolist()  # host sync: the rows to send, once per rollout
+        if sent:
+            prefixes = prompts_of(ids[sent], attn[sent])
+            for row, block in zip(sent, self.proposal.draw(prefixes, length, self.seeds)):
                 size = len(block.tokens)
                 tokens[row, :size] = torch.tensor(block.tokens, dtype=torch.long, device="cpu")
                 logp[row, :size] = torch.tensor(block.logp, dtype=torch.float32, device="cpu")
@@ -167,7 +170,7 @@ def _mh_step(rollouts, state, prompt_attn, end, boundary, alpha, generator, eos,
     keep = ids[rows, : prompt_len + boundary]
     proposed = ~_ended(keep[:, prompt_len:], eos)  # an answer that ended at or before `b` has nothing to resample
     attn = torch.cat([prompt_attn[rows], prompt_attn.new_ones(len(rows), boundary)], dim=1)
-    new, new_logp, new_logr = rollouts.draw(keep, attn, end - boundary, proposed)
+    new, new_logp, new_logr = rollouts.draw(keep, attn, end - boundary, proposed, rows)
     log_ratio = alpha * (new_logp.sum(1) - logp[rows, boundary:end].sum(1)) + (
         logr[rows, boundary:end].sum(1) - new_logr.sum(1)
     )

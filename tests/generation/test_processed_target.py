@@ -109,6 +109,15 @@ def test_mcmc_samples_the_processed_target(case):
     _assert_processed_target(model, prompts, 1500, kwargs, answers)
 
 
+def test_mcmc_steps_on_some_rows_apply_each_rows_own_processors():
+    """With blocks, an MH step resamples the rows that drew one boundary: the repetition penalty's per-row prompt
+    padding must follow them (it failed on the batch-size mismatch when the rows were not mapped back)."""
+    model = tiny_llama(vocab_size=V, seed=3, head_scale=3.0)
+    prompts, kwargs = CASES["padded"]
+    answers = _generate(model, prompts, 1500, kwargs, strategy="mcmc", mcmc_steps=10, block_size=1)
+    _assert_processed_target(model, prompts, 1500, kwargs, answers)
+
+
 @pytest.mark.parametrize(("case", "num_candidates"), [("padded", None), ("ngram", None), ("padded", 2)])
 def test_glauber_samples_the_processed_target(case, num_candidates):
     model = tiny_llama(vocab_size=V, seed=3, head_scale=3.0)
