@@ -97,16 +97,19 @@ class EngineProposal:
                 f"{served or 'no adapter'}): start it with `hf-seqtemp serve BASE --adapter {self.adapter}=FOLDER`."
             )
 
-    def draw(self, prefixes: Sequence[Sequence[int]], length: int, seeds: SeedStream) -> list[Block]:
-        """One block of at most `length` tokens after each prefix (a prompt and the answer so far)."""
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for row, prefix in enumerate(prefixes):
-            groups.setdefault(tuple(int(t) for t in prefix), []).append(row)
+    def draw(self, prefixes: Sequence[Sequence[int]], length: int | Sequence[int], seeds: SeedStream) -> list[Block]:
+        """One block of at most `length` tokens (one for all, or one per prefix) after each prefix (a prompt and the
+        answer so far), all in one sampling round and one scoring request."""
+        lengths = [length] * len(prefixes) if isinstance(length, int) else [int(n) for n in length]
+        groups: dict[tuple, list[int]] = {}
+        for row, (prefix, size) in enumerate(zip(prefixes, lengths, strict=True)):
+            groups.setdefault((tuple(int(t) for t in prefix), size), []).append(row)
         keys = list(groups)
         sizes = [len(groups[key]) for key in keys]
         temperature = 1.0 if self.adapter is not None else 1.0 / self.alpha
         drawn = self.proposer.sample(
-            [list(k) for k in keys], length, self.stop, seeds.take(sizes), sizes, temperature, self.adapter
+            [list(k) for k, _ in keys], [n for _, n in keys], self.stop, seeds.take(sizes), sizes, temperature,
+            self.adapter,
         )
         samples: list = [None] * len(prefixes)
         for key, completions in zip(keys, drawn):

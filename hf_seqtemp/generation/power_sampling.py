@@ -21,12 +21,13 @@ With logits processors (`logits_processor`, or those of a `generate` call) `p` i
 `p̃(x_j | x_<j) = softmax(processors(x_<j, l_j))` everywhere above: in the target, in the proposal
 `r = softmax(alpha * processors(x_<j, l_j))` and in the ratio (see [`~hf_seqtemp.generation.processed`]).
 
-**One chain, two backends.** The chain ([`_power_chain`]) asks its backend one thing: "extend these rows by `k`
-tokens from the token-temperature proposal and give each token's `log p` and `log r`" (`draw`). [`power_sample`]
-given a model draws with the model itself ([`ModelRollouts`]: a KV cache per rollout, processors included); given an
-[`~hf_seqtemp.engine.EngineClient`] it draws on that inference engine
-([`EngineRollouts`]: a sampling round and a scoring request per rollout). The
-boundaries, the acceptance ratios and the bookkeeping of answers that ended are the same code on both.
+**One chain, two backends.** The chain ([`_power_chain`]) asks its backend one thing: "redraw each row from its own
+start up to `end` from the token-temperature proposal and give each token's `log p` and `log r`" (`draw`; a new
+block is every row redrawn from the block's start). [`power_sample`] given a model draws with the model itself
+([`ModelRollouts`]: one rollout with a KV cache per distinct start, processors included); given an
+[`~hf_seqtemp.engine.EngineClient`] it draws on that inference engine ([`EngineRollouts`]: every row in one
+sampling round and one scoring request, whatever the starts). The boundaries, the acceptance ratios and the
+bookkeeping of answers that ended are the same code on both.
 """
 
 from __future__ import annotations
@@ -110,6 +111,14 @@ def _rollout(model, ids, attn, num_new, alpha, generator, ends, conditionals=Non
     return torch.cat(tokens, dim=1), torch.stack(logp, dim=1), torch.stack(logr, dim=1)
 
 
+def _redrawn(ids: torch.Tensor, starts: torch.Tensor, end: int, pad: int):
+    """Empty outputs of a `draw`: tokens (`pad`), `log p` and `log r` (0) of width `end - min(starts)`."""
+    width = end - int(starts.min())  # host sync: once per draw
+    shape = (ids.shape[0], width)
+    zeros = torch.zeros(shape, device=ids.device)
+    return torch.full(shape, pad, dtype=ids.dtype, device=ids.device), zeros, zeros.clone()
+
+
 class ModelRollouts:
     """The transformers backend of the chain: rollouts drawn by `model` itself ([`_rollout`]), `p` processed by
     `conditionals` when the call has logits processors."""
@@ -118,12 +127,24 @@ class ModelRollouts:
         self.model, self.alpha, self.generator = model, alpha, generator
         self.eos, self.pad, self.conditionals = eos, pad, conditionals
 
-    def draw(self, ids, attn, length: int, active: torch.Tensor, rows: torch.Tensor | None = None):
-        """`length` new tokens after each row of `ids` (prompt and answer so far; `attn` its mask) where `active`,
-        `pad` elsewhere: tokens, `log p` and `log r` of each `(batch, length)`, 0 on pad. `rows`: the rows of the
-        call's batch that `ids` holds (an MH step resamples some of them), for processors with a state per row."""
-        ends = (self.eos, self.pad, ~active)
-        return _rollout(self.model, ids, attn, length, self.alpha, self.generator, ends, self.conditionals, rows)
+    def draw(self, ids, prompt_attn, starts: torch.Tensor, end: int, active: torch.Tensor):
+        """Row `i`'s answer tokens `starts[i]` to `end` redrawn after its prompt and first `starts[i]` answer tokens
+        (`ids`: prompts and answers so far, `prompt_attn` the prompts' mask) where `active`, `pad` elsewhere:
+        tokens, `log p` and `log r` `(batch, end - min(starts))`, row `i`'s in its first `end - starts[i]` columns,
+        0 on pad. One rollout per distinct start (a KV cache over prefixes of one length); the processors see each
+        row as the row of the call it is."""
+        tokens, logp, logr = _redrawn(ids, starts, end, self.pad)
+        width, everyone = prompt_attn.shape[1], starts.numel()
+        for start in starts.unique().tolist():  # host sync: a start slices its rows, once per distinct start
+            rows = (starts == start).nonzero().squeeze(-1)
+            attn = torch.cat([prompt_attn[rows], prompt_attn.new_ones(len(rows), start)], dim=1)
+            ends = (self.eos, self.pad, ~active[rows])
+            mapped = None if len(rows) == everyone else rows
+            new = _rollout(self.model, ids[rows, : width + start], attn, end - start, self.alpha, self.generator,
+                           ends, self.conditionals, mapped)  # fmt: skip
+            for out, values in zip((tokens, logp, logr), new):
+                out[rows, : end - start] = values
+        return tokens, logp, logr
 
 
 class EngineRollouts:
@@ -139,17 +160,18 @@ class EngineRollouts:
     def __init__(self, proposal: EngineProposal, seeds: SeedStream, pad: int):
         self.proposal, self.seeds, self.pad = proposal, seeds, pad
 
-    def draw(self, ids: torch.Tensor, attn: torch.Tensor, length: int, active: torch.Tensor, rows=None):
-        """`length` new tokens after each row of `ids` (prompt and answer so far, real where `attn` is 1) where
-        `active`, `pad` elsewhere and after an EOS: tokens, `log p` and `log r` `(batch, length)`, 0 on pad (`rows`:
-        as [`ModelRollouts.draw`]; an engine applies no processor)."""
-        batch = ids.shape[0]
-        tokens = torch.full((batch, length), self.pad, dtype=torch.long, device="cpu")
-        logp, logr = torch.zeros(batch, length, device="cpu"), torch.zeros(batch, length, device="cpu")
-        sent = active.nonzero().flatten().tolist()  # host sync: the rows to send, once per rollout
+    def draw(self, ids: torch.Tensor, prompt_attn: torch.Tensor, starts: torch.Tensor, end: int, active: torch.Tensor):
+        """As [`ModelRollouts.draw`], every row in one sampling round and one scoring request (each row's prefix
+        and length its own)."""
+        tokens, logp, logr = (out.cpu() for out in _redrawn(ids, starts, end, self.pad))
+        sent = active.nonzero().flatten().tolist()  # host sync: the rows to send, once per draw
         if sent:
-            prefixes = prompts_of(ids[sent], attn[sent])
-            for row, block in zip(sent, self.proposal.draw(prefixes, length, self.seeds)):
+            width, cut = prompt_attn.shape[1], starts.tolist()
+            attn = torch.cat([prompt_attn, prompt_attn.new_ones(ids.shape[0], ids.shape[1] - width)], dim=1)
+            prefixes = [
+                prompts_of(ids[i : i + 1, : width + cut[i]], attn[i : i + 1, : width + cut[i]])[0] for i in sent
+            ]
+            for row, block in zip(sent, self.proposal.draw(prefixes, [end - cut[i] for i in sent], self.seeds)):
                 size = len(block.tokens)
                 tokens[row, :size] = torch.tensor(block.tokens, dtype=torch.long, device="cpu")
                 logp[row, :size] = torch.tensor(block.logp, dtype=torch.float32, device="cpu")
@@ -162,24 +184,28 @@ def _ended(ids: torch.Tensor, eos: torch.Tensor) -> torch.Tensor:
     return torch.isin(ids, eos).any(dim=1)
 
 
-def _mh_step(rollouts, state, prompt_attn, end, boundary, alpha, generator, eos, rows):
-    """One MH move of the rows `rows` (indices) on the completion prefix `[:end]`: resample from `boundary`, in place;
-    returns their (accepted, proposed) masks."""
+def _mh_step(rollouts, state, prompt_attn, end, starts, alpha, generator, eos):
+    """One MH move of every row on the completion prefix `[:end]`, row `i` resampled from its own boundary
+    `starts[i]`, in place; returns the (accepted, proposed) masks."""
     ids, logp, logr = state
     prompt_len = prompt_attn.shape[1]
-    keep = ids[rows, : prompt_len + boundary]
-    proposed = ~_ended(keep[:, prompt_len:], eos)  # an answer that ended at or before `b` has nothing to resample
-    attn = torch.cat([prompt_attn[rows], prompt_attn.new_ones(len(rows), boundary)], dim=1)
-    new, new_logp, new_logr = rollouts.draw(keep, attn, end - boundary, proposed, rows)
-    log_ratio = alpha * (new_logp.sum(1) - logp[rows, boundary:end].sum(1)) + (
-        logr[rows, boundary:end].sum(1) - new_logr.sum(1)
-    )
-    log_u = torch.rand(len(rows), generator=generator, device=ids.device).log()
+    answer = ids[:, prompt_len : prompt_len + end]
+    suffix = torch.arange(end, device=ids.device)[None, :] >= starts[:, None]  # the positions a move resamples
+    proposed = ~(torch.isin(answer, eos) & ~suffix).any(dim=1)  # an answer ended at or before `b`: nothing to move
+    new, new_logp, new_logr = rollouts.draw(ids, prompt_attn, starts, end, proposed)
+    column = (torch.arange(end, device=ids.device)[None, :] - starts[:, None]).clamp(min=0)  # position → new's column
+    new, new_logp, new_logr = (values.gather(1, column) for values in (new, new_logp, new_logr))
+
+    def total(values):
+        return torch.where(suffix, values, 0.0).sum(dim=1)
+
+    log_ratio = alpha * (total(new_logp) - total(logp)) + (total(logr) - total(new_logr))
+    log_u = torch.rand(ids.shape[0], generator=generator, device=ids.device).log()
     accept = (log_u < log_ratio.clamp(max=0.0)) & proposed
-    moved = rows[accept]
-    ids[moved, prompt_len + boundary : prompt_len + end] = new[accept]
-    logp[moved, boundary:end] = new_logp[accept]
-    logr[moved, boundary:end] = new_logr[accept]
+    moved = suffix & accept[:, None]
+    ids[:, prompt_len : prompt_len + end] = torch.where(moved, new, answer)
+    logp.copy_(torch.where(moved, new_logp, logp))
+    logr.copy_(torch.where(moved, new_logr, logr))
     return accept, proposed
 
 
@@ -203,19 +229,15 @@ def _power_chain(rollouts, input_ids, attention_mask, max_new_tokens, alpha, mcm
     proposed = torch.zeros(batch, device=input_ids.device)
     for start in range(0, max_new_tokens, block_size):
         end = min(start + block_size, max_new_tokens)
-        attn = torch.cat([attention_mask, attention_mask.new_ones(batch, start)], dim=1)
         active = ~_ended(ids[:, prompt_length:], eos)
-        new, new_logp, new_logr = rollouts.draw(ids, attn, end - start, active)
+        starts = torch.full((batch,), start, device=input_ids.device)
+        new, new_logp, new_logr = rollouts.draw(ids, attention_mask, starts, end, active)
         ids, logp, logr = torch.cat([ids, new], 1), torch.cat([logp, new_logp], 1), torch.cat([logr, new_logr], 1)
-        boundaries = range(0, end, block_size)
-        for _ in range(mcmc_steps):
-            draws = torch.randint(len(boundaries), (batch,), generator=generator, device=input_ids.device)
-            for index in draws.unique().tolist():  # host sync: a boundary slices its rows, once per boundary drawn
-                rows = (draws == index).nonzero().squeeze(-1)
-                state = (ids, logp, logr)
-                accept, moved = _mh_step(rollouts, state, attention_mask, end, boundaries[index], alpha, generator,
-                                         eos, rows)  # fmt: skip
-                accepted[rows], proposed[rows] = accepted[rows] + accept.float(), proposed[rows] + moved.float()
+        boundaries = torch.arange(0, end, block_size, device=input_ids.device)
+        for _ in range(mcmc_steps):  # every row draws its own boundary: the rows are independent chains
+            starts = boundaries[torch.randint(len(boundaries), (batch,), generator=generator, device=input_ids.device)]
+            accept, moved = _mh_step(rollouts, (ids, logp, logr), attention_mask, end, starts, alpha, generator, eos)
+            accepted, proposed = accepted + accept.float(), proposed + moved.float()
     acceptance = accepted / proposed  # nan for a row that never had anything to resample
     if mcmc_steps:
         logger.info(f"power sampling: mean MH acceptance rate {acceptance.nanmean().item():.3f}")

@@ -197,6 +197,23 @@ def test_mh_power_sampling_on_the_engine_is_exact(backend):
         assert 0.2 < out.acceptance_rate[b * runs : (b + 1) * runs].nanmean() < 1.0
 
 
+def test_mh_on_the_engine_redraws_every_row_in_one_round_per_step(engine, monkeypatch):
+    """The rows of a call draw their own boundaries, and an MH step still sends all of them in one sampling round
+    (each its own prefix and length): one proposal draw per block and per step, whatever the boundaries drawn."""
+    calls, draw = [], EngineProposal.draw
+
+    def counted(self, prefixes, length, seeds):
+        calls.append(sorted(set([length] if isinstance(length, int) else length)))
+        return draw(self, prefixes, length, seeds)
+
+    monkeypatch.setattr(EngineProposal, "draw", counted)
+    ids, mask = _rows(10)
+    power_sample(engine.base, ids, mask, max_new_tokens=NEW, seq_temperature=T, mcmc_steps=4, block_size=1,
+                 generator=torch.Generator().manual_seed(0), eos_token_id=EOS)  # fmt: skip
+    assert len(calls) == NEW * (1 + 4)  # a new block, then 4 steps, for each of the NEW one-token blocks
+    assert any(len(lengths) > 1 for lengths in calls)  # steps whose rows drew different boundaries: still one round
+
+
 def test_a_raw_log_prob_server_is_refused_for_the_token_proposal(engine, monkeypatch):
     """Raw log-probs of the sampled token do not give `Z_t`: the token proposal and MH refuse such a server by name,
     the adapter proposal (`log r` at temperature 1) does not need processed ones."""
