@@ -108,7 +108,12 @@ class EngineProposal:
         sizes = [len(groups[key]) for key in keys]
         temperature = 1.0 if self.adapter is not None else 1.0 / self.alpha
         drawn = self.proposer.sample(
-            [list(k) for k, _ in keys], [n for _, n in keys], self.stop, seeds.take(sizes), sizes, temperature,
+            [list(k) for k, _ in keys],
+            [n for _, n in keys],
+            self.stop,
+            seeds.take(sizes),
+            sizes,
+            temperature,
             self.adapter,
         )
         samples: list = [None] * len(prefixes)
